@@ -1,0 +1,235 @@
+/*
+ * vshare wire protocol: the one definition, shared by libvshare.so,
+ * vshare-scheduler and vsharectl. Nothing else declares these structures.
+ *
+ * Every frame is a struct vs_hdr followed by `length` payload bytes. All
+ * fields are fixed-width and in host byte order (the socket is a local Unix
+ * socket). Reserved fields must be zero; a frame that breaks any rule costs
+ * the sender its connection.
+ *
+ * Version history:
+ *   1  first version.
+ *
+ * The header layout (magic, then version) is frozen across versions, so a
+ * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
+ * (code VS_E_VERSION), which old and new clients can both print.
+ */
+#ifndef VSHARE_PROTO_H
+#define VSHARE_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
+#define VS_PROTO_VERSION 1u
+
+/* The largest payload any frame may carry: a status reply with its JSON
+ * document. Requests are far smaller; their exact sizes are in the table. */
+#define VS_MAX_PAYLOAD   (1u << 20)
+
+#define VS_LABEL_MAX     64  /* bytes, NUL-padded; not necessarily NUL-terminated */
+#define VS_UUID_LEN      16
+#define VS_ERRMSG_MAX    128
+
+#define VS_DEFAULT_SOCKET "/run/vshare/scheduler.sock"
+
+struct vs_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t flags;   /* no flags are defined yet: must be zero */
+	uint32_t length;  /* payload bytes after this header */
+};
+
+/* Message types. Each one belongs to exactly one direction and role. */
+/* client -> scheduler */
+#define VS_MSG_HELLO       0x0001
+#define VS_MSG_ATTACH      0x0002
+#define VS_MSG_FOOTPRINT   0x0003
+#define VS_MSG_REQUEST     0x0004
+#define VS_MSG_RELEASED    0x0005
+/* scheduler -> client */
+#define VS_MSG_WELCOME     0x0101
+#define VS_MSG_GRANT       0x0102
+#define VS_MSG_DROP        0x0103
+#define VS_MSG_MODE        0x0104
+#define VS_MSG_ERROR       0x0105
+/* admin -> scheduler */
+#define VS_MSG_STATUS      0x0201
+#define VS_MSG_SET_TQ      0x0202
+#define VS_MSG_SET_MODE    0x0203
+/* scheduler -> admin */
+#define VS_MSG_REPLY       0x0301
+
+/* Roles: who may send a type. The scheduler rejects a type sent by the
+ * wrong role (an admin type from a non-admin peer gets VS_E_PERM). */
+#define VS_ROLE_CLIENT     1u
+#define VS_ROLE_SCHEDULER  2u
+#define VS_ROLE_ADMIN      3u
+
+/* Error / status codes carried in VS_MSG_ERROR and VS_MSG_REPLY. Negative
+ * errno-style values, so they line up with the daemon's internal codes. */
+#define VS_OK              0
+#define VS_E_PROTO       (-71)  /* EPROTO: malformed frame */
+#define VS_E_VERSION     (-95)  /* EOPNOTSUPP: protocol version mismatch */
+#define VS_E_PERM         (-1)  /* EPERM: admin request from a non-admin */
+#define VS_E_NOGPU        (-2)  /* ENOENT: no such GPU */
+#define VS_E_INVAL       (-22)  /* EINVAL: value out of range */
+#define VS_E_STATE       (-16)  /* EBUSY: message not valid in this state */
+
+/* GPU modes. */
+#define VS_MODE_AUTO       0u   /* serialize only what does not fit together */
+#define VS_MODE_ON         1u   /* one holder at a time */
+#define VS_MODE_OFF        2u   /* never serialize */
+
+/* Grant kinds. */
+#define VS_GRANT_SHARED    0u   /* co-runners whose footprints fit together */
+#define VS_GRANT_EXCLUSIVE 1u   /* the only holder */
+
+/* Grant flags. */
+#define VS_GRANTF_OVERSUB  0x1u /* the GPU is oversubscribed: prefetch on grant */
+
+/* Drop reasons. */
+#define VS_DROP_QUANTUM    1u   /* quantum over and someone waits: release now */
+#define VS_DROP_IDLE       2u   /* someone waits: release as soon as idle */
+#define VS_DROP_MODE       3u   /* mode changed */
+#define VS_DROP_CAPACITY   4u   /* the co-running group no longer fits */
+
+/* Admin target flags. */
+#define VS_TARGET_ALL      0x1u /* every GPU; uuid and index ignored */
+#define VS_TARGET_INDEX    0x2u /* by index (order of first attach) */
+
+/* --- client payloads --- */
+struct vs_hello {
+	uint32_t proto_version;  /* VS_PROTO_VERSION of the client */
+	uint32_t reserved;
+	char     label[VS_LABEL_MAX];
+};
+
+struct vs_attach {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t total_mem;      /* bytes, as the driver reports */
+};
+
+struct vs_footprint {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t managed;        /* bytes of managed memory on this GPU */
+	uint64_t pinned;         /* bytes that cannot be paged (VMM, IPC...) */
+};
+
+struct vs_gpu_ref {           /* VS_MSG_REQUEST, VS_MSG_RELEASED */
+	uint8_t  uuid[VS_UUID_LEN];
+};
+
+/* --- scheduler payloads --- */
+struct vs_welcome {
+	uint32_t proto_version;
+	uint32_t client_id;
+};
+
+struct vs_grant {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint32_t kind;           /* VS_GRANT_* */
+	uint32_t flags;          /* VS_GRANTF_* */
+	uint32_t tq_ms;          /* quantum of this grant */
+	uint32_t reserved;
+};
+
+struct vs_drop {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint32_t reason;         /* VS_DROP_* */
+	uint32_t reserved;
+};
+
+struct vs_mode {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint32_t mode;           /* VS_MODE_* */
+	uint32_t reserved;
+};
+
+struct vs_error {
+	int32_t  code;           /* VS_E_* */
+	uint32_t detail;         /* for VS_E_VERSION: the scheduler's version */
+	char     msg[VS_ERRMSG_MAX]; /* NUL-terminated text for humans */
+};
+
+/* --- admin payloads --- */
+struct vs_status_req {
+	uint32_t flags;          /* must be zero */
+	uint32_t reserved;
+};
+
+struct vs_admin_set {         /* VS_MSG_SET_TQ, VS_MSG_SET_MODE */
+	uint8_t  uuid[VS_UUID_LEN]; /* used when no VS_TARGET_* flag is set */
+	uint32_t target;         /* VS_TARGET_* */
+	uint32_t index;          /* with VS_TARGET_INDEX */
+	uint32_t value;          /* seconds for SET_TQ, VS_MODE_* for SET_MODE */
+	uint32_t reserved;
+};
+
+/* VS_MSG_REPLY: this struct, then `json_len` bytes of JSON text (not
+ * NUL-terminated) for a status reply, or an error message otherwise. */
+struct vs_reply {
+	int32_t  status;         /* VS_OK or VS_E_* */
+	uint32_t json_len;
+};
+
+_Static_assert(sizeof(struct vs_hdr) == 16, "vs_hdr size");
+_Static_assert(sizeof(struct vs_hello) == 72, "vs_hello size");
+_Static_assert(sizeof(struct vs_attach) == 24, "vs_attach size");
+_Static_assert(sizeof(struct vs_footprint) == 32, "vs_footprint size");
+_Static_assert(sizeof(struct vs_gpu_ref) == 16, "vs_gpu_ref size");
+_Static_assert(sizeof(struct vs_welcome) == 8, "vs_welcome size");
+_Static_assert(sizeof(struct vs_grant) == 32, "vs_grant size");
+_Static_assert(sizeof(struct vs_drop) == 24, "vs_drop size");
+_Static_assert(sizeof(struct vs_mode) == 24, "vs_mode size");
+_Static_assert(sizeof(struct vs_error) == 136, "vs_error size");
+_Static_assert(sizeof(struct vs_status_req) == 8, "vs_status_req size");
+_Static_assert(sizeof(struct vs_admin_set) == 32, "vs_admin_set size");
+_Static_assert(sizeof(struct vs_reply) == 8, "vs_reply size");
+
+/* One row per message type: who sends it and how long its payload is.
+ * A variable-length type (VS_MSG_REPLY) gives its minimum size. */
+struct vs_msg_info {
+	uint16_t    type;
+	uint16_t    role;        /* VS_ROLE_* of the sender */
+	uint32_t    size;        /* exact payload size, or minimum if variable */
+	uint32_t    variable;    /* 1 if more bytes may follow */
+	const char *name;
+};
+
+/* Look up a type; NULL for an unknown one. */
+const struct vs_msg_info *vs_msg_lookup(uint16_t type);
+
+/*
+ * Check a header as it arrives (before its payload). Returns VS_OK, or
+ * VS_E_PROTO (bad magic, nonzero flags, unknown type, wrong size, too long)
+ * or VS_E_VERSION (good magic, other version). `role` is the role the
+ * receiver expects of this peer (client or admin for the scheduler, which
+ * passes 0 to accept both; scheduler for the others).
+ */
+int vs_check_hdr(const struct vs_hdr *h, uint32_t role);
+
+/*
+ * Check a whole payload of a header that passed vs_check_hdr: reserved
+ * fields zero, enumerations in range, labels and messages well formed.
+ * Returns VS_OK or VS_E_PROTO; on failure *why (if given) names the rule.
+ */
+int vs_check_payload(const struct vs_hdr *h, const void *payload,
+		     const char **why);
+
+/* Fill a header for a payload of `len` bytes. */
+void vs_hdr_init(struct vs_hdr *h, uint16_t type, uint32_t len);
+
+/* Names for logs and JSON. */
+const char *vs_mode_name(uint32_t mode);     /* "auto", "on", "off", "?" */
+int         vs_mode_parse(const char *s, uint32_t *mode); /* 0 or -1 */
+const char *vs_drop_reason_name(uint32_t reason);
+const char *vs_err_name(int32_t code);
+
+/* UUIDs as the driver prints them: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
+#define VS_UUID_STR_LEN 41  /* with the NUL */
+void vs_uuid_format(const uint8_t uuid[VS_UUID_LEN], char out[VS_UUID_STR_LEN]);
+int  vs_uuid_parse(const char *s, uint8_t uuid[VS_UUID_LEN]); /* 0 or -1; "GPU-" optional */
+
+#endif /* VSHARE_PROTO_H */

@@ -1,0 +1,269 @@
+/*
+ * Validation of vshare frames against the table of message types. Shared
+ * by the scheduler, vsharectl and the shim; it depends on libc alone.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vshare/proto.h"
+
+static const struct vs_msg_info msg_table[] = {
+	{ VS_MSG_HELLO,     VS_ROLE_CLIENT,    sizeof(struct vs_hello),      0, "hello" },
+	{ VS_MSG_ATTACH,    VS_ROLE_CLIENT,    sizeof(struct vs_attach),     0, "attach" },
+	{ VS_MSG_FOOTPRINT, VS_ROLE_CLIENT,    sizeof(struct vs_footprint),  0, "footprint" },
+	{ VS_MSG_REQUEST,   VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "request" },
+	{ VS_MSG_RELEASED,  VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "released" },
+	{ VS_MSG_WELCOME,   VS_ROLE_SCHEDULER, sizeof(struct vs_welcome),    0, "welcome" },
+	{ VS_MSG_GRANT,     VS_ROLE_SCHEDULER, sizeof(struct vs_grant),      0, "grant" },
+	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop" },
+	{ VS_MSG_MODE,      VS_ROLE_SCHEDULER, sizeof(struct vs_mode),       0, "mode" },
+	{ VS_MSG_ERROR,     VS_ROLE_SCHEDULER, sizeof(struct vs_error),      0, "error" },
+	{ VS_MSG_STATUS,    VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "status" },
+	{ VS_MSG_SET_TQ,    VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-tq" },
+	{ VS_MSG_SET_MODE,  VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-mode" },
+	{ VS_MSG_REPLY,     VS_ROLE_SCHEDULER, sizeof(struct vs_reply),      1, "reply" },
+};
+
+const struct vs_msg_info *vs_msg_lookup(uint16_t type)
+{
+	for (size_t i = 0; i < sizeof(msg_table) / sizeof(msg_table[0]); i++)
+		if (msg_table[i].type == type)
+			return &msg_table[i];
+	return NULL;
+}
+
+int vs_check_hdr(const struct vs_hdr *h, uint32_t role)
+{
+	const struct vs_msg_info *mi;
+
+	if (h->magic != VS_PROTO_MAGIC)
+		return VS_E_PROTO;
+	if (h->version != VS_PROTO_VERSION)
+		return VS_E_VERSION;
+	if (h->flags != 0 || h->length > VS_MAX_PAYLOAD)
+		return VS_E_PROTO;
+	mi = vs_msg_lookup(h->type);
+	if (mi == NULL)
+		return VS_E_PROTO;
+	if (role == 0) {
+		if (mi->role == VS_ROLE_SCHEDULER)
+			return VS_E_PROTO;
+	} else if (mi->role != role) {
+		return VS_E_PROTO;
+	}
+	if (mi->variable ? h->length < mi->size : h->length != mi->size)
+		return VS_E_PROTO;
+	return VS_OK;
+}
+
+static int all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != 0)
+			return 0;
+	return 1;
+}
+
+/* A fixed text field: printable bytes, then only NULs to the end. */
+static int text_ok(const char *s, size_t n, int need_nul)
+{
+	size_t len = strnlen(s, n);
+
+	if (need_nul && len == n)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return all_zero(s + len, n - len);
+}
+
+#define FAIL(msg) do { if (why) *why = (msg); return VS_E_PROTO; } while (0)
+
+int vs_check_payload(const struct vs_hdr *h, const void *payload,
+		     const char **why)
+{
+	switch (h->type) {
+	case VS_MSG_HELLO: {
+		const struct vs_hello *m = payload;
+		if (m->reserved)
+			FAIL("hello: reserved field not zero");
+		if (!text_ok(m->label, sizeof(m->label), 0))
+			FAIL("hello: label has control characters or junk after NUL");
+		break;
+	}
+	case VS_MSG_ATTACH: {
+		const struct vs_attach *m = payload;
+		if (all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("attach: empty UUID");
+		break;
+	}
+	case VS_MSG_FOOTPRINT:
+	case VS_MSG_REQUEST:
+	case VS_MSG_RELEASED: {
+		const struct vs_gpu_ref *m = payload; /* every one starts with the UUID */
+		if (all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("empty UUID");
+		break;
+	}
+	case VS_MSG_WELCOME:
+		break;
+	case VS_MSG_GRANT: {
+		const struct vs_grant *m = payload;
+		if (m->reserved || m->kind > VS_GRANT_EXCLUSIVE ||
+		    (m->flags & ~VS_GRANTF_OVERSUB))
+			FAIL("grant: bad kind, flags or reserved field");
+		break;
+	}
+	case VS_MSG_DROP: {
+		const struct vs_drop *m = payload;
+		if (m->reserved || m->reason < VS_DROP_QUANTUM ||
+		    m->reason > VS_DROP_CAPACITY)
+			FAIL("drop: bad reason or reserved field");
+		break;
+	}
+	case VS_MSG_MODE: {
+		const struct vs_mode *m = payload;
+		if (m->reserved || m->mode > VS_MODE_OFF)
+			FAIL("mode: bad mode or reserved field");
+		break;
+	}
+	case VS_MSG_ERROR: {
+		const struct vs_error *m = payload;
+		if (!text_ok(m->msg, sizeof(m->msg), 1))
+			FAIL("error: message not NUL-terminated text");
+		break;
+	}
+	case VS_MSG_STATUS: {
+		const struct vs_status_req *m = payload;
+		if (m->flags || m->reserved)
+			FAIL("status: flags or reserved field not zero");
+		break;
+	}
+	case VS_MSG_SET_TQ:
+	case VS_MSG_SET_MODE: {
+		const struct vs_admin_set *m = payload;
+		if (m->reserved || (m->target & ~(VS_TARGET_ALL | VS_TARGET_INDEX)) ||
+		    m->target == (VS_TARGET_ALL | VS_TARGET_INDEX))
+			FAIL("set: bad target or reserved field");
+		if (m->target == 0 && all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("set: no target GPU");
+		if (h->type == VS_MSG_SET_MODE && m->value > VS_MODE_OFF)
+			FAIL("set-mode: unknown mode");
+		break;
+	}
+	case VS_MSG_REPLY: {
+		const struct vs_reply *m = payload;
+		if (m->json_len != h->length - sizeof(*m))
+			FAIL("reply: json_len does not match the frame length");
+		break;
+	}
+	default:
+		FAIL("unknown message type");
+	}
+	return VS_OK;
+}
+
+void vs_hdr_init(struct vs_hdr *h, uint16_t type, uint32_t len)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = VS_PROTO_MAGIC;
+	h->version = VS_PROTO_VERSION;
+	h->type = type;
+	h->length = len;
+}
+
+const char *vs_mode_name(uint32_t mode)
+{
+	switch (mode) {
+	case VS_MODE_AUTO: return "auto";
+	case VS_MODE_ON:   return "on";
+	case VS_MODE_OFF:  return "off";
+	default:           return "?";
+	}
+}
+
+int vs_mode_parse(const char *s, uint32_t *mode)
+{
+	if (strcmp(s, "auto") == 0)
+		*mode = VS_MODE_AUTO;
+	else if (strcmp(s, "on") == 0)
+		*mode = VS_MODE_ON;
+	else if (strcmp(s, "off") == 0)
+		*mode = VS_MODE_OFF;
+	else
+		return -1;
+	return 0;
+}
+
+const char *vs_drop_reason_name(uint32_t reason)
+{
+	switch (reason) {
+	case VS_DROP_QUANTUM:  return "quantum over";
+	case VS_DROP_IDLE:     return "someone waiting, release when idle";
+	case VS_DROP_MODE:     return "mode change";
+	case VS_DROP_CAPACITY: return "over capacity";
+	default:               return "?";
+	}
+}
+
+const char *vs_err_name(int32_t code)
+{
+	switch (code) {
+	case VS_OK:        return "ok";
+	case VS_E_PROTO:   return "malformed frame";
+	case VS_E_VERSION: return "protocol version mismatch";
+	case VS_E_PERM:    return "permission denied";
+	case VS_E_NOGPU:   return "no such GPU";
+	case VS_E_INVAL:   return "invalid value";
+	case VS_E_STATE:   return "not valid in this state";
+	default:           return "unknown error";
+	}
+}
+
+void vs_uuid_format(const uint8_t u[VS_UUID_LEN], char out[VS_UUID_STR_LEN])
+{
+	snprintf(out, VS_UUID_STR_LEN,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+		 "%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		 u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int vs_uuid_parse(const char *s, uint8_t uuid[VS_UUID_LEN])
+{
+	static const int dash_after[] = { 4, 6, 8, 10 }; /* byte counts */
+	size_t d = 0;
+
+	if (strncmp(s, "GPU-", 4) == 0)
+		s += 4;
+	for (int i = 0; i < VS_UUID_LEN; i++) {
+		int hi, lo;
+
+		if (d < 4 && i == dash_after[d]) {
+			if (*s != '-')
+				return -1;
+			s++;
+			d++;
+		}
+		hi = hexval(s[0]);
+		lo = hi < 0 ? -1 : hexval(s[1]);
+		if (lo < 0)
+			return -1;
+		uuid[i] = (uint8_t)(hi << 4 | lo);
+		s += 2;
+	}
+	return *s == '\0' ? 0 : -1;
+}

@@ -1,0 +1,96 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+#include "shim_env.h"
+
+int shim_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+	double mult = 1;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno != 0 || v < 0)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': mult = 1024.0; end++; break;
+	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: break;
+	}
+	if (mult > 1 && *end == 'i')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end != '\0')
+		return -1;
+	v *= mult;
+	if (v >= 18446744073709551615.0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+uint64_t shim_env_size(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	if (shim_parse_size(s, &v) != 0) {
+		log_warn("%s=\"%s\" is not a size (like 8G or 512M); using the default",
+			 name, s);
+		return dflt;
+	}
+	return v;
+}
+
+uint64_t shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (end == s || *end != '\0' || errno != 0 || s[0] == '-' ||
+	    v < min || v > max) {
+		log_warn("%s=\"%s\" is not a number in %llu..%llu; using %llu",
+			 name, s, (unsigned long long)min,
+			 (unsigned long long)max, (unsigned long long)dflt);
+		return dflt;
+	}
+	return v;
+}
+
+int shim_env_bool(const char *name, int dflt)
+{
+	const char *s = getenv(name);
+
+	if (s == NULL || *s == '\0')
+		return dflt;
+	if (!strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") ||
+	    !strcasecmp(s, "on"))
+		return 1;
+	if (!strcmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") ||
+	    !strcasecmp(s, "off"))
+		return 0;
+	log_warn("%s=\"%s\" is not a boolean (1/0, true/false); using %d",
+		 name, s, dflt);
+	return dflt;
+}
+
+const char *shim_env_str(const char *name, const char *dflt)
+{
+	const char *s = getenv(name);
+
+	return (s == NULL || *s == '\0') ? dflt : s;
+}

@@ -1,0 +1,20 @@
+/*
+ * VSHARE_* environment settings of the shim, read once. A bad value is
+ * reported once and the default used: the shim never stops the host
+ * program over its own configuration.
+ */
+#ifndef VSHARE_SHIM_ENV_H
+#define VSHARE_SHIM_ENV_H
+
+#include <stdint.h>
+
+/* Parse "123", "64K", "8G", "1.5G" (binary units, optional B/iB). 0 or -1. */
+int shim_parse_size(const char *s, uint64_t *out);
+
+/* Each returns the default when the variable is unset or bad (logged). */
+uint64_t    shim_env_size(const char *name, uint64_t dflt);
+uint64_t    shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max);
+int         shim_env_bool(const char *name, int dflt);
+const char *shim_env_str(const char *name, const char *dflt);
+
+#endif

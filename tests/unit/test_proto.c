@@ -1,0 +1,168 @@
+/* Protocol table and validation: every rule of vs_check_hdr and
+ * vs_check_payload, and the UUID text form. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vshare/proto.h"
+
+static struct vs_hdr hdr_for(uint16_t type, uint32_t len)
+{
+	struct vs_hdr h;
+
+	vs_hdr_init(&h, type, len);
+	return h;
+}
+
+static void test_header_rules(void **state)
+{
+	struct vs_hdr h;
+	(void)state;
+
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello));
+	assert_int_equal(vs_check_hdr(&h, 0), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_CLIENT), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_E_PROTO);
+
+	h.magic ^= 1;
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello));
+	h.version = VS_PROTO_VERSION + 1;
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_VERSION);
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello));
+	h.flags = 1;
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello) - 1);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello) + 1);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	h = hdr_for(0x7777, 0);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	/* The scheduler accepts no scheduler-only types from peers. */
+	h = hdr_for(VS_MSG_GRANT, sizeof(struct vs_grant));
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_OK);
+	/* Variable-length replies: at least the fixed part, at most the max. */
+	h = hdr_for(VS_MSG_REPLY, sizeof(struct vs_reply) + 100);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_OK);
+	h = hdr_for(VS_MSG_REPLY, sizeof(struct vs_reply) - 1);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_E_PROTO);
+	h = hdr_for(VS_MSG_REPLY, VS_MAX_PAYLOAD + 1);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_E_PROTO);
+}
+
+static void test_every_type_has_a_row(void **state)
+{
+	static const uint16_t types[] = {
+		VS_MSG_HELLO, VS_MSG_ATTACH, VS_MSG_FOOTPRINT, VS_MSG_REQUEST,
+		VS_MSG_RELEASED, VS_MSG_WELCOME, VS_MSG_GRANT, VS_MSG_DROP,
+		VS_MSG_MODE, VS_MSG_ERROR, VS_MSG_STATUS, VS_MSG_SET_TQ,
+		VS_MSG_SET_MODE, VS_MSG_REPLY,
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		const struct vs_msg_info *mi = vs_msg_lookup(types[i]);
+		assert_non_null(mi);
+		assert_non_null(mi->name);
+		assert_true(mi->size > 0);
+	}
+	assert_null(vs_msg_lookup(0));
+}
+
+static void test_payload_rules(void **state)
+{
+	struct vs_hdr h;
+	struct vs_hello hello;
+	struct vs_gpu_ref ref;
+	struct vs_admin_set set;
+	struct vs_reply reply;
+	const char *why = NULL;
+	(void)state;
+
+	memset(&hello, 0, sizeof(hello));
+	strcpy(hello.label, "train-job");
+	hello.proto_version = VS_PROTO_VERSION;
+	h = hdr_for(VS_MSG_HELLO, sizeof(hello));
+	assert_int_equal(vs_check_payload(&h, &hello, &why), VS_OK);
+	hello.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &hello, &why), VS_E_PROTO);
+	assert_non_null(why);
+	hello.reserved = 0;
+	hello.label[20] = 'x'; /* junk after the NUL */
+	assert_int_equal(vs_check_payload(&h, &hello, NULL), VS_E_PROTO);
+	hello.label[20] = 0;
+	hello.label[2] = '\n';
+	assert_int_equal(vs_check_payload(&h, &hello, NULL), VS_E_PROTO);
+
+	memset(&ref, 0, sizeof(ref));
+	h = hdr_for(VS_MSG_REQUEST, sizeof(ref));
+	assert_int_equal(vs_check_payload(&h, &ref, NULL), VS_E_PROTO);
+	ref.uuid[3] = 7;
+	assert_int_equal(vs_check_payload(&h, &ref, NULL), VS_OK);
+
+	memset(&set, 0, sizeof(set));
+	h = hdr_for(VS_MSG_SET_MODE, sizeof(set));
+	set.target = VS_TARGET_ALL;
+	set.value = VS_MODE_OFF;
+	assert_int_equal(vs_check_payload(&h, &set, NULL), VS_OK);
+	set.value = 3;
+	assert_int_equal(vs_check_payload(&h, &set, NULL), VS_E_PROTO);
+	set.value = VS_MODE_ON;
+	set.target = VS_TARGET_ALL | VS_TARGET_INDEX;
+	assert_int_equal(vs_check_payload(&h, &set, NULL), VS_E_PROTO);
+	set.target = 0; /* by UUID, but the UUID is empty */
+	assert_int_equal(vs_check_payload(&h, &set, NULL), VS_E_PROTO);
+
+	reply.status = 0;
+	reply.json_len = 10;
+	h = hdr_for(VS_MSG_REPLY, sizeof(reply) + 10);
+	assert_int_equal(vs_check_payload(&h, &reply, NULL), VS_OK);
+	reply.json_len = 11;
+	assert_int_equal(vs_check_payload(&h, &reply, NULL), VS_E_PROTO);
+}
+
+static void test_uuid_text(void **state)
+{
+	uint8_t u[VS_UUID_LEN], back[VS_UUID_LEN];
+	char s[VS_UUID_STR_LEN];
+	(void)state;
+
+	for (int i = 0; i < VS_UUID_LEN; i++)
+		u[i] = (uint8_t)(i * 17 + 3);
+	vs_uuid_format(u, s);
+	assert_int_equal(strlen(s), VS_UUID_STR_LEN - 1);
+	assert_int_equal(strncmp(s, "GPU-", 4), 0);
+	assert_int_equal(vs_uuid_parse(s, back), 0);
+	assert_memory_equal(u, back, sizeof(u));
+	assert_int_equal(vs_uuid_parse(s + 4, back), 0);
+	assert_int_equal(vs_uuid_parse("GPU-1234", back), -1);
+	s[10] = 'z';
+	assert_int_equal(vs_uuid_parse(s, back), -1);
+}
+
+static void test_mode_names(void **state)
+{
+	uint32_t m;
+	(void)state;
+
+	assert_int_equal(vs_mode_parse("auto", &m), 0);
+	assert_int_equal(m, VS_MODE_AUTO);
+	assert_int_equal(vs_mode_parse("off", &m), 0);
+	assert_string_equal(vs_mode_name(m), "off");
+	assert_int_equal(vs_mode_parse("maybe", &m), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_header_rules),
+		cmocka_unit_test(test_every_type_has_a_row),
+		cmocka_unit_test(test_payload_rules),
+		cmocka_unit_test(test_uuid_text),
+		cmocka_unit_test(test_mode_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
