@@ -19,3 +19,16 @@ if(VSHARE_SAN_FLAGS)
   add_compile_options(${VSHARE_SAN_FLAGS})
   add_link_options(${VSHARE_SAN_FLAGS})
 endif()
+
+# A sanitized libvshare.so preloaded into a program that is not itself
+# sanitized needs the sanitizer runtime loaded first. Tests that preload the
+# shim (or load the test driver into python) put VSHARE_SAN_PRELOAD at the
+# front of LD_PRELOAD; it is empty in a normal build.
+set(VSHARE_SAN_PRELOAD "")
+if(VSHARE_SANITIZE STREQUAL "address")
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+                  OUTPUT_VARIABLE VSHARE_SAN_PRELOAD OUTPUT_STRIP_TRAILING_WHITESPACE)
+elseif(VSHARE_SANITIZE STREQUAL "thread")
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libtsan.so
+                  OUTPUT_VARIABLE VSHARE_SAN_PRELOAD OUTPUT_STRIP_TRAILING_WHITESPACE)
+endif()
