@@ -78,19 +78,22 @@ void client_lost(const char *why)
 		g->want = g->known;
 		pthread_mutex_unlock(&g->mu);
 	}
-	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
+	/* The backoff restarts from its minimum only after a welcome, so a
+	 * scheduler that accepts and then hangs up is not hammered. */
 	schedule_retry();
 	if (A_LOAD(&gate_g.shutting))
 		return;
 	client_c.warned = 1;
 	if (!gate_g.conf.require_sched) {
-		if (!client_c.version_dead)
+		if (!client_c.version_seen)
 			log_warn("lost the scheduler (%s): running unshared until "
 				 "it is back", why);
 		go_unshared();
 		return;
 	}
-	log_warn("lost the scheduler (%s): GPU work waits until it is back", why);
+	if (!client_c.version_seen)
+		log_warn("lost the scheduler (%s): GPU work waits until it is "
+			 "back", why);
 	for (int i = 0; i < GATE_MAX_GPUS; i++)
 		if (held[i])
 			gate_drain(i);
@@ -156,13 +159,14 @@ static void try_connect(void)
 		return;
 	}
 	client_c.sock = fd;
-	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
-	if (client_c.warned)
+	if (client_c.warned && !client_c.version_seen)
 		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
 	client_c.warned = 0;
-	rejoin();
-	if (client_hello() != 0)
+	if (client_hello() != 0) {
 		client_lost("sending hello failed");
+		return;
+	}
+	rejoin();
 }
 
 static int next_timeout(int work)

@@ -16,6 +16,7 @@
 struct client_conn {
 	int      sock;            /* -1 when not connected */
 	int      version_dead;    /* protocol mismatch: stay unshared */
+	int      version_seen;    /* the mismatch was logged (once) */
 	int      warned;          /* the outage was logged */
 	uint64_t backoff_ms;
 	uint64_t next_try_ms;     /* next connection attempt */

@@ -109,13 +109,15 @@ static void on_drop(const struct vs_drop *m)
 
 static void on_version(uint32_t theirs)
 {
+	if (!gate_g.conf.require_sched)
+		client_c.version_dead = 1;
+	if (client_c.version_seen)
+		return;
+	client_c.version_seen = 1;
 	log_error("the scheduler speaks protocol version %u, this libvshare "
 		  "speaks version %u: %s", theirs, VS_PROTO_VERSION,
 		  gate_g.conf.require_sched ? "waiting for a matching scheduler"
 					    : "running unshared");
-	if (!gate_g.conf.require_sched)
-		client_c.version_dead = 1;
-	client_c.warned = 1;
 }
 
 static void on_error(const struct vs_error *m)
@@ -135,6 +137,8 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		const struct vs_welcome *m = p;
 
 		client_c.client_id = m->client_id;
+		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
+		client_c.version_seen = 0;
 		log_debug("registered as client %u", m->client_id);
 		return 0;
 	}

@@ -63,6 +63,8 @@ int  fs_connections(void);
 void fs_send_raw(const struct vs_hdr *h, const void *payload);
 void fs_grant(int dev, uint32_t flags);
 void fs_drop(int dev, uint32_t reason);
+/* Do not answer hello with welcome (a scheduler of another version). */
+void fs_no_welcome(int on);
 /* Automatic mode for the stress test: grant every request at once. */
 void fs_auto_grant(int on);
 

@@ -30,6 +30,7 @@ static struct {
 	int lfd, cfd, wake[2];
 	int cmd;
 	int auto_grant;
+	int no_welcome;
 	int conns;
 	int counts[0x110];
 	struct fs_msg q[QCAP];
@@ -118,6 +119,11 @@ void fs_drop(int dev, uint32_t reason)
 	fs_send_raw(&h, &m);
 }
 
+void fs_no_welcome(int on)
+{
+	__atomic_store_n(&fs.no_welcome, on, __ATOMIC_SEQ_CST);
+}
+
 void fs_auto_grant(int on)
 {
 	__atomic_store_n(&fs.auto_grant, on, __ATOMIC_SEQ_CST);
@@ -153,6 +159,13 @@ static void got(const struct fs_msg *m)
 	fs.q[fs.qtail++ % QCAP] = *m;
 	pthread_cond_broadcast(&fs.cv);
 	pthread_mutex_unlock(&fs.mu);
+	if (m->type == VS_MSG_HELLO && !__atomic_load_n(&fs.no_welcome, __ATOMIC_SEQ_CST)) {
+		struct vs_welcome w = { VS_PROTO_VERSION, 7 };
+		struct vs_hdr h;
+
+		vs_hdr_init(&h, VS_MSG_WELCOME, sizeof(w));
+		fs_send_raw(&h, &w);
+	}
 	if (m->type == VS_MSG_REQUEST && dev >= 0 &&
 	    __atomic_load_n(&fs.auto_grant, __ATOMIC_SEQ_CST))
 		grant_fd(dev, 0);

@@ -93,6 +93,7 @@ static void version_mismatch(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	dup2(fd, 2);
+	fs_no_welcome(1);
 	fs_start();
 	env_init();
 	entrant_start(&e, 0, NULL, 0);
@@ -111,6 +112,7 @@ static void version_mismatch(void **state)
 	assert_int_equal(fs_connections(), 1);
 	assert_int_equal(file_count(logpath, "protocol version 2"), 1);
 	assert_int_equal(file_count(logpath, "speaks version 1"), 1);
+	assert_int_equal(file_count(logpath, "lost the scheduler"), 0);
 	unlink(logpath);
 	gate_shutdown();
 	fs_stop();
