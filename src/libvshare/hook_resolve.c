@@ -53,7 +53,9 @@ void *shim_dlsym_real(void *handle, const char *name)
 
 /* RTLD_NEXT means "after the caller's object", and glibc tells the
  * caller by the return address, which inside this wrapper is the shim.
- * Search the objects loaded after the caller instead. */
+ * Search the objects loaded after the caller instead, each through a
+ * handle of its own (a link_map is not a valid handle for every object:
+ * the vDSO has no search scope). */
 static void *dlsym_next(const char *name, const void *caller)
 {
 	struct link_map *lm = NULL;
@@ -62,8 +64,15 @@ static void *dlsym_next(const char *name, const void *caller)
 	if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || lm == NULL)
 		return shim_dlsym_real(RTLD_NEXT, name);
 	for (lm = lm->l_next; lm != NULL; lm = lm->l_next) {
-		void *p = shim_dlsym_real(lm, name);
+		void *h, *p;
 
+		if (lm->l_name == NULL || lm->l_name[0] == '\0')
+			continue;
+		h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+		if (h == NULL)
+			continue;
+		p = shim_dlsym_real(h, name);
+		dlclose(h);
 		if (p != NULL)
 			return p;
 	}
