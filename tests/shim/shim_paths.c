@@ -279,12 +279,16 @@ int check_capture(void)
 	CK(cuStreamSynchronize(s));
 	CK(cuMemcpyDtoH(host, p, sizeof(host)));
 	CHECK(host[0] == 9.0f && host[15] == 9.0f);
+	CK(cuGraphExecDestroy(ge));
+	CK(cuGraphDestroy(g));
 
 	/* Inside a capture, stream-ordered allocation is left to the
 	 * driver (the test driver refuses it; converted it would succeed). */
 	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
 	CHECK(cuMemAllocAsync(&q, 4096, s) != CUDA_SUCCESS || !is_managed(q));
-	(void)cuStreamEndCapture(s, &g);
+	g = NULL;
+	if (cuStreamEndCapture(s, &g) == CUDA_SUCCESS && g != NULL)
+		CK(cuGraphDestroy(g));
 	CK(cuStreamIsCapturing(s, &st));
 	CHECK(st == CU_STREAM_CAPTURE_STATUS_NONE);
 	/* Work after the captures runs as before. */
