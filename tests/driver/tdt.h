@@ -36,12 +36,14 @@ static inline CUcontext tdt_ctx(int dev)
 	return c;
 }
 
+/* A built-in kernel, from one module loaded once per process. */
 static inline CUfunction tdt_func(const char *name)
 {
-	CUmodule m;
+	static CUmodule m;
 	CUfunction f;
 
-	CK(cuModuleLoadData(&m, "// any image"));
+	if (!m)
+		CK(cuModuleLoadData(&m, "// any image"));
 	CK(cuModuleGetFunction(&f, m, name));
 	return f;
 }
