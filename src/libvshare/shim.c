@@ -67,6 +67,9 @@ static void shim_atfork_child(void)
 	gate_atfork_child();
 }
 
+/* Exit: the atexit handler registered at init runs before the
+ * destructors and before every handler registered earlier; the
+ * destructor covers an unload by dlclose. gate_shutdown runs once. */
 static void shim_atexit(void)
 {
 	int outer = shim_guard_enter();
@@ -74,6 +77,12 @@ static void shim_atexit(void)
 	gate_shutdown();
 	if (outer)
 		shim_guard_leave();
+}
+
+__attribute__((destructor)) static void shim_fini(void)
+{
+	if (__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE))
+		shim_atexit();
 }
 
 static void shim_init(void)
