@@ -11,6 +11,7 @@
 #include "mem_alloc.h"
 #include "shim.h"
 #include "shim_env.h"
+#include "shim_libc.h"
 #include "shim_ops.h"
 
 struct shim_conf shim_conf = { .convert = 1, .libcuda = "libcuda.so.1" };
@@ -47,8 +48,6 @@ static void shim_read_conf(void)
 	shim_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
 	shim_conf.libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
 }
-
-void *shim_dlsym_real(void *handle, const char *name);
 
 static void *shim_lookup(void *handle, const char *name)
 {
