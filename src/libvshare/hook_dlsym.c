@@ -106,16 +106,17 @@ NO_SAN VSHARE_EXPORT void *dlsym(void *handle, const char *name)
 	id = hook_find(name);
 	if (id < 0 || p == hook_infos[id].hook)
 		return p;
-	shim_ensure_init();
+	/* No init from here: dlsym runs inside other libraries'
+	 * constructors, under the loader lock that the init's dlopen would
+	 * wait for. The driver's function found here is the real one. */
 	real = hook_real_load((enum hook_id)id);
-	if (real == NULL) {
-		hook_real_store((enum hook_id)id, p);
+	if (p == real)
 		return hook_infos[id].hook;
-	}
 	/* Another library's function of the same name (a second
 	 * interposer, a wrapper) is left alone. */
-	if (p == real || in_driver_library(p))
-		return hook_infos[id].hook;
-	return p;
+	if (!in_driver_library(p))
+		return p;
+	if (real == NULL)
+		hook_real_claim((enum hook_id)id, p);
+	return hook_infos[id].hook;
 }
-

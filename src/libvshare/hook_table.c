@@ -131,8 +131,7 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 			  (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
 	if (id < 0 || hook_infos[id].kind == HOOK_REAL)
 		return fn;
-	if (hook_real_load(id) == NULL)
-		hook_real_store(id, fn);
+	hook_real_claim(id, fn);
 	log_debug("%s (CUDA %d, flags %llu): driver address %p taken as %s",
 		  base, cuda_version, flags, fn, hook_infos[id].name);
 	return hook_infos[id].hook;
@@ -149,7 +148,7 @@ int hook_resolve_all(void *(*lookup)(void *handle, const char *name),
 		/* Never record one of the shim's own hooks as the real
 		 * function: that would make the hook call itself. */
 		if (p != NULL && p != hook_infos[i].hook) {
-			hook_real_store((enum hook_id)i, p);
+			hook_real_claim((enum hook_id)i, p);
 			found++;
 		}
 	}

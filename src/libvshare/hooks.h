@@ -45,9 +45,13 @@ static inline void *hook_real_load(enum hook_id id)
 	return __atomic_load_n(&hook_real_tab[id], __ATOMIC_ACQUIRE);
 }
 
-static inline void hook_real_store(enum hook_id id, void *p)
+/* Record p as the real function unless one is known already. */
+static inline void hook_real_claim(enum hook_id id, void *p)
 {
-	__atomic_store_n(&hook_real_tab[id], p, __ATOMIC_RELEASE);
+	void *none = NULL;
+
+	__atomic_compare_exchange_n(&hook_real_tab[id], &none, p, 0,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /* The real function of a symbol, typed, once the shim is initialized

@@ -96,6 +96,7 @@ static CUresult alloc_pinned(CUdeviceptr *dptr, size_t size, int dev)
 
 CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 {
+	CUresult r;
 	int dev;
 
 	mem_defer_reap(0);
@@ -104,7 +105,14 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 		return MEM_PASS; /* the driver reports the error */
 	if (!shim_conf.convert)
 		return alloc_pinned(dptr, size, dev);
-	return alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL);
+	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL);
+	if (r != CUDA_ERROR_NOT_SUPPORTED)
+		return r;
+	/* Some platforms (virtual GPUs without unified memory) have no
+	 * managed memory: plain device memory still works, unshared. */
+	log_once(LOG_LVL_WARN, "managed memory is not supported here: "
+		 "device memory is left as it is and counts as pinned");
+	return alloc_pinned(dptr, size, dev);
 }
 
 CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,

@@ -54,6 +54,13 @@ int check_dlsym(void)
 	CUdeviceptr p;
 	const char *name;
 
+	/* Before any CUDA call: the shim is not initialized yet. */
+	for (size_t i = 0; i < sizeof(core) / sizeof(core[0]); i++) {
+		CHECK(in_shim(dlsym(h, core[i]), &name));
+		CHECK(strcmp(name, core[i]) == 0);
+		CHECK(in_shim(dlsym(RTLD_DEFAULT, core[i]), NULL));
+		CHECK(in_shim(dlsym(RTLD_NEXT, core[i]), NULL));
+	}
 	setup_ctx();
 	for (int i = 0; i < n_hooked; i++) {
 		void *fn = dlsym(h, hooked[i].name);
@@ -70,12 +77,6 @@ int check_dlsym(void)
 				hooked[i].name);
 			bad++;
 		}
-	}
-	for (size_t i = 0; i < sizeof(core) / sizeof(core[0]); i++) {
-		CHECK(in_shim(dlsym(h, core[i]), &name));
-		CHECK(strcmp(name, core[i]) == 0);
-		CHECK(in_shim(dlsym(RTLD_DEFAULT, core[i]), NULL));
-		CHECK(in_shim(dlsym(RTLD_NEXT, core[i]), NULL));
 	}
 	printf("%d hooked symbols found through dlsym\n", found);
 	CHECK(bad == 0);
