@@ -43,8 +43,10 @@ struct td_dep {
 enum td_op_kind {
 	TD_OP_KERNEL, TD_OP_COPY, TD_OP_SET,
 	TD_OP_HOSTFN, TD_OP_CALLBACK, TD_OP_EVENT, TD_OP_WAIT, TD_OP_FREE,
-	TD_OP_PREFETCH, TD_OP_ADVISE,
+	TD_OP_PREFETCH, TD_OP_MEMOP,
 };
+
+enum td_memop { TD_MEMOP_WRITE, TD_MEMOP_WAIT };
 
 struct td_kernel;
 
@@ -65,6 +67,7 @@ struct td_op {
 			void *dst;
 			const void *src;
 			size_t width, height, dpitch, spitch;
+			size_t depth, dslice, sslice;	/* 3D: slices */
 			const char *name;	/* "HtoD", "DtoH", ... */
 		} copy;
 		struct {
@@ -89,9 +92,15 @@ struct td_op {
 		struct {
 			CUdeviceptr ptr;
 			size_t bytes;
-			int dst;	/* device ordinal, -1 for host */
-			int advice;
+			int dst;	/* device ordinal, -1 host, -2 discard */
 		} pf;
+		struct {
+			uint64_t *addr;	/* 32-bit ops use the first half */
+			uint64_t value;
+			int is64;
+			enum td_memop op;
+			unsigned int flags;
+		} memop;
 	} u;
 };
 
@@ -197,6 +206,8 @@ struct CUstream_st *td_stream_by_id(uint64_t id);
 
 /* td_exec.c */
 void td_exec(struct CUstream_st *s, struct td_op *op);
+/* td_memops.c: runs a stream memory operation (worker thread) */
+void td_memop_run(const struct td_op *op);
 
 /* td_event.c: marks a record done (worker), drops the op's reference */
 void td_event_done(struct CUevent_st *ev, uint64_t gen);
@@ -227,6 +238,10 @@ struct td_alloc *td_mem_register(uintptr_t base, size_t size,
 				 enum td_mem_kind kind, struct CUctx_st *c);
 void td_mem_unregister_range(uintptr_t base, size_t size);
 void td_mem_free_ctx(struct CUctx_st *c);
+
+/* td_pool.c */
+CUresult td_prefetch(CUdeviceptr p, size_t count, int dst, CUstream h, int ptsz);
+int td_location_dev(CUmemLocation loc);
 
 /* td_kernel.c */
 struct td_kernel {
