@@ -117,6 +117,7 @@ struct CUstream_st {
 	struct td_op *head, *tail;
 	uint64_t enqueued, completed;
 	int running;		/* worker is executing an op */
+	int dying;		/* being destroyed: no new work */
 	int stop;
 	pthread_t worker;
 	struct td_capture *cap;
@@ -197,6 +198,8 @@ CUresult td_stream_resolve(CUstream h, int per_thread, struct CUstream_st **out)
 struct CUstream_st *td_stream_new(struct CUctx_st *c, unsigned int flags,
 				  int priority, int legacy, int per_thread);
 CUresult td_stream_destroy(struct CUstream_st *s);	/* lock NOT held */
+/* Lock held, s not dying; returns with the lock released. */
+void td_stream_destroy_locked(struct CUstream_st *s);
 struct td_op *td_op_new(enum td_op_kind kind);
 void td_op_free(struct td_op *op);
 CUresult td_submit(CUstream h, int per_thread, struct td_op *op, int wait);

@@ -71,12 +71,19 @@ static void ctx_teardown(struct CUctx_st *c)
 	td_lock();
 	c->alive = 0;
 	c->legacy = NULL;
-	while (c->streams) {
+	for (;;) {
 		struct CUstream_st *s = c->streams;
 
-		td_unlock();
-		td_stream_destroy(s);
-		td_lock();
+		while (s && s->dying)
+			s = s->next;
+		if (s) {
+			td_stream_destroy_locked(s);
+			td_lock();
+		} else if (c->streams) {
+			td_wait();	/* another thread is destroying one */
+		} else {
+			break;
+		}
 	}
 	td_mem_free_ctx(c);
 	td_unlock();
