@@ -261,6 +261,7 @@ size_t td_kernel_args_size(const struct td_kernel *k);
 int td_capture_add(struct CUstream_st *s, struct td_op *op);
 CUresult td_capture_check_sync(struct CUstream_st *s);
 CUresult td_capture_check_ctx(struct CUctx_st *c);
+CUresult td_capture_check_legacy(struct CUstream_st *legacy);
 /* A wait on an event recorded during a capture pulls the waiting stream
  * into that capture (fork/join); returns 1 when it did. */
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev);

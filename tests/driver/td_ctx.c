@@ -312,7 +312,9 @@ CUresult cuCtxGetFlags(unsigned int *flags)
 		return rc;
 	if (!flags)
 		return CUDA_ERROR_INVALID_VALUE;
+	td_lock();
 	*flags = c->flags;
+	td_unlock();
 	return CUDA_SUCCESS;
 }
 
@@ -323,7 +325,9 @@ CUresult cuCtxSetFlags(unsigned int flags)
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	td_lock();
 	c->flags = flags;
+	td_unlock();
 	return CUDA_SUCCESS;
 }
 

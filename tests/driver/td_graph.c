@@ -117,6 +117,24 @@ CUresult td_capture_check_ctx(struct CUctx_st *c)
 	return rc;
 }
 
+/* Lock held. Work on the legacy stream would make it depend on a blocking
+ * stream that captures (outside relaxed mode): the real driver refuses it
+ * and invalidates that capture. */
+CUresult td_capture_check_legacy(struct CUstream_st *legacy)
+{
+	struct CUstream_st *s;
+	CUresult rc = CUDA_SUCCESS;
+
+	for (s = legacy->ctx->streams; s; s = s->next) {
+		if (!s->cap || (s->flags & CU_STREAM_NON_BLOCKING) ||
+		    s->cap->mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+			continue;
+		s->cap->invalidated = 1;
+		rc = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+	}
+	return rc;
+}
+
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev)
 {
 	if (!ev->cap)

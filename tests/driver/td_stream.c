@@ -312,6 +312,8 @@ CUresult td_submit(CUstream h, int per_thread, struct td_op *op, int wait)
 		} else
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (rc == CUDA_SUCCESS && s->is_legacy)
+		rc = td_capture_check_legacy(s);
 	if (rc == CUDA_SUCCESS && add_implicit_deps(s, op) != 0)
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	if (rc != CUDA_SUCCESS) {
