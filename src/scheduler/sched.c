@@ -89,7 +89,7 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	dl_append(&g->holders, &m->h_link);
 	g->n_holders++;
 	g->held_fp += m->fp;
-	m->state = SCHED_HOLDING;
+	m->state = SCHED_ST_HOLDING;
 	m->since = now;
 	m->q_start = now;
 	m->idle_sent = 0;
@@ -109,7 +109,7 @@ static void unhold(struct sched_member *m)
 	if (m->hard)
 		g->n_hard--;
 	m->hard = 0;
-	m->state = SCHED_IDLE;
+	m->state = SCHED_ST_IDLE;
 }
 
 /* A drop that must be obeyed within the grace period. */
@@ -231,9 +231,9 @@ void sched_client_del(struct sched *s, struct sched_client *c)
 		struct sched_member *m = c->m[i];
 		struct sched_gpu *g = m->g;
 
-		if (m->state == SCHED_HOLDING) {
+		if (m->state == SCHED_ST_HOLDING) {
 			unhold(m);
-		} else if (m->state == SCHED_WAITING) {
+		} else if (m->state == SCHED_ST_WAITING) {
 			dl_remove(&m->q_link);
 			g->n_waiting--;
 		}
@@ -349,11 +349,11 @@ int sched_footprint(struct sched *s, struct sched_client *c,
 	fp = managed + pinned;
 	fp = fp > SCHED_FP_MAX ? SCHED_FP_MAX : fp;
 	m->g->total_fp = m->g->total_fp - m->fp + fp;
-	if (m->state == SCHED_HOLDING)
+	if (m->state == SCHED_ST_HOLDING)
 		m->g->held_fp = m->g->held_fp - m->fp + fp;
 	m->managed = managed;
 	m->pinned = pinned;
-	if (fp > m->fp && m->state == SCHED_HOLDING) {
+	if (fp > m->fp && m->state == SCHED_ST_HOLDING) {
 		m->fp = fp;
 		enforce_fit(s, m->g, VS_DROP_CAPACITY);
 	}
@@ -369,10 +369,10 @@ int sched_request(struct sched *s, struct sched_client *c,
 
 	if (m == NULL)
 		return VS_E_NOGPU;
-	if (m->state != SCHED_IDLE)
+	if (m->state != SCHED_ST_IDLE)
 		return VS_E_STATE;
 	m->revoked = 0;
-	m->state = SCHED_WAITING;
+	m->state = SCHED_ST_WAITING;
 	m->since = sched_now(s);
 	dl_append(&m->g->queue, &m->q_link);
 	m->g->n_waiting++;
@@ -388,13 +388,13 @@ int sched_released(struct sched *s, struct sched_client *c,
 	if (m == NULL)
 		return VS_E_NOGPU;
 	switch (m->state) {
-	case SCHED_HOLDING:
+	case SCHED_ST_HOLDING:
 		unhold(m);
 		break;
-	case SCHED_WAITING: /* gave up waiting */
+	case SCHED_ST_WAITING: /* gave up waiting */
 		dl_remove(&m->q_link);
 		m->g->n_waiting--;
-		m->state = SCHED_IDLE;
+		m->state = SCHED_ST_IDLE;
 		break;
 	default:
 		/* The release of a grant we took back after a hang is late,

@@ -5,7 +5,7 @@
 #ifndef VSHARE_SCHED_INT_H
 #define VSHARE_SCHED_INT_H
 
-#include "sched.h"
+#include "sched_policy.h"
 
 /* Intrusive circular doubly linked list with a sentinel head. */
 struct dlink {

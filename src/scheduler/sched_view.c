@@ -154,8 +154,8 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->pinned = m->pinned;
 	out->state = m->state;
 	out->revoked = m->revoked;
-	out->held_ms = m->state == SCHED_HOLDING ? now - m->since : 0;
-	out->waited_ms = m->state == SCHED_WAITING ? now - m->since : 0;
+	out->held_ms = m->state == SCHED_ST_HOLDING ? now - m->since : 0;
+	out->waited_ms = m->state == SCHED_ST_WAITING ? now - m->since : 0;
 	return 0;
 }
 
@@ -165,5 +165,5 @@ enum sched_state sched_state_of(const struct sched_client *c,
 	for (size_t i = 0; i < c->n_m; i++)
 		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
 			return c->m[i]->state;
-	return SCHED_IDLE;
+	return SCHED_ST_IDLE;
 }

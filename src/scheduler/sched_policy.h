@@ -10,8 +10,8 @@
  * `auto` grants the longest FCFS prefix of waiters whose footprints fit
  * together with the holders in the GPU's capacity.
  */
-#ifndef VSHARE_SCHED_H
-#define VSHARE_SCHED_H
+#ifndef VSHARE_SCHED_POLICY_H
+#define VSHARE_SCHED_POLICY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -82,7 +82,7 @@ struct sched_cred {
 	uint32_t gid;
 };
 
-enum sched_state { SCHED_IDLE = 0, SCHED_WAITING, SCHED_HOLDING };
+enum sched_state { SCHED_ST_IDLE = 0, SCHED_ST_WAITING, SCHED_ST_HOLDING };
 
 /* Lifecycle. sched_new copies cfg (and its GPU table). */
 struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
@@ -176,7 +176,7 @@ struct sched_member_info {
 /* -1 past the end. */
 int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 		     size_t i, struct sched_member_info *out);
-/* State of a client on a GPU (SCHED_IDLE if not attached). */
+/* State of a client on a GPU (SCHED_ST_IDLE if not attached). */
 enum sched_state sched_state_of(const struct sched_client *c,
 				const uint8_t uuid[VS_UUID_LEN]);
 
