@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched.h"
+#include "sched_policy.h"
 
 static uint64_t fake_now;
 
@@ -131,7 +131,7 @@ static void test_on_one_holder_fcfs(void **state)
 
 	fake_now = 10;
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
-	assert_int_equal(st(b), SCHED_WAITING);
+	assert_int_equal(st(b), SCHED_ST_WAITING);
 	/* The holder learns at once that someone waits. */
 	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_IDLE), 1);
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
@@ -146,9 +146,9 @@ static void test_on_one_holder_fcfs(void **state)
 	assert_int_equal(count(s, VS_MSG_GRANT, c, 0), 0);
 	/* c still waits behind b, so b is told right away too. */
 	assert_int_equal(count(s, VS_MSG_DROP, b, VS_DROP_IDLE), 1);
-	assert_int_equal(st(a), SCHED_IDLE);
-	assert_int_equal(st(b), SCHED_HOLDING);
-	assert_int_equal(st(c), SCHED_WAITING);
+	assert_int_equal(st(a), SCHED_ST_IDLE);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	assert_int_equal(st(c), SCHED_ST_WAITING);
 	sched_free(s);
 }
 
@@ -216,15 +216,15 @@ static void test_auto_fcfs_prefix(void **state)
 	sched_request(s, c, GPU_A);
 	/* d would fit, but FCFS: it may not pass c. */
 	sched_request(s, d, GPU_A);
-	assert_int_equal(st(c), SCHED_WAITING);
-	assert_int_equal(st(d), SCHED_WAITING);
+	assert_int_equal(st(c), SCHED_ST_WAITING);
+	assert_int_equal(st(d), SCHED_ST_WAITING);
 	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_IDLE), 1);
 	assert_int_equal(count(s, VS_MSG_DROP, b, VS_DROP_IDLE), 1);
 	sched_out_clear(s);
 	sched_released(s, a, GPU_A);
 	/* b (4) + c (4) + d (1) = 9 fit. */
-	assert_int_equal(st(c), SCHED_HOLDING);
-	assert_int_equal(st(d), SCHED_HOLDING);
+	assert_int_equal(st(c), SCHED_ST_HOLDING);
+	assert_int_equal(st(d), SCHED_ST_HOLDING);
 	assert_int_equal(count(s, VS_MSG_DROP, NULL, 0), 0);
 	sched_free(s);
 }
@@ -258,7 +258,7 @@ static void test_auto_big_client_runs_alone(void **state)
 	sched_request(s, a, GPU_A);
 	assert_int_equal(find(s, VS_MSG_GRANT, a)->u.grant.flags, VS_GRANTF_OVERSUB);
 	sched_request(s, b, GPU_A);
-	assert_int_equal(st(b), SCHED_WAITING);
+	assert_int_equal(st(b), SCHED_ST_WAITING);
 	sched_free(s);
 }
 
@@ -284,7 +284,7 @@ static void test_footprint_growth_drops_last(void **state)
 	assert_int_equal(sched_out_count(s), 0);
 	/* c asks again and waits: a and b are told. */
 	sched_request(s, c, GPU_A);
-	assert_int_equal(st(c), SCHED_WAITING);
+	assert_int_equal(st(c), SCHED_ST_WAITING);
 	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_IDLE), 1);
 	assert_int_equal(count(s, VS_MSG_DROP, b, VS_DROP_IDLE), 1);
 	sched_out_clear(s);
@@ -338,10 +338,10 @@ static void test_grace_revokes(void **state)
 	assert_int_equal(o->client_id, sched_client_id(a));
 	assert_int_equal(o->revoked, 1);
 	assert_int_equal(count(s, VS_MSG_GRANT, b, 0), 1);
-	assert_int_equal(st(a), SCHED_IDLE);
+	assert_int_equal(st(a), SCHED_ST_IDLE);
 	/* a's late release is accepted once, harmlessly. */
 	assert_int_equal(sched_released(s, a, GPU_A), 0);
-	assert_int_equal(st(b), SCHED_HOLDING);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
 	assert_int_equal(sched_released(s, a, GPU_A), VS_E_STATE);
 	sched_free(s);
 }
@@ -368,8 +368,8 @@ static void test_grace_without_skip(void **state)
 	assert_int_equal(sched_out_count(s), 1);
 	assert_int_equal(sched_out_at(s, 0)->kind, SCHED_OUT_UNRESPONSIVE);
 	assert_int_equal(sched_out_at(s, 0)->revoked, 0);
-	assert_int_equal(st(a), SCHED_HOLDING);
-	assert_int_equal(st(b), SCHED_WAITING);
+	assert_int_equal(st(a), SCHED_ST_HOLDING);
+	assert_int_equal(st(b), SCHED_ST_WAITING);
 	/* Reported once, then no more deadlines. */
 	assert_true(sched_next_deadline(s) == SCHED_NO_DEADLINE);
 	sched_free(s);
@@ -390,7 +390,7 @@ static void test_mode_changes(void **state)
 	assert_int_equal(find(s, VS_MSG_MODE, c)->u.mode.mode, VS_MODE_OFF);
 	assert_int_equal(count(s, VS_MSG_GRANT, b, 0), 1);
 	sched_request(s, c, GPU_A);
-	assert_int_equal(st(c), SCHED_HOLDING);
+	assert_int_equal(st(c), SCHED_ST_HOLDING);
 	sched_out_clear(s);
 	/* Same mode again: nothing happens. */
 	assert_int_equal(sched_set_mode(s, 0, 0, GPU_A, VS_MODE_OFF), 1);
@@ -408,7 +408,7 @@ static void test_mode_changes(void **state)
 	sched_released(s, c, GPU_A);
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
 	sched_request(s, b, GPU_A);
-	assert_int_equal(st(b), SCHED_WAITING);
+	assert_int_equal(st(b), SCHED_ST_WAITING);
 	/* off again: pending drops are forgotten, the waiter runs. */
 	sched_out_clear(s);
 	sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_OFF);
@@ -512,7 +512,7 @@ static void test_bad_requests(void **state)
 	/* A waiter may give up. */
 	sched_out_clear(s);
 	assert_int_equal(sched_released(s, b, GPU_A), 0);
-	assert_int_equal(st(b), SCHED_IDLE);
+	assert_int_equal(st(b), SCHED_ST_IDLE);
 	assert_int_equal(sched_out_count(s), 0);
 	sched_free(s);
 }
@@ -528,12 +528,12 @@ static void test_two_gpus_independent(void **state)
 	sched_request(s, a, GPU_A);
 	sched_request(s, b, GPU_B);
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 2);
-	assert_int_equal(sched_state_of(a, GPU_A), SCHED_HOLDING);
-	assert_int_equal(sched_state_of(b, GPU_B), SCHED_HOLDING);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(b, GPU_B), SCHED_ST_HOLDING);
 	sched_request(s, a, GPU_B);
-	assert_int_equal(sched_state_of(a, GPU_B), SCHED_WAITING);
+	assert_int_equal(sched_state_of(a, GPU_B), SCHED_ST_WAITING);
 	sched_client_del(s, b);
-	assert_int_equal(sched_state_of(a, GPU_B), SCHED_HOLDING);
+	assert_int_equal(sched_state_of(a, GPU_B), SCHED_ST_HOLDING);
 	sched_free(s);
 }
 
@@ -569,7 +569,7 @@ static void test_views(void **state)
 	assert_string_equal(ci.label, "job");
 	assert_int_equal(sched_client_gpu(s, a, 0, &mi), 0);
 	assert_int_equal(mi.held_ms, 300);
-	assert_int_equal(mi.state, SCHED_HOLDING);
+	assert_int_equal(mi.state, SCHED_ST_HOLDING);
 	assert_int_equal(sched_client_gpu(s, b, 0, &mi), 0);
 	assert_int_equal(mi.waited_ms, 250);
 	assert_int_equal(sched_client_gpu(s, b, 1, &mi), -1);
