@@ -64,10 +64,18 @@ VSHARE_SYMVER_BASE(sem_timedwait);
 VSHARE_SYMVER(dladdr1, "GLIBC_2.3.3");
 VSHARE_SYMVER(pthread_condattr_setclock, "GLIBC_2.3.3");
 VSHARE_SYMVER(pthread_setname_np, "GLIBC_2.12");
+VSHARE_SYMVER(pthread_getname_np, "GLIBC_2.12");
+VSHARE_SYMVER(pthread_timedjoin_np, "GLIBC_2.3.3");
+VSHARE_SYMVER(pthread_tryjoin_np, "GLIBC_2.3.3");
+VSHARE_SYMVER(pthread_mutex_timedlock, "GLIBC_2.2.5");
 #else
 VSHARE_SYMVER_BASE(dladdr1);
 VSHARE_SYMVER_BASE(pthread_condattr_setclock);
 VSHARE_SYMVER_BASE(pthread_setname_np);
+VSHARE_SYMVER_BASE(pthread_getname_np);
+VSHARE_SYMVER_BASE(pthread_timedjoin_np);
+VSHARE_SYMVER_BASE(pthread_tryjoin_np);
+VSHARE_SYMVER_BASE(pthread_mutex_timedlock);
 #endif
 
 #endif /* VSHARE_GLIBC_BASE */
