@@ -6,7 +6,6 @@
  * call. Otherwise the caller takes the slow path and blocks until the
  * scheduler client opens the gate.
  */
-#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
