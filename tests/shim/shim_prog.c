@@ -340,6 +340,7 @@ static const struct {
 	{ "procaddr", check_procaddr },
 	{ "async_free", check_async_free },
 	{ "capture", check_capture },
+	{ "gated", check_gated },
 	{ "fork", check_fork },
 	{ "meminfo", check_meminfo },
 	{ "capacity", check_capacity },
