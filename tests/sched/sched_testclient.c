@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -347,6 +348,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: see the comment at the top of "
 			"sched_testclient.c\n");
 		return 2;
+	}
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
 	cl = calloc((size_t)opt.clients, sizeof(*cl));
 	pf = calloc((size_t)opt.clients + 1, sizeof(*pf));
