@@ -374,6 +374,10 @@ int main(int argc, char **argv)
 	       "failures=%d ms=%.0f\n", opt.clients, done, grants, max_holders,
 	       errors, failures, now_ms() - t0);
 	fflush(stdout);
+	for (int i = 0; i < opt.clients; i++)
+		close(cl[i].fd);
+	free(cl);
+	free(pf);
 	if (errors)
 		return 4;
 	return rc == 0 && failures == 0 && done == opt.clients ? 0 : 1;

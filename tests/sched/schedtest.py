@@ -71,6 +71,15 @@ class Daemon:
         return self
 
     def __exit__(self, etype, evalue, tb):
+        if etype is None and self.proc and self.proc.poll() is None:
+            # A clean shutdown is part of every scenario; sanitizer builds
+            # report leaks and errors of the daemon here.
+            rc = self.stop()
+            log = self.logtext()
+            if rc != 0 or "Sanitizer" in log:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                raise Fail("daemon exit status %s at shutdown:\n%s" %
+                           (rc, log[-3000:]))
         if etype is not None:
             print("--- daemon log (tail) ---\n" + self.logtext()[-3000:])
         if self.proc and self.proc.poll() is None:
