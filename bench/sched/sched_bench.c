@@ -80,8 +80,10 @@ static int waiting;
 static void send_msg(struct bc *c, uint16_t type, const void *p, uint32_t len)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 128];
+	struct vs_hdr h;
 
-	vs_hdr_init((struct vs_hdr *)(void *)buf, type, len);
+	vs_hdr_init(&h, type, len);
+	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), p, len);
 	if (send(c->fd, buf, sizeof(struct vs_hdr) + len, MSG_NOSIGNAL) < 0) {
 		perror("send");
