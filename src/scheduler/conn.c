@@ -50,12 +50,14 @@ void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
 	unsigned char stack[sizeof(struct vs_hdr) + 256];
 	size_t total = sizeof(struct vs_hdr) + len;
 	unsigned char *buf = total <= sizeof(stack) ? stack : malloc(total);
+	struct vs_hdr h;
 	uv_buf_t b;
 	int n;
 
 	if (c->closing || buf == NULL)
 		goto out;
-	vs_hdr_init((struct vs_hdr *)(void *)buf, type, len);
+	vs_hdr_init(&h, type, len);
+	memcpy(buf, &h, sizeof(h));
 	if (len)
 		memcpy(buf + sizeof(struct vs_hdr), payload, len);
 	b = uv_buf_init((char *)buf, (unsigned)total);
@@ -117,65 +119,37 @@ void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 	conn_send(c, VS_MSG_ERROR, &e, sizeof(e));
 }
 
-/* A header arrived: may its payload follow? 0 or -1 (connection closed). */
-static int check_header(struct conn *c)
-{
-	const struct vs_hdr *h = &c->in.hdr;
-	int rc = vs_check_hdr(h, 0);
-
-	if (rc == VS_E_VERSION) {
-		log_info("peer pid %d speaks protocol version %u, not %u",
-			 c->cred.pid, h->version, VS_PROTO_VERSION);
-		conn_send_error(c, VS_E_VERSION, VS_PROTO_VERSION,
-				"vshare-scheduler speaks protocol version %u, "
-				"the peer version %u: update the older side",
-				VS_PROTO_VERSION, h->version);
-		conn_close(c);
-		return -1;
-	}
-	if (rc != VS_OK || h->length > CONN_MAX_REQ) {
-		log_info("peer pid %d: bad frame header (type 0x%x, length %u): "
-			 "disconnecting it", c->cred.pid, h->type, h->length);
-		conn_send_error(c, VS_E_PROTO, 0, "malformed frame header");
-		conn_close(c);
-		return -1;
-	}
-	return 0;
-}
-
-/* A whole frame is in c->in: check its payload and hand it on. */
-static void frame_done(struct conn *c)
-{
-	const void *payload = c->in.bytes + sizeof(struct vs_hdr);
-	const char *why = NULL;
-
-	if (vs_check_payload(&c->in.hdr, payload, &why) != VS_OK) {
-		log_info("peer pid %d: %s: disconnecting it", c->cred.pid, why);
-		conn_send_error(c, VS_E_PROTO, 0, "%s", why);
-		conn_close(c);
-		return;
-	}
-	srv_dispatch(c, &c->in.hdr, payload);
-}
-
 static void feed(struct conn *c, const unsigned char *p, size_t n)
 {
-	const size_t hs = sizeof(struct vs_hdr);
+	while (!c->closing) {
+		enum frx_result r = frx_push(&c->rx, &p, &n);
 
-	while (n > 0 && !c->closing) {
-		size_t want = c->in_len < hs ? hs - c->in_len
-			    : hs + c->in.hdr.length - c->in_len;
-		size_t take = n < want ? n : want;
-
-		memcpy(c->in.bytes + c->in_len, p, take);
-		c->in_len += take;
-		p += take;
-		n -= take;
-		if (c->in_len == hs && check_header(c) != 0)
+		switch (r) {
+		case FRX_FRAME:
+			srv_dispatch(c, &c->rx.in.hdr, frx_payload(&c->rx));
+			continue;
+		case FRX_VERSION:
+			log_info("peer pid %d speaks protocol version %u, not %u",
+				 c->cred.pid, c->rx.in.hdr.version,
+				 VS_PROTO_VERSION);
+			/* Our own version in the header: the peer reads the
+			 * frozen header and prints the message. */
+			conn_send_error(c, VS_E_VERSION, VS_PROTO_VERSION,
+					"vshare-scheduler speaks protocol version "
+					"%u, the peer version %u: update the older "
+					"side", VS_PROTO_VERSION,
+					c->rx.in.hdr.version);
+			conn_close(c);
 			return;
-		if (c->in_len >= hs && c->in_len == hs + c->in.hdr.length) {
-			c->in_len = 0;
-			frame_done(c);
+		case FRX_PROTO:
+			log_info("peer pid %d: %s (type 0x%x, length %u): "
+				 "disconnecting it", c->cred.pid, c->rx.why,
+				 c->rx.in.hdr.type, c->rx.in.hdr.length);
+			conn_send_error(c, VS_E_PROTO, 0, "%s", c->rx.why);
+			conn_close(c);
+			return;
+		default:
+			return;
 		}
 	}
 }
@@ -201,7 +175,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		if (n != UV_EOF)
 			log_debug("peer pid %d: read: %s", c->cred.pid,
 				  uv_strerror((int)n));
-		if (c->in_len > 0)
+		if (c->rx.len > 0)
 			log_info("peer pid %d left in the middle of a frame",
 				 c->cred.pid);
 		conn_close(c);

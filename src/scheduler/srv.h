@@ -12,11 +12,10 @@
 #include <uv.h>
 
 #include "conf.h"
+#include "frx.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
-/* The largest request payload a peer may send (HELLO is the largest). */
-#define CONN_MAX_REQ    128
 /* Bytes queued to a peer that does not read before it is dropped. */
 #define CONN_MAX_OUTQ   (4u << 20)
 
@@ -30,11 +29,7 @@ struct conn {
 	struct sched_cred cred;      /* SO_PEERCRED */
 	int is_admin;
 	int closing;
-	size_t in_len;
-	union {
-		struct vs_hdr hdr;
-		unsigned char bytes[sizeof(struct vs_hdr) + CONN_MAX_REQ];
-	} in;
+	struct frx rx;                /* the frame being received */
 };
 
 struct srv {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -80,10 +81,12 @@ static void event(int i, const char *fmt, ...)
 static int send_msg(struct cl *c, uint16_t type, const void *p, uint32_t len)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 128];
+	struct vs_hdr h;
 
-	vs_hdr_init((struct vs_hdr *)(void *)buf, type, len);
+	vs_hdr_init(&h, type, len);
 	if (type == VS_MSG_HELLO)
-		((struct vs_hdr *)(void *)buf)->version = (uint16_t)opt.proto_version;
+		h.version = (uint16_t)opt.proto_version;
+	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), p, len);
 	if (send(c->fd, buf, sizeof(struct vs_hdr) + len, MSG_NOSIGNAL) !=
 	    (ssize_t)(sizeof(struct vs_hdr) + len))
@@ -348,6 +351,14 @@ int main(int argc, char **argv)
 			"sched_testclient.c\n");
 		return 2;
 	}
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	cl = calloc((size_t)opt.clients, sizeof(*cl));
 	pf = calloc((size_t)opt.clients + 1, sizeof(*pf));
 	if (cl == NULL || pf == NULL)
@@ -365,6 +376,10 @@ int main(int argc, char **argv)
 	       "failures=%d ms=%.0f\n", opt.clients, done, grants, max_holders,
 	       errors, failures, now_ms() - t0);
 	fflush(stdout);
+	for (int i = 0; i < opt.clients; i++)
+		close(cl[i].fd);
+	free(cl);
+	free(pf);
 	if (errors)
 		return 4;
 	return rc == 0 && failures == 0 && done == opt.clients ? 0 : 1;
