@@ -7,14 +7,18 @@
 #include <stdio.h>
 #include <string.h>
 
-static void copy_2d(const struct td_op *op)
+static void copy_3d(const struct td_op *op)
 {
-	size_t r;
+	size_t r, z;
 
-	for (r = 0; r < op->u.copy.height; r++)
-		memmove((char *)op->u.copy.dst + r * op->u.copy.dpitch,
-			(const char *)op->u.copy.src + r * op->u.copy.spitch,
-			op->u.copy.width);
+	for (z = 0; z < op->u.copy.depth; z++) {
+		char *d = (char *)op->u.copy.dst + z * op->u.copy.dslice;
+		const char *sp = (const char *)op->u.copy.src + z * op->u.copy.sslice;
+
+		for (r = 0; r < op->u.copy.height; r++)
+			memmove(d + r * op->u.copy.dpitch, sp + r * op->u.copy.spitch,
+				op->u.copy.width);
+	}
 }
 
 static void set_row(void *dst, uint32_t v, unsigned int elsize, size_t n)
@@ -58,10 +62,10 @@ void td_exec(struct CUstream_st *s, struct td_op *op)
 			    op->u.kernel.k->name, 0);
 		break;
 	case TD_OP_COPY:
-		copy_2d(op);
+		copy_3d(op);
 		td_log_line(t0, td_now_ns(), dev, s->id, "memcpy",
-			    op->u.copy.name,
-			    op->u.copy.width * op->u.copy.height);
+			    op->u.copy.name, op->u.copy.width *
+			    op->u.copy.height * op->u.copy.depth);
 		break;
 	case TD_OP_SET:
 		set_2d(op);
@@ -70,18 +74,24 @@ void td_exec(struct CUstream_st *s, struct td_op *op)
 			    op->u.set.width * op->u.set.height * op->u.set.elsize);
 		break;
 	case TD_OP_PREFETCH:
-	case TD_OP_ADVISE:
-		if (op->u.pf.dst < 0)
+		if (op->u.pf.dst == -2)
+			snprintf(name, sizeof(name), "discard");
+		else if (op->u.pf.dst < 0)
 			snprintf(name, sizeof(name), "host");
 		else
 			snprintf(name, sizeof(name), "device%d",
 				 td.dev[op->u.pf.dst].phys);
-		if (op->kind == TD_OP_ADVISE)
-			snprintf(name + strlen(name), sizeof(name) - strlen(name),
-				 ":advice%d", op->u.pf.advice);
 		td_log_line(t0, td_now_ns(), dev, s->id,
-			    op->kind == TD_OP_PREFETCH ? "prefetch" : "advise",
+			    op->u.pf.dst == -2 ? "discard" : "prefetch",
 			    name, op->u.pf.bytes);
+		break;
+	case TD_OP_MEMOP:
+		td_memop_run(op);
+		snprintf(name, sizeof(name), "%s%d",
+			 op->u.memop.op == TD_MEMOP_WRITE ? "write" : "wait",
+			 op->u.memop.is64 ? 64 : 32);
+		td_log_line(t0, td_now_ns(), dev, s->id, "memop", name,
+			    op->u.memop.is64 ? 8 : 4);
 		break;
 	case TD_OP_HOSTFN:
 		op->u.host.fn(op->u.host.data);
