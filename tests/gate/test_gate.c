@@ -136,7 +136,7 @@ static void grant_opens_gate(void **state)
 	before = LD(&fk.current_device_calls);
 	for (int i = 0; i < 1000; i++) {
 		tok = gate_enter(NULL);
-		assert_int_equal(tok, 0);
+		assert_true(tok >= 0);
 		gate_exit(tok);
 	}
 	assert_true(LD(&fk.current_device_calls) - before <= 1);
@@ -157,7 +157,7 @@ static void drop_quantum_drains_and_releases(void **state)
 	(void)state;
 	granted_start(0);
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	fs_drop(0, VS_DROP_QUANTUM);
 	sleep_ms(100);
 	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
@@ -194,7 +194,7 @@ static void drop_idle_waits_for_idle(void **state)
 	fs_drop(0, VS_DROP_IDLE);
 	for (int i = 0; i < 10; i++) {
 		tok = bracket_enter(0, NULL);
-		assert_int_equal(tok, 0);
+		assert_true(tok >= 0);
 		bracket_exit(0, tok);
 		sleep_ms(50);
 	}
@@ -268,7 +268,7 @@ static void capture_passes_and_defers_release(void **state)
 	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
 	/* Still open for the capturing program's other work. */
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	gate_capture_delta(-1);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
@@ -293,12 +293,12 @@ static void fail_open_without_scheduler(void **state)
 	(void)state;
 	env_init();
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	assert_true(now_ms() - t0 < 1000);
 	bracket_exit(0, tok);
 	for (int i = 0; i < 100; i++) {
 		tok = bracket_enter(0, NULL);
-		assert_int_equal(tok, 0);
+		assert_true(tok >= 0);
 		bracket_exit(0, tok);
 	}
 	fs_start();

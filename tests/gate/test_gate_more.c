@@ -44,7 +44,7 @@ static void reconnect_after_scheduler_restart(void **state)
 	t0 = now_ms();
 	sleep_ms(100);
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	assert_true(now_ms() - t0 < 1000);
 	sleep_ms(300);
@@ -55,7 +55,7 @@ static void reconnect_after_scheduler_restart(void **state)
 	fs_grant(0, 0);
 	sleep_ms(50);
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	assert_int_equal(LD(&fk.violations), 0);
 	gate_shutdown();
@@ -197,7 +197,7 @@ static void two_gpus_independent(void **state)
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, &m, 2000), 0);
 	assert_memory_equal(m.u.ref.uuid, u1, VS_UUID_LEN);
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	fs_drop(0, VS_DROP_QUANTUM);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, &m, 2000), 0);
@@ -263,14 +263,14 @@ static void fork_child_resets(void **state)
 	if (pid == 0) {
 		gate_atfork_child();
 		_exit(gate_g.gpu[0].state == GATE_CLOSED &&
-		      gate_g.gpu[0].inflight == 0 && !gate_g.gpu[0].held &&
+		      gate_inflight(&gate_g.gpu[0]) == 0 && !gate_g.gpu[0].held &&
 		      !client_started() && !gate_g.failopen ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	fs_drop(0, VS_DROP_QUANTUM);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
