@@ -18,8 +18,12 @@ struct shim_conf shim_conf = { .convert = 1, .libcuda = "libcuda.so.1" };
 
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
 static int shim_ready;
-static __thread int shim_depth;
-static __thread int shim_initializing;
+/* Initial-exec TLS: the shim is preloaded, so its few bytes come from the
+ * static TLS block and each access is a plain load, not a call. */
+#define SHIM_TLS __thread __attribute__((tls_model("initial-exec")))
+
+static SHIM_TLS int shim_depth;
+static SHIM_TLS int shim_initializing;
 
 /* Logging is set up before anything else can log: it reads one variable
  * and writes nothing, so a program that never uses CUDA is unaffected. */

@@ -10,8 +10,8 @@
 
 /* The device of the thread's current context, cached per thread and
  * keyed by the context, so a context switch is noticed. */
-static __thread CUcontext tl_ctx;
-static __thread int tl_dev = -1;
+static __thread __attribute__((tls_model("initial-exec"))) CUcontext tl_ctx;
+static __thread __attribute__((tls_model("initial-exec"))) int tl_dev = -1;
 static uint64_t dev_total[MREG_MAX_DEVS];
 
 static void *ops_current_context(void)
