@@ -25,12 +25,10 @@ static uint64_t dev_limit(int dev)
 	return lim;
 }
 
-/* Reserve size bytes on dev; when over the limit, first free what
+/* Reserve size bytes on dev within lim; when over it, first free what
  * stream-ordered frees have left, then give up. */
-static CUresult reserve(int dev, int kind, uint64_t size)
+static CUresult reserve_within(int dev, int kind, uint64_t size, uint64_t lim)
 {
-	uint64_t lim = dev_limit(dev);
-
 	if (mreg_reserve(dev, kind, size, lim) == 0)
 		return CUDA_SUCCESS;
 	mem_defer_reap(1);
@@ -44,6 +42,11 @@ static CUresult reserve(int dev, int kind, uint64_t size)
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+static CUresult reserve(int dev, int kind, uint64_t size)
+{
+	return reserve_within(dev, kind, size, dev_limit(dev));
+}
+
 static void record(int ns, uint64_t key, uint64_t size, int dev, int kind)
 {
 	if (mreg_insert(ns, key, size, dev, kind) != 0)
@@ -52,15 +55,16 @@ static void record(int ns, uint64_t key, uint64_t size, int dev, int kind)
 	gate_footprint_changed(dev);
 }
 
+/* lim: the limit to apply (dev_limit for converted memory). */
 static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
-			      unsigned int flags)
+			      unsigned int flags, uint64_t lim)
 {
 	__typeof__(&cuMemAllocManaged) am = REAL(cuMemAllocManaged);
 	CUresult r;
 
 	if (am == NULL)
 		return shim_missing("cuMemAllocManaged");
-	r = reserve(dev, MREG_MANAGED, size);
+	r = reserve_within(dev, MREG_MANAGED, size, lim);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = am(dptr, size, flags);
@@ -105,7 +109,8 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 		return MEM_PASS; /* the driver reports the error */
 	if (!shim_conf.convert)
 		return alloc_pinned(dptr, size, dev);
-	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL);
+	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
+			  dev_limit(dev));
 	if (r != CUDA_ERROR_NOT_SUPPORTED)
 		return r;
 	/* Some platforms (virtual GPUs without unified memory) have no
@@ -141,7 +146,9 @@ CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags)
 	dev = shim_ops_current_device();
 	if (dev < 0 || dptr == NULL || size == 0)
 		return MEM_PASS;
-	return alloc_managed(dptr, size, dev, flags);
+	/* The program asked for managed memory itself, oversubscription
+	 * included: only an explicit VSHARE_MEM_LIMIT bounds it. */
+	return alloc_managed(dptr, size, dev, flags, shim_conf.mem_limit);
 }
 
 CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
@@ -159,7 +166,8 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
 		return MEM_PASS;
 	/* Managed memory is usable by the stream at once, so allocating it
 	 * now keeps the stream-ordered semantics. */
-	return alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL);
+	return alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
+			     dev_limit(dev));
 }
 
 static CUresult free_now(CUdeviceptr dptr)

@@ -257,6 +257,19 @@ static int check_meminfo(void)
 	CHECK(mem_free_now() == 0);
 	CHECK(cuMemAlloc(&p, 1) == CUDA_ERROR_OUT_OF_MEMORY);
 	CK(cuMemFree(q));
+
+	/* Managed memory the program asks for itself may oversubscribe the
+	 * GPU; only an explicit VSHARE_MEM_LIMIT bounds it. */
+	if (getenv("VSHARE_MEM_LIMIT") != NULL) {
+		CHECK(cuMemAllocManaged(&q, limit + 4096, CU_MEM_ATTACH_GLOBAL) ==
+		      CUDA_ERROR_OUT_OF_MEMORY);
+	} else {
+		CK(cuMemAllocManaged(&q, limit + 4096, CU_MEM_ATTACH_GLOBAL));
+		CHECK(is_managed(q));
+		CHECK(mem_free_now() == 0);
+		CK(cuMemFree(q));
+	}
+	CHECK(mem_free_now() == f);
 	return 0;
 }
 
