@@ -1,8 +1,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "ctx_track.h"
 #include "gate.h"
@@ -26,25 +24,23 @@ static SHIM_TLS int shim_depth;
 static SHIM_TLS int shim_initializing;
 
 /* Logging is set up before anything else can log: it reads one variable
- * and writes nothing, so a program that never uses CUDA is unaffected. */
+ * and writes nothing, so a program that never uses CUDA is unaffected (a
+ * bad value is reported by the init). */
 __attribute__((constructor)) static void shim_log_setup(void)
 {
 	const char *s = getenv("VSHARE_LOG_LEVEL");
-	int lvl = LOG_LVL_WARN;
+	int lvl = s != NULL && *s != '\0' ? log_level_parse(s) : -1;
 
-	if (s != NULL && *s != '\0') {
-		lvl = log_level_parse(s);
-		if (lvl < 0)
-			lvl = LOG_LVL_WARN;
-	}
-	log_init("vshare", (enum log_level)lvl);
-	if (s != NULL && *s != '\0' && log_level_parse(s) < 0)
-		log_warn("VSHARE_LOG_LEVEL=\"%s\" is not error, warn, info or "
-			 "debug; using warn", s);
+	log_init("vshare", lvl >= 0 ? (enum log_level)lvl : LOG_LVL_WARN);
 }
 
 static void shim_read_conf(void)
 {
+	const char *lvl = getenv("VSHARE_LOG_LEVEL");
+
+	if (lvl != NULL && *lvl != '\0' && log_level_parse(lvl) < 0)
+		log_warn("VSHARE_LOG_LEVEL=\"%s\" is not error, warn, info or "
+			 "debug; using warn", lvl);
 	shim_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);
 	shim_conf.allow_single_oversub =
 		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
