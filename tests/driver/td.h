@@ -27,7 +27,7 @@ struct td_device {
 	char name[256];
 	CUuuid uuid;
 	size_t total;
-	size_t used;		/* non-managed bytes allocated, all processes' view is per process */
+	size_t used;		/* this process's non-managed bytes */
 	struct CUctx_st *primary;
 	unsigned int primary_flags;
 	CUmemoryPool default_pool;
@@ -215,6 +215,12 @@ void td_memop_run(const struct td_op *op);
 /* td_event.c: marks a record done (worker), drops the op's reference */
 void td_event_done(struct CUevent_st *ev, uint64_t gen);
 void td_event_drop(struct CUevent_st *ev);	/* lock held */
+
+/* td_devmem.c: device memory accounting (lock held) */
+void td_devmem_open(void);
+int td_devmem_reserve(int dev, size_t bytes);
+void td_devmem_release(int dev, size_t bytes);
+size_t td_devmem_free(int dev);
 
 /* td_log.c */
 void td_log_open(void);

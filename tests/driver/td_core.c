@@ -74,6 +74,7 @@ CUresult cuInit(unsigned int flags)
 	if (!td.inited) {
 		td_env_load(&td);
 		td_log_open();
+		td_devmem_open();
 		__atomic_store_n(&td.inited, 1, __ATOMIC_RELEASE);
 	}
 	td_unlock();

@@ -38,7 +38,7 @@ static void release(size_t i)
 {
 	struct td_alloc *a = &allocs[i];
 
-	td.dev[a->dev].used -= a->counted;
+	td_devmem_release(a->dev, a->counted);
 	if (a->kind != TD_MEM_VMM)	/* VMM mappings belong to td_vmm.c */
 		munmap((void *)a->base, a->size);
 	allocs[i] = allocs[--nallocs];
@@ -88,26 +88,24 @@ void td_mem_unregister_range(uintptr_t base, size_t size)
 CUresult td_mem_alloc(struct CUctx_st *c, size_t bytes, enum td_mem_kind kind,
 		      CUmemoryPool pool, CUdeviceptr *out)
 {
-	struct td_device *d = &td.dev[c->dev];
 	size_t counted = kind == TD_MEM_MANAGED || kind == TD_MEM_HOST ? 0 : bytes;
 	struct td_alloc *a;
 	void *p;
 
 	if (bytes == 0 || !out)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (counted > d->total - d->used)
+	if (td_devmem_reserve(c->dev, counted) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	p = map_bytes(bytes);
-	if (!p)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	a = td_mem_register((uintptr_t)p, bytes, kind, c);
+	a = p ? td_mem_register((uintptr_t)p, bytes, kind, c) : NULL;
 	if (!a) {
-		munmap(p, bytes);
+		if (p)
+			munmap(p, bytes);
+		td_devmem_release(c->dev, counted);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	a->counted = counted;
 	a->pool = pool;
-	d->used += counted;
 	*out = (CUdeviceptr)a->base;
 	return CUDA_SUCCESS;
 }
@@ -246,7 +244,7 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
 	*total = td.dev[c->dev].total;
-	*free = td.dev[c->dev].total - td.dev[c->dev].used;
+	*free = td_devmem_free(c->dev);
 	td_unlock();
 	return CUDA_SUCCESS;
 }
