@@ -279,8 +279,9 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
 	a = td_alloc_find((uintptr_t)dptr);
-	/* Managed and host memory cannot be shared by IPC handle. */
-	if (!a || a->kind != TD_MEM_DEVICE) {
+	/* Managed, host and pool (stream-ordered) memory cannot be shared by
+	 * a legacy IPC handle. */
+	if (!a || a->kind != TD_MEM_DEVICE || a->pool) {
 		td_unlock();
 		return CUDA_ERROR_INVALID_VALUE;
 	}

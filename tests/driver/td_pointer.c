@@ -61,7 +61,7 @@ static CUresult attr_value(const struct td_alloc *a, uintptr_t p,
 		flag = 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-		flag = a && a->kind == TD_MEM_DEVICE;
+		flag = a && a->kind == TD_MEM_DEVICE && !a->pool;
 		break;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
