@@ -132,6 +132,7 @@ struct CUctx_st {
 	int is_primary;
 	int refs;		/* primary: retain count */
 	int alive;
+	unsigned int peers;	/* bit d: peer access to device d enabled */
 	struct CUstream_st *legacy;
 	struct CUstream_st *streams;	/* all streams incl. legacy, per-thread */
 	struct CUctx_st *next;
@@ -228,7 +229,10 @@ void td_log_line(uint64_t start, uint64_t end, int dev, uint64_t stream,
 		 const char *kind, const char *name, size_t bytes);
 
 /* td_mem.c: allocation registry (lock held) */
-enum td_mem_kind { TD_MEM_DEVICE, TD_MEM_MANAGED, TD_MEM_HOST, TD_MEM_VMM };
+enum td_mem_kind {
+	TD_MEM_DEVICE, TD_MEM_MANAGED, TD_MEM_HOST, TD_MEM_VMM,
+	TD_MEM_REGISTERED,	/* the caller's host memory (cuMemHostRegister) */
+};
 struct td_alloc {
 	uintptr_t base;
 	size_t size;		/* bytes mapped */

@@ -39,7 +39,8 @@ static void release(size_t i)
 	struct td_alloc *a = &allocs[i];
 
 	td_devmem_release(a->dev, a->counted);
-	if (a->kind != TD_MEM_VMM)	/* VMM mappings belong to td_vmm.c */
+	/* VMM mappings belong to td_vmm.c, registered memory to the caller. */
+	if (a->kind != TD_MEM_VMM && a->kind != TD_MEM_REGISTERED)
 		munmap((void *)a->base, a->size);
 	allocs[i] = allocs[--nallocs];
 }
@@ -70,13 +71,15 @@ struct td_alloc *td_mem_register(uintptr_t base, size_t size,
 	return a;
 }
 
-/* Lock held. Drops the entries of VMM mappings inside [base, base+size). */
+/* Lock held. Drops the entries of VMM mappings or registered memory that
+ * start inside [base, base+size). */
 void td_mem_unregister_range(uintptr_t base, size_t size)
 {
 	size_t i = 0;
 
 	while (i < nallocs) {
-		if (allocs[i].kind == TD_MEM_VMM && allocs[i].base >= base &&
+		if ((allocs[i].kind == TD_MEM_VMM ||
+		     allocs[i].kind == TD_MEM_REGISTERED) && allocs[i].base >= base &&
 		    allocs[i].base < base + size)
 			release(i);
 		else
@@ -116,7 +119,8 @@ CUresult td_mem_free(uintptr_t p)
 	size_t i;
 
 	for (i = 0; i < nallocs; i++)
-		if (allocs[i].base == p && allocs[i].kind != TD_MEM_VMM) {
+		if (allocs[i].base == p && allocs[i].kind != TD_MEM_VMM &&
+		    allocs[i].kind != TD_MEM_REGISTERED) {
 			release(i);
 			return CUDA_SUCCESS;
 		}
