@@ -27,7 +27,7 @@ struct td_device {
 	char name[256];
 	CUuuid uuid;
 	size_t total;
-	size_t used;		/* non-managed bytes allocated, all processes' view is per process */
+	size_t used;		/* this process's non-managed bytes */
 	struct CUctx_st *primary;
 	unsigned int primary_flags;
 	CUmemoryPool default_pool;
@@ -132,6 +132,7 @@ struct CUctx_st {
 	int is_primary;
 	int refs;		/* primary: retain count */
 	int alive;
+	unsigned int peers;	/* bit d: peer access to device d enabled */
 	struct CUstream_st *legacy;
 	struct CUstream_st *streams;	/* all streams incl. legacy, per-thread */
 	struct CUctx_st *next;
@@ -216,13 +217,22 @@ void td_memop_run(const struct td_op *op);
 void td_event_done(struct CUevent_st *ev, uint64_t gen);
 void td_event_drop(struct CUevent_st *ev);	/* lock held */
 
+/* td_devmem.c: device memory accounting (lock held) */
+void td_devmem_open(void);
+int td_devmem_reserve(int dev, size_t bytes);
+void td_devmem_release(int dev, size_t bytes);
+size_t td_devmem_free(int dev);
+
 /* td_log.c */
 void td_log_open(void);
 void td_log_line(uint64_t start, uint64_t end, int dev, uint64_t stream,
 		 const char *kind, const char *name, size_t bytes);
 
 /* td_mem.c: allocation registry (lock held) */
-enum td_mem_kind { TD_MEM_DEVICE, TD_MEM_MANAGED, TD_MEM_HOST, TD_MEM_VMM };
+enum td_mem_kind {
+	TD_MEM_DEVICE, TD_MEM_MANAGED, TD_MEM_HOST, TD_MEM_VMM,
+	TD_MEM_REGISTERED,	/* the caller's host memory (cuMemHostRegister) */
+};
 struct td_alloc {
 	uintptr_t base;
 	size_t size;		/* bytes mapped */

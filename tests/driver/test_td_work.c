@@ -378,6 +378,11 @@ static void test_stream_ordered_free(void **state)
 	CK(cuPointerGetAttribute(&dpool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
 	CK(cuDeviceGetDefaultMemPool(&pool, 0));
 	assert_ptr_equal(dpool, pool);
+	{
+		CUipcMemHandle h;
+
+		assert_int_equal(cuIpcGetMemHandle(&h, p), CUDA_ERROR_INVALID_VALUE);
+	}
 	CK(tdt_sleep(s, 150000));
 	CK(cuMemFreeAsync(p, s));
 	/* The stream has not reached the free: still allocated. */
