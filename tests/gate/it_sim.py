@@ -162,11 +162,14 @@ def sched_restart():
     s.start()
     restarted = now_ns()
     time.sleep(0.4)
-    clients = status_clients(s.sock)
-    pids = sorted(c.get("pid") for c in clients or [])
+    clients = status_clients(s.sock) or []
+    pids = sorted(c.get("pid") for c in clients)
+    labels = set(c.get("label") for c in clients)
     ok_exit(a, b)
     check(pids == sorted([a.pid, b.pid]),
           "both clients registered again after the restart (%s)" % pids)
+    check(labels == {"gate_sim"},
+          "the label defaults to the program name (%s)" % labels)
     rows = kernels(read_log(LOG))
     check(len(rows) == 300, "both finished every kernel (%d)" % len(rows))
     # Reconnection backs off (50 ms doubling): within 1 s of the restart
