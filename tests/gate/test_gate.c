@@ -206,7 +206,7 @@ static void drop_idle_waits_for_idle(void **state)
 	rel = now_ms() - last;
 	/* The activity clock is coarse (a few ms). */
 	assert_true(rel >= 180);
-	assert_true(rel < 200 + 150);
+	assert_true(rel < 200 + 300);
 	assert_int_equal(LD(&fk.syncs[0]), 1);
 	gate_shutdown();
 	fs_stop();
@@ -240,13 +240,13 @@ static void drop_idle_already_idle(void **state)
 	uint64_t t0;
 
 	(void)state;
-	setenv("VSHARE_IDLE_MS", "100", 1);
+	setenv("VSHARE_IDLE_MS", "400", 1);
 	granted_start(0);
-	sleep_ms(300);
+	sleep_ms(600);
 	t0 = now_ms();
 	fs_drop(0, VS_DROP_IDLE);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-	assert_true(now_ms() - t0 < 80);
+	assert_true(now_ms() - t0 < 250);
 	gate_shutdown();
 	fs_stop();
 }
