@@ -118,6 +118,28 @@ static void version_mismatch(void **state)
 	fs_stop();
 }
 
+/* A malformed frame from the scheduler ends that connection; the client
+ * connects again and registers anew. */
+static void malformed_frame_reconnects(void **state)
+{
+	struct vs_drop bad;
+	struct vs_hdr h;
+
+	(void)state;
+	granted_start(0);
+	memset(&bad, 0, sizeof(bad));
+	fake_uuid(0, bad.uuid);
+	bad.reason = 99; /* no such reason */
+	vs_hdr_init(&h, VS_MSG_DROP, sizeof(bad));
+	fs_send_raw(&h, &bad);
+	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 3000), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	assert_int_equal(fs_connections(), 2);
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
 /* A grant under oversubscription swaps this process's memory in before
  * any work of it runs. */
 static void oversub_grant_prefetches(void **state)
@@ -345,6 +367,7 @@ static void stress_no_slip(void **state)
 const struct CMUnitTest gate_more_tests[] = {
 	cmocka_unit_test(reconnect_after_scheduler_restart),
 	cmocka_unit_test(version_mismatch),
+	cmocka_unit_test(malformed_frame_reconnects),
 	cmocka_unit_test(oversub_grant_prefetches),
 	cmocka_unit_test(eager_swap_out),
 	cmocka_unit_test(footprint_reports),
