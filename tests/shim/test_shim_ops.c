@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "gate_stub.h"
+#include "hooks.h"
 
 #define CK(call) assert_int_equal((call), CUDA_SUCCESS)
 
@@ -272,6 +273,60 @@ static void test_capture_deltas(void **state)
 	CK(cuStreamDestroy_v2(s));
 }
 
+/* A driver may hand out addresses that are not its exports: the variant
+ * is then told by the driver's rule (version, per-thread flag). */
+static void not_an_export(void)
+{
+}
+
+static void *proc(const char *base, int version, int pt)
+{
+	return hook_for_proc(base, (void *)not_an_export, version,
+			     pt ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0);
+}
+
+#define HOOK_OF(sym) (hook_infos[HK_##sym].hook)
+
+static void test_proc_rule(void **state)
+{
+	(void)state;
+	assert_ptr_equal(proc("cuMemAlloc", 13000, 0), HOOK_OF(cuMemAlloc_v2));
+	assert_ptr_equal(proc("cuMemAlloc", 13000, 1), HOOK_OF(cuMemAlloc_v2));
+	assert_ptr_equal(proc("cuLaunchKernel", 12000, 0), HOOK_OF(cuLaunchKernel));
+	assert_ptr_equal(proc("cuLaunchKernel", 12000, 1),
+			 HOOK_OF(cuLaunchKernel_ptsz));
+	assert_ptr_equal(proc("cuMemcpyHtoD", 13000, 0), HOOK_OF(cuMemcpyHtoD_v2));
+	assert_ptr_equal(proc("cuMemcpyHtoD", 13000, 1),
+			 HOOK_OF(cuMemcpyHtoD_v2_ptds));
+	assert_ptr_equal(proc("cuMemcpyHtoD", 3000, 0), HOOK_OF(cuMemcpyHtoD));
+	assert_ptr_equal(proc("cuStreamBeginCapture", 10000, 0),
+			 HOOK_OF(cuStreamBeginCapture));
+	assert_ptr_equal(proc("cuStreamBeginCapture", 10010, 1),
+			 HOOK_OF(cuStreamBeginCapture_v2_ptsz));
+	assert_ptr_equal(proc("cuMemPrefetchAsync", 12010, 0),
+			 HOOK_OF(cuMemPrefetchAsync));
+	assert_ptr_equal(proc("cuMemPrefetchAsync", 12020, 0),
+			 HOOK_OF(cuMemPrefetchAsync_v2));
+	assert_ptr_equal(proc("cuGetProcAddress", 11030, 0),
+			 HOOK_OF(cuGetProcAddress));
+	assert_ptr_equal(proc("cuGetProcAddress", 12000, 1),
+			 HOOK_OF(cuGetProcAddress_v2));
+	assert_ptr_equal(proc("cuCtxCreate", 12050, 0), HOOK_OF(cuCtxCreate_v4));
+	/* Older than every hooked variant, not hooked, or unknown: left as
+	 * the driver's. */
+	assert_ptr_equal(proc("cuMemAlloc", 3000, 0), (void *)not_an_export);
+	assert_ptr_equal(proc("cuCtxGetCurrent", 13000, 0), (void *)not_an_export);
+	assert_ptr_equal(proc("cuNoSuchThing", 13000, 0), (void *)not_an_export);
+	/* The driver's own export and the hook itself map to the hook. */
+	assert_ptr_equal(hook_for_proc("cuMemAlloc", hook_real_tab[HK_cuMemAlloc_v2],
+				       13000, 0), HOOK_OF(cuMemAlloc_v2));
+	assert_ptr_equal(hook_for_proc("cuMemAlloc", HOOK_OF(cuMemAlloc_v2),
+				       13000, 0), HOOK_OF(cuMemAlloc_v2));
+	assert_int_equal(hook_find("cuLaunchKernel_ptsz"), HK_cuLaunchKernel_ptsz);
+	assert_int_equal(hook_find("cuCtxGetCurrent"), -1);
+	assert_int_equal(hook_find("cuNoSuchThing"), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_sync_device),
 		cmocka_unit_test(test_submission_streams),
 		cmocka_unit_test(test_capture_deltas),
+		cmocka_unit_test(test_proc_rule),
 	};
 	int fd = mkstemp(log_path), rc;
 
