@@ -3,6 +3,7 @@
  * that releasing the GPU can synchronize all of them.
  */
 #include "ctx_track.h"
+#include "gate.h"
 #include "hooks.h"
 #include "mem_reg.h"
 
@@ -44,6 +45,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
 		mreg_drop_device((int)dev);
+		gate_footprint_changed((int)dev);
 	}
 	HOOK_LEAVE();
 }
