@@ -85,6 +85,18 @@ void ctx_primary_reset(int dev)
 	primary_drop(dev, 1);
 }
 
+CUcontext ctx_primary_of(int dev)
+{
+	CUcontext ctx = NULL;
+
+	pthread_mutex_lock(&ctx_lock);
+	for (int i = 0; i < ctx_count && ctx == NULL; i++)
+		if (ctx_slots[i].dev == dev && ctx_slots[i].primary_refs > 0)
+			ctx = ctx_slots[i].ctx;
+	pthread_mutex_unlock(&ctx_lock);
+	return ctx;
+}
+
 int ctx_device_of(CUcontext ctx)
 {
 	int i, dev = -1;

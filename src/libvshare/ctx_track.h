@@ -18,6 +18,8 @@ void ctx_untrack(CUcontext ctx);
 void ctx_primary_release(int dev);
 /* A primary context reset: forgotten at once. */
 void ctx_primary_reset(int dev);
+/* The primary context of dev, if the hooks saw it retained; NULL if not. */
+CUcontext ctx_primary_of(int dev);
 /* Device of a known context, -1 if unknown. */
 int  ctx_device_of(CUcontext ctx);
 /* Up to max contexts of dev (any device if dev < 0); returns the count. */

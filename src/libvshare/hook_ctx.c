@@ -37,15 +37,30 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	HOOK_LEAVE();
 }
 
+/* The driver frees a context's memory with it: stop counting it. */
+static void forget_memory(CUcontext ctx, int dev)
+{
+	int d = ctx != NULL ? mreg_drop_owner(ctx) : -1;
+
+	if (ctx == NULL && dev >= 0) {
+		mreg_drop_device(dev);
+		d = dev;
+	}
+	if (d >= 0)
+		gate_footprint_changed(d);
+}
+
 /* A reset destroys the primary context and every allocation in it. */
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
+	CUcontext primary;
+
 	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
+	primary = ctx_primary_of((int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
-		mreg_drop_device((int)dev);
-		gate_footprint_changed((int)dev);
+		forget_memory(primary, (int)dev);
 	}
 	HOOK_LEAVE();
 }
@@ -84,5 +99,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 	HOOK_ENTER(cuCtxDestroy_v2, (ctx));
 	ctx_untrack(ctx);
 	r_ = real_(ctx);
+	if (r_ == CUDA_SUCCESS)
+		forget_memory(ctx, -1);
 	HOOK_LEAVE();
 }

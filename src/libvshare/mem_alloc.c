@@ -47,9 +47,13 @@ static CUresult reserve(int dev, int kind, uint64_t size)
 	return reserve_within(dev, kind, size, dev_limit(dev));
 }
 
+/* Memory is owned by the current context (the driver frees it with the
+ * context); VMM memory by none. */
 static void record(int ns, uint64_t key, uint64_t size, int dev, int kind)
 {
-	if (mreg_insert(ns, key, size, dev, kind) != 0)
+	const void *owner = ns == MREG_PTR ? shim_ops_current_context() : NULL;
+
+	if (mreg_insert(ns, key, size, dev, kind, owner) != 0)
 		log_once(LOG_LVL_WARN, "out of memory for the allocation "
 			 "registry: some memory is not accounted for");
 	gate_footprint_changed(dev);

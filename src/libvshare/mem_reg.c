@@ -86,7 +86,8 @@ void mreg_unreserve(int dev, int kind, uint64_t size)
 	pthread_mutex_unlock(&mreg_lock);
 }
 
-int mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind)
+int mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind,
+		const void *owner)
 {
 	struct mreg_node *n = malloc(sizeof(*n));
 	size_t k;
@@ -98,7 +99,7 @@ int mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind)
 		free(n);
 		return -1;
 	}
-	n->e = (struct mreg_entry){ key, size, dev, (unsigned char)ns,
+	n->e = (struct mreg_entry){ key, size, owner, dev, (unsigned char)ns,
 				    (unsigned char)kind };
 	k = bucket_of(ns, key, mreg_nbuckets);
 	n->next = mreg_buckets[k];
@@ -154,27 +155,48 @@ int mreg_lookup(int ns, uint64_t key, struct mreg_entry *out)
 	return pp != NULL ? 0 : -1;
 }
 
-void mreg_drop_device(int dev)
+/* Drop the entries that match; returns the device of the last one. */
+static int drop_locked(int dev, const void *owner)
 {
-	pthread_mutex_lock(&mreg_lock);
+	int last = -1;
+
 	for (size_t i = 0; i < mreg_nbuckets; i++) {
 		struct mreg_node **pp = &mreg_buckets[i];
 
 		while (*pp != NULL) {
 			struct mreg_node *n = *pp;
 
-			if (n->e.dev != dev) {
+			if (owner != NULL ? n->e.owner != owner : n->e.dev != dev) {
 				pp = &n->next;
 				continue;
 			}
 			*pp = n->next;
 			mreg_count--;
+			unreserve_locked(n->e.dev, n->e.kind, n->e.size);
+			last = n->e.dev;
 			free(n);
 		}
 	}
-	if (dev_ok(dev))
-		mreg_used[dev][0] = mreg_used[dev][1] = 0;
+	return last;
+}
+
+void mreg_drop_device(int dev)
+{
+	pthread_mutex_lock(&mreg_lock);
+	drop_locked(dev, NULL);
 	pthread_mutex_unlock(&mreg_lock);
+}
+
+int mreg_drop_owner(const void *owner)
+{
+	int dev = -1;
+
+	if (owner == NULL)
+		return -1;
+	pthread_mutex_lock(&mreg_lock);
+	dev = drop_locked(-1, owner);
+	pthread_mutex_unlock(&mreg_lock);
+	return dev;
 }
 
 void mreg_usage(int dev, uint64_t *managed, uint64_t *pinned)

@@ -20,6 +20,7 @@ enum mreg_ns { MREG_PTR = 0, MREG_VMM = 1 };
 struct mreg_entry {
 	uint64_t key;
 	uint64_t size;
+	const void *owner;      /* the context it was allocated in, or NULL */
 	int dev;
 	unsigned char ns;
 	unsigned char kind;
@@ -34,12 +35,16 @@ int  mreg_reserve(int dev, int kind, uint64_t size, uint64_t limit);
 void mreg_unreserve(int dev, int kind, uint64_t size);
 /* Record a reserved allocation. 0, or -1 when out of memory (the
  * reservation is then undone). */
-int  mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind);
+int  mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind,
+		 const void *owner);
 /* Forget an entry and its bytes. 0 if it was known, -1 if not. */
 int  mreg_remove(int ns, uint64_t key, struct mreg_entry *out);
 int  mreg_lookup(int ns, uint64_t key, struct mreg_entry *out);
-/* Forget every entry of a device (its context was reset). */
+/* Forget every entry of a device, or of an owner (a context that was
+ * destroyed: the driver freed its memory). mreg_drop_owner returns the
+ * device of the entries it dropped, -1 if none. */
 void mreg_drop_device(int dev);
+int  mreg_drop_owner(const void *owner);
 void mreg_usage(int dev, uint64_t *managed, uint64_t *pinned);
 /* Copy up to max entries of dev and kind; returns how many exist. */
 size_t mreg_snapshot(int dev, int kind, struct mreg_entry *out, size_t max);

@@ -14,7 +14,7 @@ static __thread __attribute__((tls_model("initial-exec"))) CUcontext tl_ctx;
 static __thread __attribute__((tls_model("initial-exec"))) int tl_dev = -1;
 static uint64_t dev_total[MREG_MAX_DEVS];
 
-static void *ops_current_context(void)
+void *shim_ops_current_context(void)
 {
 	__typeof__(&cuCtxGetCurrent) get = REAL(cuCtxGetCurrent);
 	CUcontext ctx = NULL;
@@ -27,7 +27,7 @@ static void *ops_current_context(void)
 int shim_ops_current_device(void)
 {
 	__typeof__(&cuCtxGetDevice) getdev = REAL(cuCtxGetDevice);
-	CUcontext ctx = ops_current_context();
+	CUcontext ctx = shim_ops_current_context();
 	CUdevice dev;
 
 	if (ctx == NULL || getdev == NULL)
@@ -194,5 +194,5 @@ const struct gate_cuda_ops shim_gate_ops = {
 	.sync_device = ops_sync_device,
 	.footprint = ops_footprint,
 	.prefetch = ops_prefetch,
-	.current_context = ops_current_context,
+	.current_context = shim_ops_current_context,
 };

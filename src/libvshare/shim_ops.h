@@ -11,6 +11,7 @@
 
 extern const struct gate_cuda_ops shim_gate_ops;
 
+void *shim_ops_current_context(void);
 int  shim_ops_current_device(void);
 int  shim_ops_stream_device(void *stream);
 int  shim_ops_stream_capturing(void *stream);

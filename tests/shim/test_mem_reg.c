@@ -18,7 +18,7 @@ static int reset(void **state)
 static void add(int ns, uint64_t key, uint64_t size, int dev, int kind)
 {
 	assert_int_equal(mreg_reserve(dev, kind, size, 0), 0);
-	assert_int_equal(mreg_insert(ns, key, size, dev, kind), 0);
+	assert_int_equal(mreg_insert(ns, key, size, dev, kind, NULL), 0);
 }
 
 static void test_insert_lookup_remove(void **state)
@@ -120,6 +120,31 @@ static void test_drop_device(void **state)
 	assert_int_equal(mreg_lookup(MREG_PTR, 0x2000, NULL), 0);
 }
 
+static void test_drop_owner(void **state)
+{
+	static const int ctx_a = 1, ctx_b = 2;
+	uint64_t m;
+
+	(void)state;
+	assert_int_equal(mreg_reserve(0, MREG_MANAGED, 10, 0), 0);
+	assert_int_equal(mreg_insert(MREG_PTR, 0x1000, 10, 0, MREG_MANAGED, &ctx_a), 0);
+	assert_int_equal(mreg_reserve(0, MREG_MANAGED, 20, 0), 0);
+	assert_int_equal(mreg_insert(MREG_PTR, 0x2000, 20, 0, MREG_MANAGED, &ctx_b), 0);
+	assert_int_equal(mreg_reserve(1, MREG_MANAGED, 40, 0), 0);
+	assert_int_equal(mreg_insert(MREG_PTR, 0x3000, 40, 1, MREG_MANAGED, &ctx_a), 0);
+	assert_int_equal(mreg_drop_owner(&ctx_b), 0);
+	mreg_usage(0, &m, NULL);
+	assert_int_equal(m, 10);
+	assert_int_equal(mreg_lookup(MREG_PTR, 0x2000, NULL), -1);
+	assert_int_equal(mreg_drop_owner(&ctx_b), -1);
+	assert_int_equal(mreg_drop_owner(NULL), -1);
+	assert_int_not_equal(mreg_drop_owner(&ctx_a), -1);
+	mreg_usage(0, &m, NULL);
+	assert_int_equal(m, 0);
+	mreg_usage(1, &m, NULL);
+	assert_int_equal(m, 0);
+}
+
 static void test_bad_device(void **state)
 {
 	uint64_t m = 1, p = 1;
@@ -127,7 +152,7 @@ static void test_bad_device(void **state)
 	(void)state;
 	/* unknown devices are tracked but not counted */
 	assert_int_equal(mreg_reserve(-1, MREG_MANAGED, 10, 5), 0);
-	assert_int_equal(mreg_insert(MREG_PTR, 0x10, 10, -1, MREG_MANAGED), 0);
+	assert_int_equal(mreg_insert(MREG_PTR, 0x10, 10, -1, MREG_MANAGED, NULL), 0);
 	mreg_usage(-1, &m, &p);
 	assert_int_equal(m + p, 0);
 	assert_int_equal(mreg_remove(MREG_PTR, 0x10, NULL), 0);
@@ -142,7 +167,8 @@ static void *worker(void *arg)
 
 	for (uint64_t i = 0; i < PER_THREAD; i++) {
 		if (mreg_reserve(0, MREG_MANAGED, 8, 0) != 0 ||
-		    mreg_insert(MREG_PTR, base + i * 64, 8, 0, MREG_MANAGED))
+		    mreg_insert(MREG_PTR, base + i * 64, 8, 0, MREG_MANAGED,
+				NULL))
 			return (void *)1;
 		if (i % 2 && mreg_remove(MREG_PTR, base + (i - 1) * 64, NULL))
 			return (void *)1;
@@ -176,6 +202,7 @@ int main(void)
 		cmocka_unit_test_setup(test_limit, reset),
 		cmocka_unit_test_setup(test_many_and_snapshot, reset),
 		cmocka_unit_test_setup(test_drop_device, reset),
+		cmocka_unit_test_setup(test_drop_owner, reset),
 		cmocka_unit_test_setup(test_bad_device, reset),
 		cmocka_unit_test_setup(test_threads, reset),
 	};

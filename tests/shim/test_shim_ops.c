@@ -273,6 +273,43 @@ static void test_capture_deltas(void **state)
 	CK(cuStreamDestroy_v2(s));
 }
 
+/* The driver frees a context's memory with the context: destroying it,
+ * or resetting a primary context, takes that memory off the footprint. */
+static void test_context_memory(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	CUcontext own, cur;
+	CUdeviceptr a, b, keep;
+	uint64_t m0, m;
+	int ch;
+
+	(void)state;
+	ops->footprint(0, &m0, NULL);
+	CK(cuMemAlloc_v2(&keep, 1 << 20));
+	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
+	CK(cuMemAlloc_v2(&a, 2 << 20));
+	ops->footprint(0, &m, NULL);
+	assert_int_equal(m, m0 + (3 << 20));
+	ch = stub.fp_changes[0];
+	CK(cuCtxDestroy_v2(own));
+	assert_int_equal(stub.fp_changes[0], ch + 1);
+	ops->footprint(0, &m, NULL);
+	assert_int_equal(m, m0 + (1 << 20));
+	CK(cuCtxGetCurrent(&cur));
+	if (cur != ctx0)
+		CK(cuCtxSetCurrent(ctx0));
+	CK(cuMemFree_v2(keep));
+
+	CK(cuCtxSetCurrent(ctx1));
+	CK(cuMemAlloc_v2(&b, 4 << 20));
+	ops->footprint(1, &m, NULL);
+	assert_int_equal(m, 4 << 20);
+	CK(cuDevicePrimaryCtxReset_v2(1));
+	ops->footprint(1, &m, NULL);
+	assert_int_equal(m, 0);
+	CK(cuCtxSetCurrent(ctx0));
+}
+
 /* A driver may hand out addresses that are not its exports: the variant
  * is then told by the driver's rule (version, per-thread flag). */
 static void not_an_export(void)
@@ -335,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_sync_device),
 		cmocka_unit_test(test_submission_streams),
 		cmocka_unit_test(test_capture_deltas),
+		cmocka_unit_test(test_context_memory),
 		cmocka_unit_test(test_proc_rule),
 	};
 	int fd = mkstemp(log_path), rc;
