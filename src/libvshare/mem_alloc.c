@@ -124,15 +124,42 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 	return alloc_pinned(dptr, size, dev);
 }
 
+/* VSHARE_CONVERT=0: the driver's pitched memory, counted once its size
+ * is known. */
+static CUresult alloc_pitch_pinned(CUdeviceptr *dptr, size_t *pitch,
+				   size_t width, size_t height,
+				   unsigned int elem_size)
+{
+	__typeof__(&cuMemAllocPitch_v2) real = REAL(cuMemAllocPitch_v2);
+	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
+	int dev = shim_ops_current_device();
+	CUresult r;
+
+	if (dev < 0)
+		return MEM_PASS;
+	r = real(dptr, pitch, width, height, elem_size);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = reserve(dev, MREG_PINNED, (uint64_t)*pitch * height);
+	if (r != CUDA_SUCCESS) {
+		mfree(*dptr);
+		return r;
+	}
+	record(MREG_PTR, *dptr, (uint64_t)*pitch * height, dev, MREG_PINNED);
+	return CUDA_SUCCESS;
+}
+
 CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
 			 size_t height, unsigned int elem_size)
 {
 	size_t p;
 	CUresult r;
 
-	if (!shim_conf.convert || pitch == NULL || width == 0 || height == 0 ||
+	if (dptr == NULL || pitch == NULL || width == 0 || height == 0 ||
 	    (elem_size != 4 && elem_size != 8 && elem_size != 16))
 		return MEM_PASS;
+	if (!shim_conf.convert)
+		return alloc_pitch_pinned(dptr, pitch, width, height, elem_size);
 	p = (width + MEM_PITCH_ALIGN - 1) / MEM_PITCH_ALIGN * MEM_PITCH_ALIGN;
 	if (p < width || height > SIZE_MAX / p)
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -111,11 +111,14 @@ void mem_defer_reap(int wait)
 			esync(due[i].ev);
 		if (destroy != NULL)
 			destroy(due[i].ev);
+		/* Gone from the registry: its context was destroyed, and the
+		 * driver freed it with the context. */
+		if (mreg_remove(MREG_PTR, due[i].ptr, &e) != 0)
+			continue;
 		if (mfree != NULL && mfree(due[i].ptr) != CUDA_SUCCESS)
 			log_once(LOG_LVL_WARN, "a deferred free of converted "
 				 "memory failed");
-		if (mreg_remove(MREG_PTR, due[i].ptr, &e) == 0)
-			gate_footprint_changed(e.dev);
+		gate_footprint_changed(e.dev);
 	}
 	free(due);
 }

@@ -310,13 +310,18 @@ static int check_oversub(void)
 static int check_convert_off(void)
 {
 	CUdeviceptr p;
-	size_t f = 0;
+	size_t f = 0, pitch = 0;
 
 	setup_ctx();
 	f = mem_free_now();
 	CK(cuMemAlloc(&p, 1 << 20));
 	CHECK(!is_managed(p));
 	CHECK(mem_free_now() <= f - (1 << 20));
+	CK(cuMemFree(p));
+	CHECK(mem_free_now() == f);
+	CK(cuMemAllocPitch(&p, &pitch, 1000, 10, 4));
+	CHECK(!is_managed(p));
+	CHECK(mem_free_now() <= f - pitch * 10);
 	CK(cuMemFree(p));
 	CHECK(mem_free_now() == f);
 	return 0;
