@@ -31,6 +31,8 @@ static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t thread;
 static int started;          /* atomic */
 static int wake_fd = -1;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static int thread_done;      /* under start_mu */
 
 int client_started(void)
 {
@@ -207,6 +209,10 @@ static void *client_main(void *arg)
 	if (client_c.sock >= 0)
 		close(client_c.sock);
 	client_c.sock = -1;
+	pthread_mutex_lock(&start_mu);
+	thread_done = 1;
+	pthread_cond_broadcast(&done_cv);
+	pthread_mutex_unlock(&start_mu);
 	return NULL;
 }
 
@@ -225,6 +231,7 @@ void client_start(void)
 	client_c.sock = -1;
 	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
 	client_c.next_try_ms = 0;
+	thread_done = 0;
 	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* The thread must not take the host program's signals. */
 	sigfillset(&all);
@@ -243,6 +250,7 @@ void client_start(void)
 void client_stop(void)
 {
 	struct timespec ts;
+	int done = 0;
 
 	pthread_mutex_lock(&start_mu);
 	if (!A_LOAD(&started)) {
@@ -250,17 +258,25 @@ void client_stop(void)
 		return;
 	}
 	A_STORE(&started, 0);
-	pthread_mutex_unlock(&start_mu);
 	client_wake();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += CLIENT_STOP_WAIT_MS * 1000000L;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
+	while (!thread_done &&
+	       pthread_cond_timedwait(&done_cv, &start_mu, &ts) == 0)
+		;
+	done = thread_done;
+	pthread_mutex_unlock(&start_mu);
 	/* If the thread is stuck (in the driver), leave it: the process is
 	 * exiting and the kernel closes the socket, which the scheduler
-	 * takes as a release. */
-	if (pthread_timedjoin_np(thread, NULL, &ts) != 0)
-		log_debug("the scheduler client did not stop in time");
+	 * takes as a release. (A wait on a condition variable rather than
+	 * pthread_timedjoin_np, whose glibc 2.34 version older containers
+	 * lack.) */
+	if (done)
+		pthread_join(thread, NULL);
+	else
+		pthread_detach(thread);
 }
 
 void client_forget(void)
@@ -275,5 +291,7 @@ void client_forget(void)
 	memset(&client_c, 0, sizeof(client_c));
 	client_c.sock = -1;
 	pthread_mutex_init(&start_mu, NULL);
+	pthread_cond_init(&done_cv, NULL);
+	thread_done = 0;
 	A_STORE(&started, 0);
 }
