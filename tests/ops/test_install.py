@@ -62,6 +62,7 @@ class Install(unittest.TestCase):
     def test_parts_installed(self):
         if "sched" in PARTS:
             self.assert_file(os.path.join(BINDIR, "vshare-scheduler"), True)
+        if "ctl" in PARTS:
             self.assert_file(os.path.join(BINDIR, "vsharectl"), True)
         if "shim" in PARTS:
             self.assert_file(os.path.join(PKGLIBDIR, "libvshare.so"))

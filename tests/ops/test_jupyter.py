@@ -52,7 +52,7 @@ print("RESULT " + json.dumps({
 
 class JupyterKernel(unittest.TestCase):
     def setUp(self):
-        need("sched", "shim", "driver")
+        need("sched", "ctl", "shim", "driver")
         self.tmp = tempfile.TemporaryDirectory()
         t = self.tmp.name
         self.prefix = os.path.join(t, "prefix")

@@ -218,20 +218,31 @@ class Check(unittest.TestCase):
             self.assertIn("(missing)", r.stdout)
 
     def test_running_scheduler(self):
-        need("sched", "shim")
+        need("sched")
         with tempfile.TemporaryDirectory() as tmp:
             sched = Scheduler(tmp)
+            lib = self.fake_lib(tmp)
             try:
-                r = run([VSHARE_RUN, "--socket", sched.sock, "--check"])
+                r = self.check(sched.sock, lib)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-                self.assertIn("scheduler: reachable", r.stdout)
-                self.assertIn("library: " + os.path.realpath(SHIM), r.stdout)
+                self.assertIn("scheduler: reachable (protocol version 1)",
+                              r.stdout)
+                self.assertIn("library: " + lib, r.stdout)
                 # The socket from the environment, as the shim reads it.
-                r = run([VSHARE_RUN, "--check"],
+                r = run([VSHARE_RUN, "--lib", lib, "--check"],
                         env=base_env(VSHARE_SOCKET=sched.sock))
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                # No socket option or variable: the default path.
+                r = run([VSHARE_RUN, "--lib", lib, "--check"])
+                self.assertIn("socket: /run/vshare/scheduler.sock", r.stdout)
             finally:
                 sched.stop()
+
+    def test_library_found_in_build_tree(self):
+        need("shim")
+        r = run([VSHARE_RUN, "--socket", "/nonexistent.sock", "--check"])
+        self.assertIn("library: " + os.path.realpath(SHIM) + "\n", r.stdout)
+        self.assertEqual(r.returncode, 3, r.stdout)
 
 
 if __name__ == "__main__":
