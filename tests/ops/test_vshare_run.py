@@ -131,8 +131,8 @@ class Usage(unittest.TestCase):
         self.assert_usage_error("--swap-out", "now", "--", "true", needle="lazy")
         self.assert_usage_error("--log-level", "loud", "--", "true",
                                 needle="loud")
-        self.assert_usage_error("--label", "x" * 65, "--", "true",
-                                needle="64 bytes")
+        self.assert_usage_error("--label", "x" * 64, "--", "true",
+                                needle="63 bytes")
         self.assert_usage_error(needle="no command")
         self.assert_usage_error("--socket", "/tmp/s", needle="no command")
 
