@@ -255,7 +255,7 @@ def t_nonadmin(b):
               "outside the socket group: rc %d %s" % (rc, err))
         # A non-admin client may still request and release.
         p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
-                            "--clear-groups", d.bin("sched_testclient"),
+                            "--clear-groups", d.public_bin("sched_testclient"),
                             "--socket", d.sock, "--hold-ms", "10"],
                            capture_output=True, text=True, timeout=20)
         check(p.returncode == 0, "nobody's client: " + p.stdout)
