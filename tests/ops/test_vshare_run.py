@@ -7,8 +7,8 @@ import socket
 import tempfile
 import unittest
 
-from opsutil import (SHIM, VSHARE_RUN, Scheduler, base_env, main, need,
-                     parse_env_lines, run)
+from opsutil import (SAN_PRELOAD, SHIM, VSHARE_RUN, Scheduler, base_env, main,
+                     need, parse_env_lines, run)
 
 FRAMEWORK_DEFAULTS = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
@@ -22,13 +22,20 @@ class Env(unittest.TestCase):
     """--print-env shows exactly what would be exported."""
 
     def printenv(self, *args, **env):
+        """vshare-run's output, with the sanitizer runtime (which a
+        sanitized build puts first in LD_PRELOAD) taken out again."""
         e = base_env(**env)
-        e.pop("LD_PRELOAD", None)  # these cases set LD_PRELOAD themselves
-        if "LD_PRELOAD" in env:
-            e["LD_PRELOAD"] = env["LD_PRELOAD"]
+        if SAN_PRELOAD:
+            e["LD_PRELOAD"] = ":".join([SAN_PRELOAD] + (
+                [env["LD_PRELOAD"]] if "LD_PRELOAD" in env else []))
         r = run([VSHARE_RUN] + list(args) + ["--print-env"], env=e)
         self.assertEqual(r.returncode, 0, r.stderr)
-        return parse_env_lines(r.stdout), r.stderr
+        out = parse_env_lines(r.stdout)
+        if SAN_PRELOAD:
+            first, _, rest = out["LD_PRELOAD"].partition(":")
+            self.assertEqual(first, SAN_PRELOAD, "sanitizer runtime not first")
+            out["LD_PRELOAD"] = rest
+        return out, r.stderr
 
     def test_plain_preload_is_absolute_shim(self):
         out, _ = self.printenv()
