@@ -108,10 +108,12 @@ class Install(unittest.TestCase):
         conf = self.p(SYSCONFDIR, "vshare", "scheduler.json")
         with open(conf, "a") as f:
             f.write("\n")
-        edited = open(conf).read()
+        with open(conf) as f:
+            edited = f.read()
         out = self.install()
         self.assertIn("Keeping", out)
-        self.assertEqual(open(conf).read(), edited)
+        with open(conf) as f:
+            self.assertEqual(f.read(), edited)
 
 
 if __name__ == "__main__":
