@@ -3,6 +3,7 @@
 and --check against no scheduler, a stale socket and a real one."""
 
 import os
+import shutil
 import socket
 import tempfile
 import unittest
@@ -244,6 +245,30 @@ class Check(unittest.TestCase):
                 self.assertIn("socket: /run/vshare/scheduler.sock", r.stdout)
             finally:
                 sched.stop()
+
+    def test_without_python_vsharectl_probes(self):
+        need("sched", "ctl")
+        with tempfile.TemporaryDirectory() as tmp:
+            # A PATH with the tools the script uses, and no python3.
+            tools = os.path.join(tmp, "tools")
+            os.mkdir(tools)
+            for t in ("sh", "dirname", "readlink", "grep", "sed", "tr", "wc",
+                      "cat"):
+                os.symlink(shutil.which(t), os.path.join(tools, t))
+            lib = self.fake_lib(tmp)
+            env = base_env(PATH=tools)
+            sched = Scheduler(tmp)
+            try:
+                r = run([VSHARE_RUN, "--socket", sched.sock, "--lib", lib,
+                         "--check"], env=env)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("reachable (vsharectl status)", r.stdout)
+            finally:
+                sched.stop()
+            r = run([VSHARE_RUN, "--socket", sched.sock, "--lib", lib,
+                     "--check"], env=env)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn("vsharectl --socket", r.stdout)
 
     def test_library_found_in_build_tree(self):
         need("shim")
