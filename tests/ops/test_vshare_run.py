@@ -136,6 +136,10 @@ class Usage(unittest.TestCase):
         self.assert_usage_error("--mem-limit", "3X", "--", "true", needle="3X")
         self.assert_usage_error("--mem-limit", "-1", "--", "true", needle="-1")
         self.assert_usage_error("--idle-ms", "1.5", "--", "true", needle="1.5")
+        self.assert_usage_error("--idle-ms", "3600001", "--", "true",
+                                needle="3600000")
+        self.assert_usage_error("--idle-ms", "9" * 30, "--", "true",
+                                needle="3600000")
         self.assert_usage_error("--swap-out", "now", "--", "true", needle="lazy")
         self.assert_usage_error("--log-level", "loud", "--", "true",
                                 needle="loud")
