@@ -7,9 +7,11 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 import unittest
 
-from opsutil import BUILD, PARTS, SOURCE, base_env, main, run
+from opsutil import (BIN, BUILD, PARTS, SOURCE, TESTDRIVER_DIR, Scheduler,
+                     base_env, main, need, run)
 
 E = os.environ
 BINDIR = E["VSHARE_INSTALL_BINDIR"]
@@ -101,6 +103,37 @@ class Install(unittest.TestCase):
                           r.stdout)
         finally:
             os.rename(shim + ".moved", shim)
+
+    def test_installed_tree_works(self):
+        """The installed daemon (with the installed config), vsharectl,
+        vshare-run and shim together: a program registers."""
+        need("sched", "ctl", "shim", "driver")
+        config = self.p(SYSCONFDIR, "vshare", "scheduler.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            sched = Scheduler(tmp, config=config if HAVE_CONFIG else None,
+                              binary=self.p(BINDIR, "vshare-scheduler"),
+                              ctl=self.p(BINDIR, "vsharectl"))
+            try:
+                env = base_env(LD_LIBRARY_PATH=TESTDRIVER_DIR)
+                prog = subprocess.Popen(
+                    [self.p(BINDIR, "vshare-run"), "--socket", sched.sock,
+                     "--label", "installed", "--", os.path.join(BIN, "vs-compute"),
+                     "--seconds", "3", "--kernel-ms", "10", "--mem", "1M",
+                     "--progress-ms", "0"], env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                seen = None
+                deadline = time.monotonic() + 10
+                while seen is None and time.monotonic() < deadline:
+                    for c in sched.status().get("clients", []):
+                        if c.get("label") == "installed":
+                            seen = c
+                    time.sleep(0.1)
+                out = prog.communicate(timeout=20)[0]
+                self.assertEqual(prog.returncode, 0, out)
+                self.assertIsNotNone(seen, "the program never registered")
+                self.assertEqual(seen["pid"], prog.pid)
+            finally:
+                sched.stop()
 
     def test_reinstall_keeps_edited_config(self):
         if not HAVE_CONFIG:
