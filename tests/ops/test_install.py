@@ -15,6 +15,7 @@ from opsutil import (BIN, BUILD, PARTS, SOURCE, TESTDRIVER_DIR, Scheduler,
 
 E = os.environ
 BINDIR = E["VSHARE_INSTALL_BINDIR"]
+SCHED_DIR = E["VSHARE_INSTALL_SCHEDULER_DIR"]
 PKGLIBDIR = E["VSHARE_INSTALL_PKGLIBDIR"]
 SYSCONFDIR = E["VSHARE_INSTALL_SYSCONFDIR"]
 DATADIR = E["VSHARE_INSTALL_DATADIR"]
@@ -63,7 +64,7 @@ class Install(unittest.TestCase):
 
     def test_parts_installed(self):
         if "sched" in PARTS:
-            self.assert_file(os.path.join(BINDIR, "vshare-scheduler"), True)
+            self.assert_file(os.path.join(SCHED_DIR, "vshare-scheduler"), True)
         if "ctl" in PARTS:
             self.assert_file(os.path.join(BINDIR, "vsharectl"), True)
         if "shim" in PARTS:
@@ -77,7 +78,7 @@ class Install(unittest.TestCase):
             text = f.read()
         m = re.search(r"^ExecStart=(\S+) --config (\S+)$", text, re.M)
         self.assertIsNotNone(m)
-        self.assertEqual(m.group(1), os.path.join(BINDIR, "vshare-scheduler"))
+        self.assertEqual(m.group(1), os.path.join(SCHED_DIR, "vshare-scheduler"))
         self.assertEqual(m.group(2),
                          os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
         self.assertIsNone(re.search(r"@[A-Z_]+@", text), "unsubstituted variable")
@@ -111,7 +112,7 @@ class Install(unittest.TestCase):
         config = self.p(SYSCONFDIR, "vshare", "scheduler.json")
         with tempfile.TemporaryDirectory() as tmp:
             sched = Scheduler(tmp, config=config if HAVE_CONFIG else None,
-                              binary=self.p(BINDIR, "vshare-scheduler"),
+                              binary=self.p(SCHED_DIR, "vshare-scheduler"),
                               ctl=self.p(BINDIR, "vsharectl"))
             try:
                 env = base_env(LD_LIBRARY_PATH=TESTDRIVER_DIR)
