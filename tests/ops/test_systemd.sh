@@ -41,8 +41,8 @@ fi
 echo "ok: systemd-analyze verify"
 
 # Exposure score, 0 (best) to 100; the unit scores 5 as written.
-if ! systemd-analyze security --offline=yes --threshold=15 "$unit" >"$tmp/sec.out" 2>&1; then
-	cat "$tmp/sec.out"; fail "exposure level above 1.5"
+if ! systemd-analyze security --offline=yes --threshold=10 "$unit" >"$tmp/sec.out" 2>&1; then
+	cat "$tmp/sec.out"; fail "exposure level above 1.0"
 fi
 grep 'Overall exposure' "$tmp/sec.out"
 
