@@ -56,4 +56,22 @@ wait $a; ra=$?
 wait $b; rb=$?
 check "both concurrent runs pass" test "$ra" -eq 0 -a "$rb" -eq 0
 check "their kernels overlap" python3 "$execlog" overlaps "$log" --pids $a $b
+# With device memory shared between processes (as on a real GPU), two
+# plain programs whose allocations do not fit together: the second fails
+# with out-of-memory. (Under vshare both run: their memory is managed.)
+export VSHARE_TD_SHARED_MEM=$tmp VSHARE_TD_MEM=64M
+"$bin/vs-compute" --mem 40M --seconds 2 --kernel-ms 20 --progress-ms 0 \
+	>"$tmp/first" 2>&1 & a=$!
+i=0
+while ! grep -q "managed:" "$tmp/first" && [ $i -lt 100 ]; do
+	sleep 0.05; i=$((i + 1))
+done
+check "a second plain program does not fit" \
+	expect_rc 2 "$bin/vs-compute" --mem 40M --iters 1 --quiet
+check "it fails with out-of-memory" grep -q CUDA_ERROR_OUT_OF_MEMORY "$tmp/out"
+check "managed memory still fits" \
+	expect_rc 0 "$bin/vs-vecadd" --managed --size 4M --quiet
+kill $a 2>/dev/null
+wait $a 2>/dev/null
+unset VSHARE_TD_SHARED_MEM VSHARE_TD_MEM
 exit $fail

@@ -126,6 +126,7 @@ int main(int argc, char **argv)
 		printf("vs-compute: %s, kernel %.1f ms, working set %.1f MiB, managed: %s\n",
 		       o.iters ? "fixed iterations" : "timed run", o.kernel_ms,
 		       (double)o.mem / (1024.0 * 1024), vs_is_managed(l.buf) ? "yes" : "no");
+	fflush(stdout);	/* tests wait for this line: the memory is held */
 	t0 = vs_now_ms();
 	next_report = t0 + o.progress_ms;
 	for (;;) {

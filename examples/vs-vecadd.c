@@ -125,6 +125,7 @@ int main(int argc, char **argv)
 		printf("vs-vecadd: n=%llu iters=%llu alloc=%s managed: %s (%d/3 buffers)\n",
 		       o.n, o.iters, o.managed ? "cuMemAllocManaged" : "cuMemAlloc",
 		       nmanaged == 3 ? "yes" : nmanaged ? "partly" : "no", nmanaged);
+	fflush(stdout);
 	VS_CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	t0 = vs_now_ms();
 	VS_CK(cuMemcpyHtoD(a, ha, bytes));

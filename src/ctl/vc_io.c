@@ -174,11 +174,13 @@ int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	    struct vc_reply *out)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 64];
+	struct vs_hdr h;
 	int rc;
 
 	if (len > sizeof(buf) - sizeof(struct vs_hdr))
 		return VC_EXIT_ERROR;
-	vs_hdr_init((struct vs_hdr *)(void *)buf, type, len);
+	vs_hdr_init(&h, type, len);
+	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), payload, len);
 	rc = write_full(fd, buf, sizeof(struct vs_hdr) + len);
 	if (rc != 0)

@@ -81,7 +81,7 @@ static void on_grant(const struct vs_grant *m)
 	g->drop = 0;
 	/* A fresh holder counts as active, so an idle drop that follows the
 	 * grant does not take the GPU before its waiters have run. */
-	__atomic_store_n(&g->last_ms, gate_now_ms(), __ATOMIC_RELAXED);
+	gate_stamp(g, gate_now_ms());
 	A_STORE(&g->state, GATE_OPEN);
 	pthread_cond_broadcast(&g->cv_open);
 	pthread_mutex_unlock(&g->mu);

@@ -67,8 +67,8 @@ static int drop(int dev, struct gate_gpu *g)
 		return -1;
 	if (reason == VS_DROP_IDLE) {
 		now = gate_now_ms();
-		last = __atomic_load_n(&g->last_ms, __ATOMIC_RELAXED);
-		if (A_LOAD(&g->inflight) > 0)
+		last = gate_last_ms(g);
+		if (gate_inflight(g) > 0)
 			return (int)(idle < CLIENT_BUSY_POLL_MS ? idle + 1 : CLIENT_BUSY_POLL_MS);
 		if (now < last + idle)
 			return (int)(last + idle - now);

@@ -6,7 +6,6 @@
  * call. Otherwise the caller takes the slow path and blocks until the
  * scheduler client opens the gate.
  */
-#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -29,7 +28,9 @@ struct dev_cache {
 	void *ctx;
 	int   dev;
 	int   valid;
+	int   shard;    /* this thread's in-flight shard, + 1 (0: none yet) */
 };
+static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
 
@@ -49,6 +50,44 @@ static void gpu_init(struct gate_gpu *g)
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv_open, NULL);
 	pthread_cond_init(&g->cv_drain, NULL);
+}
+
+long gate_inflight(struct gate_gpu *g)
+{
+	long n = 0;
+
+	/* Read after the releaser's store of the closed state: every entry
+	 * that saw the gate open has its increment before that store, so it
+	 * is counted here until its exit. */
+	for (int i = 0; i < GATE_SHARDS; i++)
+		n += A_LOAD(&g->shard[i].inflight);
+	return n;
+}
+
+uint64_t gate_last_ms(struct gate_gpu *g)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < GATE_SHARDS; i++) {
+		uint64_t t = A_LOAD_RLX(&g->shard[i].last_ms);
+
+		if (t > last)
+			last = t;
+	}
+	return last;
+}
+
+void gate_stamp(struct gate_gpu *g, uint64_t ms)
+{
+	__atomic_store_n(&g->shard[0].last_ms, ms, __ATOMIC_RELAXED);
+}
+
+static int my_shard(void)
+{
+	if (__builtin_expect(tcache.shard == 0, 0))
+		tcache.shard = 1 + (int)(__atomic_fetch_add(&next_shard, 1,
+					 __ATOMIC_RELAXED) % GATE_SHARDS);
+	return tcache.shard - 1;
 }
 
 void gate_init(const struct gate_cuda_ops *ops)
@@ -98,7 +137,7 @@ static int gpu_learn(struct gate_gpu *g, int dev)
 	return 0;
 }
 
-static int enter_slow(struct gate_gpu *g, int dev)
+static int enter_slow(struct gate_gpu *g, int dev, int sh)
 {
 	pthread_mutex_lock(&g->mu);
 	if (gpu_learn(g, dev) != 0) {
@@ -118,18 +157,18 @@ static int enter_slow(struct gate_gpu *g, int dev)
 	}
 	/* The state only changes under mu, so this entry is safe from a
 	 * releaser: it cannot close the gate before it sees this count. */
-	__atomic_fetch_add(&g->inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&g->mu);
-	return dev;
+	return dev * GATE_SHARDS + sh;
 }
 
-/* The releaser waits on cv_drain for in-flight 0; the last one out of a
- * gate that is not open wakes it. Taking mu orders the broadcast after the
+/* The releaser waits on cv_drain for in-flight 0; an exit from a gate that
+ * is not open wakes it. Taking mu orders the broadcast after the
  * releaser's check, so the wake-up cannot be lost. */
-static void leave(struct gate_gpu *g)
+static void leave(struct gate_gpu *g, int sh)
 {
-	if (__atomic_sub_fetch(&g->inflight, 1, __ATOMIC_SEQ_CST) == 0 &&
-	    A_LOAD(&g->state) != GATE_OPEN) {
+	__atomic_sub_fetch(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
+	if (A_LOAD(&g->state) != GATE_OPEN) {
 		pthread_mutex_lock(&g->mu);
 		pthread_cond_broadcast(&g->cv_drain);
 		pthread_mutex_unlock(&g->mu);
@@ -139,7 +178,7 @@ static void leave(struct gate_gpu *g)
 int gate_enter(void *stream)
 {
 	struct gate_gpu *g;
-	int dev;
+	int dev, sh;
 
 	if (!A_LOAD_RLX(&gate_g.enabled))
 		return GATE_TOKEN_NONE;
@@ -151,30 +190,30 @@ int gate_enter(void *stream)
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return GATE_TOKEN_NONE;
 	g = &gate_g.gpu[dev];
+	sh = my_shard();
 	/* Increment, then check: with the releaser's store-then-check (both
 	 * sequentially consistent) one of the two always sees the other, so
 	 * no entry slips past a gate that is closing. */
-	__atomic_fetch_add(&g->inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
 	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
-		return dev;
-	leave(g);
-	return enter_slow(g, dev);
+		return dev * GATE_SHARDS + sh;
+	leave(g, sh);
+	return enter_slow(g, dev, sh);
 }
 
 void gate_exit(int token)
 {
-	struct gate_gpu *g;
+	struct gate_shard *s;
 	uint64_t now;
 
-	if (token < 0 || token >= GATE_MAX_GPUS)
+	if (token < 0 || token >= GATE_MAX_GPUS * GATE_SHARDS)
 		return;
-	g = &gate_g.gpu[token];
-	/* Store the stamp only when the coarse clock moved, so threads do
-	 * not write the shared line on every call. */
+	s = &gate_g.gpu[token / GATE_SHARDS].shard[token % GATE_SHARDS];
+	/* Store the stamp only when the coarse clock moved. */
 	now = gate_now_ms();
-	if (A_LOAD_RLX(&g->last_ms) != now)
-		__atomic_store_n(&g->last_ms, now, __ATOMIC_RELAXED);
-	leave(g);
+	if (A_LOAD_RLX(&s->last_ms) != now)
+		__atomic_store_n(&s->last_ms, now, __ATOMIC_RELAXED);
+	leave(&gate_g.gpu[token / GATE_SHARDS], token % GATE_SHARDS);
 }
 
 void gate_capture_delta(int delta)

@@ -23,13 +23,20 @@
 
 #define GATE_TOKEN_NONE (-1)
 
-struct gate_gpu {
-	/* Hot fields, one cache line, touched by every submission. */
-	int      state;         /* GATE_*; atomic */
-	int      pad0;
+/* The in-flight count is spread over shards, one cache line each, and a
+ * thread always uses the same one: threads that submit at the same time
+ * do not fight over one line. The total is the sum of the shards. */
+#define GATE_SHARDS 16
+
+struct gate_shard {
 	long     inflight;      /* calls inside the bracket; atomic */
 	uint64_t last_ms;       /* coarse time of the last exit; atomic */
-	char     pad1[64 - 24];
+} __attribute__((aligned(64)));
+
+struct gate_gpu {
+	/* Read by every submission, written only on open and close. */
+	int      state;         /* GATE_*; atomic */
+	struct gate_shard shard[GATE_SHARDS] __attribute__((aligned(64)));
 
 	pthread_mutex_t mu;
 	pthread_cond_t  cv_open;   /* entrants wait for the gate to open */
@@ -82,6 +89,11 @@ void gate_conf_read(struct gate_conf *c);
 
 /* Coarse monotonic milliseconds (vDSO, no system call). */
 uint64_t gate_now_ms(void);
+/* Calls inside a gate's bracket (sequentially consistent sum). */
+long     gate_inflight(struct gate_gpu *g);
+/* The latest exit stamp of a gate; gate_stamp sets one (a grant). */
+uint64_t gate_last_ms(struct gate_gpu *g);
+void     gate_stamp(struct gate_gpu *g, uint64_t ms);
 
 /* Open a gate: mark held or unshared, wake entrants. Takes g->mu. */
 void gate_open(struct gate_gpu *g);

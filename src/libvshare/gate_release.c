@@ -38,7 +38,7 @@ static int close_and_drain(struct gate_gpu *g)
 		pthread_mutex_lock(&g->mu);
 		/* Store, then check in-flight: the mirror of gate_enter. */
 		A_STORE(&g->state, GATE_DRAINING);
-		while (A_LOAD(&g->inflight) > 0 && !A_LOAD(&gate_g.shutting))
+		while (gate_inflight(g) > 0 && !A_LOAD(&gate_g.shutting))
 			pthread_cond_wait(&g->cv_drain, &g->mu);
 		if (A_LOAD(&gate_g.shutting)) {
 			reopen_locked(g);

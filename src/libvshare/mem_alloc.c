@@ -246,9 +246,14 @@ CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes)
 		return MEM_PASS;
 	mem_defer_reap(0);
 	r = real(&f, &t);
-	dev = shim_ops_current_device();
-	if (r != CUDA_SUCCESS || dev < 0)
+	if (r != CUDA_SUCCESS)
 		return r;
+	dev = shim_ops_current_device();
+	if (dev < 0) {
+		*free_bytes = f;
+		*total_bytes = t;
+		return r;
+	}
 	total = t;
 	if (shim_conf.capacity != 0 && shim_conf.capacity < total)
 		total = shim_conf.capacity;

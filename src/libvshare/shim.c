@@ -11,6 +11,7 @@
 #include "mem_alloc.h"
 #include "shim.h"
 #include "shim_env.h"
+#include "shim_libc.h"
 #include "shim_ops.h"
 
 struct shim_conf shim_conf = { .convert = 1, .libcuda = "libcuda.so.1" };
@@ -48,8 +49,6 @@ static void shim_read_conf(void)
 	shim_conf.libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
 }
 
-void *shim_dlsym_real(void *handle, const char *name);
-
 static void *shim_lookup(void *handle, const char *name)
 {
 	return shim_dlsym_real(handle, name);
@@ -67,6 +66,9 @@ static void shim_atfork_child(void)
 	gate_atfork_child();
 }
 
+/* Exit: the atexit handler registered at init runs before the
+ * destructors and before every handler registered earlier; the
+ * destructor covers an unload by dlclose. gate_shutdown runs once. */
 static void shim_atexit(void)
 {
 	int outer = shim_guard_enter();
@@ -74,6 +76,12 @@ static void shim_atexit(void)
 	gate_shutdown();
 	if (outer)
 		shim_guard_leave();
+}
+
+__attribute__((destructor)) static void shim_fini(void)
+{
+	if (__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE))
+		shim_atexit();
 }
 
 static void shim_init(void)

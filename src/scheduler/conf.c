@@ -105,6 +105,18 @@ static int get_str(const cJSON *it, const char *key, char *out, size_t n,
 	return 0;
 }
 
+/* A group name, "" for none, or null for the automatic default (the
+ * usual group if it exists, else none). */
+static int get_group(const cJSON *it, const char *key,
+		     char out[CONF_NAME_MAX], char *err, size_t errlen)
+{
+	if (cJSON_IsNull(it)) {
+		strcpy(out, CONF_GROUP_AUTO);
+		return 0;
+	}
+	return get_str(it, key, out, CONF_NAME_MAX, err, errlen);
+}
+
 static int get_tq(const cJSON *it, const char *key, uint32_t *out, char *err,
 		  size_t errlen)
 {
@@ -240,11 +252,9 @@ static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 		return 0;
 	}
 	if (strcmp(k, "socket_group") == 0)
-		return get_str(it, k, c->socket_group, sizeof(c->socket_group),
-			       err, errlen);
+		return get_group(it, k, c->socket_group, err, errlen);
 	if (strcmp(k, "admin_group") == 0)
-		return get_str(it, k, c->admin_group, sizeof(c->admin_group),
-			       err, errlen);
+		return get_group(it, k, c->admin_group, err, errlen);
 	if (strcmp(k, "socket_mode") == 0)
 		return get_socket_mode(it, k, &c->socket_mode, err, errlen);
 	if (strcmp(k, "log_level") == 0) {

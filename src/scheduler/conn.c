@@ -50,12 +50,14 @@ void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
 	unsigned char stack[sizeof(struct vs_hdr) + 256];
 	size_t total = sizeof(struct vs_hdr) + len;
 	unsigned char *buf = total <= sizeof(stack) ? stack : malloc(total);
+	struct vs_hdr h;
 	uv_buf_t b;
 	int n;
 
 	if (c->closing || buf == NULL)
 		goto out;
-	vs_hdr_init((struct vs_hdr *)(void *)buf, type, len);
+	vs_hdr_init(&h, type, len);
+	memcpy(buf, &h, sizeof(h));
 	if (len)
 		memcpy(buf + sizeof(struct vs_hdr), payload, len);
 	b = uv_buf_init((char *)buf, (unsigned)total);

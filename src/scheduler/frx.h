@@ -25,6 +25,7 @@ struct frx {
 	const char *why;
 	union {
 		struct vs_hdr hdr;
+		uint64_t align_;  /* payloads hold uint64_t fields */
 		unsigned char bytes[sizeof(struct vs_hdr) + FRX_MAX_REQ];
 	} in;
 };

@@ -311,6 +311,9 @@ int sched_attach(struct sched *s, struct sched_client *c,
 
 	if (member_find(c, uuid) != NULL)
 		return 0; /* attaching twice is harmless */
+	if (c->n_m >= SCHED_MAX_CLIENT_GPUS ||
+	    (g == NULL && s->n_gpus >= SCHED_MAX_GPUS))
+		return VS_E_INVAL;
 	if (c->n_m == c->cap_m) {
 		size_t n = c->cap_m ? c->cap_m * 2 : 2;
 		struct sched_member **p = realloc(c->m, n * sizeof(*p));

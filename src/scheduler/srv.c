@@ -41,10 +41,12 @@ static void rearm(struct srv *s)
 
 static void deliver(struct srv *s, const struct sched_out *o)
 {
-	char uuid[VS_UUID_STR_LEN];
+	char uuid[VS_UUID_STR_LEN] = "";
 	struct conn *c = o->user;
 
-	vs_uuid_format(o->uuid, uuid);
+	/* Formatting costs more than the rest of a grant: only for logs. */
+	if (o->kind == SCHED_OUT_UNRESPONSIVE || log_get_level() >= LOG_LVL_DEBUG)
+		vs_uuid_format(o->uuid, uuid);
 	if (o->kind == SCHED_OUT_UNRESPONSIVE) {
 		log_warn("client %u (pid %d) has not released %s within %u ms "
 			 "of a drop request%s", o->client_id,

@@ -27,7 +27,7 @@ struct td_device {
 	char name[256];
 	CUuuid uuid;
 	size_t total;
-	size_t used;		/* non-managed bytes allocated, all processes' view is per process */
+	size_t used;		/* this process's non-managed bytes */
 	struct CUctx_st *primary;
 	unsigned int primary_flags;
 	CUmemoryPool default_pool;
@@ -43,8 +43,10 @@ struct td_dep {
 enum td_op_kind {
 	TD_OP_KERNEL, TD_OP_COPY, TD_OP_SET,
 	TD_OP_HOSTFN, TD_OP_CALLBACK, TD_OP_EVENT, TD_OP_WAIT, TD_OP_FREE,
-	TD_OP_PREFETCH, TD_OP_ADVISE,
+	TD_OP_PREFETCH, TD_OP_MEMOP,
 };
+
+enum td_memop { TD_MEMOP_WRITE, TD_MEMOP_WAIT };
 
 struct td_kernel;
 
@@ -65,6 +67,7 @@ struct td_op {
 			void *dst;
 			const void *src;
 			size_t width, height, dpitch, spitch;
+			size_t depth, dslice, sslice;	/* 3D: slices */
 			const char *name;	/* "HtoD", "DtoH", ... */
 		} copy;
 		struct {
@@ -89,9 +92,15 @@ struct td_op {
 		struct {
 			CUdeviceptr ptr;
 			size_t bytes;
-			int dst;	/* device ordinal, -1 for host */
-			int advice;
+			int dst;	/* device ordinal, -1 host, -2 discard */
 		} pf;
+		struct {
+			uint64_t *addr;	/* 32-bit ops use the first half */
+			uint64_t value;
+			int is64;
+			enum td_memop op;
+			unsigned int flags;
+		} memop;
 	} u;
 };
 
@@ -108,6 +117,7 @@ struct CUstream_st {
 	struct td_op *head, *tail;
 	uint64_t enqueued, completed;
 	int running;		/* worker is executing an op */
+	int dying;		/* being destroyed: no new work */
 	int stop;
 	pthread_t worker;
 	struct td_capture *cap;
@@ -122,6 +132,7 @@ struct CUctx_st {
 	int is_primary;
 	int refs;		/* primary: retain count */
 	int alive;
+	unsigned int peers;	/* bit d: peer access to device d enabled */
 	struct CUstream_st *legacy;
 	struct CUstream_st *streams;	/* all streams incl. legacy, per-thread */
 	struct CUctx_st *next;
@@ -188,6 +199,8 @@ CUresult td_stream_resolve(CUstream h, int per_thread, struct CUstream_st **out)
 struct CUstream_st *td_stream_new(struct CUctx_st *c, unsigned int flags,
 				  int priority, int legacy, int per_thread);
 CUresult td_stream_destroy(struct CUstream_st *s);	/* lock NOT held */
+/* Lock held, s not dying; returns with the lock released. */
+void td_stream_destroy_locked(struct CUstream_st *s);
 struct td_op *td_op_new(enum td_op_kind kind);
 void td_op_free(struct td_op *op);
 CUresult td_submit(CUstream h, int per_thread, struct td_op *op, int wait);
@@ -197,10 +210,18 @@ struct CUstream_st *td_stream_by_id(uint64_t id);
 
 /* td_exec.c */
 void td_exec(struct CUstream_st *s, struct td_op *op);
+/* td_memops.c: runs a stream memory operation (worker thread) */
+void td_memop_run(const struct td_op *op);
 
 /* td_event.c: marks a record done (worker), drops the op's reference */
 void td_event_done(struct CUevent_st *ev, uint64_t gen);
 void td_event_drop(struct CUevent_st *ev);	/* lock held */
+
+/* td_devmem.c: device memory accounting (lock held) */
+void td_devmem_open(void);
+int td_devmem_reserve(int dev, size_t bytes);
+void td_devmem_release(int dev, size_t bytes);
+size_t td_devmem_free(int dev);
 
 /* td_log.c */
 void td_log_open(void);
@@ -208,7 +229,10 @@ void td_log_line(uint64_t start, uint64_t end, int dev, uint64_t stream,
 		 const char *kind, const char *name, size_t bytes);
 
 /* td_mem.c: allocation registry (lock held) */
-enum td_mem_kind { TD_MEM_DEVICE, TD_MEM_MANAGED, TD_MEM_HOST, TD_MEM_VMM };
+enum td_mem_kind {
+	TD_MEM_DEVICE, TD_MEM_MANAGED, TD_MEM_HOST, TD_MEM_VMM,
+	TD_MEM_REGISTERED,	/* the caller's host memory (cuMemHostRegister) */
+};
 struct td_alloc {
 	uintptr_t base;
 	size_t size;		/* bytes mapped */
@@ -228,6 +252,10 @@ struct td_alloc *td_mem_register(uintptr_t base, size_t size,
 void td_mem_unregister_range(uintptr_t base, size_t size);
 void td_mem_free_ctx(struct CUctx_st *c);
 
+/* td_pool.c */
+CUresult td_prefetch(CUdeviceptr p, size_t count, int dst, CUstream h, int ptsz);
+int td_location_dev(CUmemLocation loc);
+
 /* td_kernel.c */
 struct td_kernel {
 	const char *name;
@@ -243,6 +271,7 @@ size_t td_kernel_args_size(const struct td_kernel *k);
 int td_capture_add(struct CUstream_st *s, struct td_op *op);
 CUresult td_capture_check_sync(struct CUstream_st *s);
 CUresult td_capture_check_ctx(struct CUctx_st *c);
+CUresult td_capture_check_legacy(struct CUstream_st *legacy);
 /* A wait on an event recorded during a capture pulls the waiting stream
  * into that capture (fork/join); returns 1 when it did. */
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev);

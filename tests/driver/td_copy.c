@@ -28,6 +28,7 @@ static CUresult copy_op(void *dst, const void *src, size_t width,
 	op->u.copy.height = height;
 	op->u.copy.dpitch = dpitch;
 	op->u.copy.spitch = spitch;
+	op->u.copy.depth = 1;
 	op->u.copy.name = name;
 	return td_submit(h, ptds, op, wait);
 }
@@ -227,3 +228,116 @@ TWIN(CUresult, cuMemsetD2D32Async, _ptsz,
       CUstream h),
      set_op(d, pitch, v, 4, w, hgt, h, 0, 0),
      set_op(d, pitch, v, 4, w, hgt, h, TD_PTDS, 0))
+
+/* One side of a CUDA_MEMCPY3D: base address of the first byte copied. */
+static char *side_3d(CUmemorytype type, const void *host, CUdeviceptr dev,
+		     size_t x, size_t y, size_t z, size_t pitch, size_t height)
+{
+	char *base = side_2d(type, host, dev, x, y, pitch);
+
+	return base ? base + z * pitch * height : NULL;
+}
+
+static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream h, int ptds, int wait)
+{
+	struct td_op *op;
+	CUresult rc = td_check_init();
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+	    p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	op = td_op_new(TD_OP_COPY);
+	if (!op)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	op->u.copy.src = side_3d(p->srcMemoryType, p->srcHost, p->srcDevice,
+				 p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch,
+				 p->srcHeight);
+	op->u.copy.dst = side_3d(p->dstMemoryType, p->dstHost, p->dstDevice,
+				 p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch,
+				 p->dstHeight);
+	op->u.copy.width = p->WidthInBytes;
+	op->u.copy.height = p->Height;
+	op->u.copy.depth = p->Depth;
+	op->u.copy.dpitch = p->dstPitch;
+	op->u.copy.spitch = p->srcPitch;
+	op->u.copy.dslice = p->dstPitch * p->dstHeight;
+	op->u.copy.sslice = p->srcPitch * p->srcHeight;
+	op->u.copy.name = "3D";
+	if (!op->u.copy.src || !op->u.copy.dst) {
+		td_op_free(op);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return td_submit(h, ptds, op, wait);
+}
+
+TWIN(CUresult, cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D *p),
+     copy_3d(p, NULL, 0, 1), copy_3d(p, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D *p, CUstream h),
+     copy_3d(p, h, 0, 0), copy_3d(p, h, TD_PTDS, 0))
+
+/* cuMemcpyBatchAsync: independent copies, queued in order; attributes
+ * (access order, source location hints) change nothing here. */
+static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+			   size_t count, size_t *fail_idx, CUstream h, int ptsz)
+{
+	size_t i;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!dsts || !srcs || !sizes || count == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (i = 0; i < count && rc == CUDA_SUCCESS; i++)
+		rc = copy_op(PTR(dsts[i]), PTR(srcs[i]), sizes[i], 1, 0, 0,
+			     direction(dsts[i], srcs[i]), h, ptsz, 0);
+	if (rc != CUDA_SUCCESS && fail_idx)
+		*fail_idx = i - 1;
+	return rc;
+}
+
+CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+			    size_t count, CUmemcpyAttributes *attrs,
+			    size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+			    CUstream hStream)
+{
+	(void)attrs;
+	(void)attrsIdxs;
+	(void)numAttrs;
+	return copy_batch(dsts, srcs, sizes, count, failIdx, hStream, 0);
+}
+
+CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs,
+				 size_t *sizes, size_t count,
+				 CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+				 size_t numAttrs, size_t *failIdx,
+				 CUstream hStream)
+{
+	(void)attrs;
+	(void)attrsIdxs;
+	(void)numAttrs;
+	return copy_batch(dsts, srcs, sizes, count, failIdx, hStream, TD_PTDS);
+}
+
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs,
+			       size_t *sizes, size_t count,
+			       CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+			       size_t numAttrs, CUstream hStream)
+{
+	(void)attrs;
+	(void)attrsIdxs;
+	(void)numAttrs;
+	return copy_batch(dsts, srcs, sizes, count, NULL, hStream, 0);
+}
+
+CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs,
+				    size_t *sizes, size_t count,
+				    CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+				    size_t numAttrs, CUstream hStream)
+{
+	(void)attrs;
+	(void)attrsIdxs;
+	(void)numAttrs;
+	return copy_batch(dsts, srcs, sizes, count, NULL, hStream, TD_PTDS);
+}

@@ -42,10 +42,11 @@ static void atfork_parent(void) { td_unlock(); }
 
 static void atfork_child(void)
 {
-	/* The mutex is re-initialised rather than unlocked: the child is a new
-	 * owner and other threads do not exist any more. */
-	pthread_mutex_init(&td.lock, NULL);
-	pthread_cond_init(&td.cond, NULL);
+	/* The forking thread took the lock in the prepare handler and is the
+	 * only thread of the child, so it may release it. The condition
+	 * variable was only ever waited on if the parent had initialised the
+	 * driver, and then the child never uses it. */
+	td_unlock();
 	if (td.inited)
 		forked_child = 1;
 }
@@ -73,6 +74,7 @@ CUresult cuInit(unsigned int flags)
 	if (!td.inited) {
 		td_env_load(&td);
 		td_log_open();
+		td_devmem_open();
 		__atomic_store_n(&td.inited, 1, __ATOMIC_RELEASE);
 	}
 	td_unlock();

@@ -71,12 +71,19 @@ static void ctx_teardown(struct CUctx_st *c)
 	td_lock();
 	c->alive = 0;
 	c->legacy = NULL;
-	while (c->streams) {
+	for (;;) {
 		struct CUstream_st *s = c->streams;
 
-		td_unlock();
-		td_stream_destroy(s);
-		td_lock();
+		while (s && s->dying)
+			s = s->next;
+		if (s) {
+			td_stream_destroy_locked(s);
+			td_lock();
+		} else if (c->streams) {
+			td_wait();	/* another thread is destroying one */
+		} else {
+			break;
+		}
 	}
 	td_mem_free_ctx(c);
 	td_unlock();
@@ -305,7 +312,9 @@ CUresult cuCtxGetFlags(unsigned int *flags)
 		return rc;
 	if (!flags)
 		return CUDA_ERROR_INVALID_VALUE;
+	td_lock();
 	*flags = c->flags;
+	td_unlock();
 	return CUDA_SUCCESS;
 }
 
@@ -316,7 +325,9 @@ CUresult cuCtxSetFlags(unsigned int flags)
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	td_lock();
 	c->flags = flags;
+	td_unlock();
 	return CUDA_SUCCESS;
 }
 

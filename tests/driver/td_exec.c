@@ -7,14 +7,18 @@
 #include <stdio.h>
 #include <string.h>
 
-static void copy_2d(const struct td_op *op)
+static void copy_3d(const struct td_op *op)
 {
-	size_t r;
+	size_t r, z;
 
-	for (r = 0; r < op->u.copy.height; r++)
-		memmove((char *)op->u.copy.dst + r * op->u.copy.dpitch,
-			(const char *)op->u.copy.src + r * op->u.copy.spitch,
-			op->u.copy.width);
+	for (z = 0; z < op->u.copy.depth; z++) {
+		char *d = (char *)op->u.copy.dst + z * op->u.copy.dslice;
+		const char *sp = (const char *)op->u.copy.src + z * op->u.copy.sslice;
+
+		for (r = 0; r < op->u.copy.height; r++)
+			memmove(d + r * op->u.copy.dpitch, sp + r * op->u.copy.spitch,
+				op->u.copy.width);
+	}
 }
 
 static void set_row(void *dst, uint32_t v, unsigned int elsize, size_t n)
@@ -45,43 +49,64 @@ static void set_2d(const struct td_op *op)
 			op->u.set.value, op->u.set.elsize, op->u.set.width);
 }
 
-void td_exec(struct CUstream_st *s, struct td_op *op)
+/* Runs one of the logged kinds of work; fills kind, name and bytes for
+ * its log line. */
+static void run_logged(const struct td_op *op, const char **kind, char *name,
+		       size_t len, size_t *bytes)
 {
-	uint64_t t0 = td_now_ns();
-	int dev = td.dev[s->ctx->dev].phys;
-	char name[64];
-
 	switch (op->kind) {
 	case TD_OP_KERNEL:
 		op->u.kernel.k->run(op->u.kernel.args);
-		td_log_line(t0, td_now_ns(), dev, s->id, "kernel",
-			    op->u.kernel.k->name, 0);
+		*kind = "kernel";
+		snprintf(name, len, "%s", op->u.kernel.k->name);
 		break;
 	case TD_OP_COPY:
-		copy_2d(op);
-		td_log_line(t0, td_now_ns(), dev, s->id, "memcpy",
-			    op->u.copy.name,
-			    op->u.copy.width * op->u.copy.height);
+		copy_3d(op);
+		*kind = "memcpy";
+		snprintf(name, len, "%s", op->u.copy.name);
+		*bytes = op->u.copy.width * op->u.copy.height * op->u.copy.depth;
 		break;
 	case TD_OP_SET:
 		set_2d(op);
-		snprintf(name, sizeof(name), "D%u", op->u.set.elsize * 8);
-		td_log_line(t0, td_now_ns(), dev, s->id, "memset", name,
-			    op->u.set.width * op->u.set.height * op->u.set.elsize);
+		*kind = "memset";
+		snprintf(name, len, "D%u", op->u.set.elsize * 8);
+		*bytes = op->u.set.width * op->u.set.height * op->u.set.elsize;
 		break;
-	case TD_OP_PREFETCH:
-	case TD_OP_ADVISE:
+	case TD_OP_PREFETCH:	/* host memory: nothing moves */
+		*kind = op->u.pf.dst == -2 ? "discard" : "prefetch";
 		if (op->u.pf.dst < 0)
-			snprintf(name, sizeof(name), "host");
+			snprintf(name, len, "%s", op->u.pf.dst == -2 ? "discard" : "host");
 		else
-			snprintf(name, sizeof(name), "device%d",
-				 td.dev[op->u.pf.dst].phys);
-		if (op->kind == TD_OP_ADVISE)
-			snprintf(name + strlen(name), sizeof(name) - strlen(name),
-				 ":advice%d", op->u.pf.advice);
-		td_log_line(t0, td_now_ns(), dev, s->id,
-			    op->kind == TD_OP_PREFETCH ? "prefetch" : "advise",
-			    name, op->u.pf.bytes);
+			snprintf(name, len, "device%d", td.dev[op->u.pf.dst].phys);
+		*bytes = op->u.pf.bytes;
+		break;
+	default:	/* TD_OP_MEMOP */
+		td_memop_run(op);
+		*kind = "memop";
+		snprintf(name, len, "%s%d",
+			 op->u.memop.op == TD_MEMOP_WRITE ? "write" : "wait",
+			 op->u.memop.is64 ? 64 : 32);
+		*bytes = op->u.memop.is64 ? 8 : 4;
+		break;
+	}
+}
+
+void td_exec(struct CUstream_st *s, struct td_op *op)
+{
+	uint64_t t0 = td_now_ns();
+	const char *kind = "";
+	char name[64];
+	size_t bytes = 0;
+
+	switch (op->kind) {
+	case TD_OP_KERNEL:
+	case TD_OP_COPY:
+	case TD_OP_SET:
+	case TD_OP_PREFETCH:
+	case TD_OP_MEMOP:
+		run_logged(op, &kind, name, sizeof(name), &bytes);
+		td_log_line(t0, td_now_ns(), td.dev[s->ctx->dev].phys, s->id,
+			    kind, name, bytes);
 		break;
 	case TD_OP_HOSTFN:
 		op->u.host.fn(op->u.host.data);

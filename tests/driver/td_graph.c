@@ -30,6 +30,7 @@ struct td_capture {
 	int invalidated;
 	pthread_t thread;
 	struct CUgraph_st *graph;
+	int external;		/* capturing into the caller's graph */
 };
 
 static struct CUgraph_st *graph_new(void)
@@ -116,6 +117,24 @@ CUresult td_capture_check_ctx(struct CUctx_st *c)
 	return rc;
 }
 
+/* Lock held. Work on the legacy stream would make it depend on a blocking
+ * stream that captures (outside relaxed mode): the real driver refuses it
+ * and invalidates that capture. */
+CUresult td_capture_check_legacy(struct CUstream_st *legacy)
+{
+	struct CUstream_st *s;
+	CUresult rc = CUDA_SUCCESS;
+
+	for (s = legacy->ctx->streams; s; s = s->next) {
+		if (!s->cap || (s->flags & CU_STREAM_NON_BLOCKING) ||
+		    s->cap->mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+			continue;
+		s->cap->invalidated = 1;
+		rc = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+	}
+	return rc;
+}
+
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev)
 {
 	if (!ev->cap)
@@ -130,12 +149,14 @@ int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev)
 static void capture_put(struct td_capture *cap)
 {
 	if (--cap->refs == 0) {
-		graph_free(cap->graph);
+		if (!cap->external)
+			graph_free(cap->graph);
 		free(cap);
 	}
 }
 
-static CUresult begin(CUstream h, int mode, int ptsz)
+/* Starts a capture on h, into a new graph or into the caller's. */
+static CUresult begin(CUstream h, int mode, int ptsz, struct CUgraph_st *into)
 {
 	struct CUstream_st *s;
 	struct td_capture *cap;
@@ -154,9 +175,15 @@ static CUresult begin(CUstream h, int mode, int ptsz)
 		td_unlock();
 		return rc;
 	}
+	if (into && into->magic != TD_MAGIC_GRAPH) {
+		td_unlock();
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	cap = calloc(1, sizeof(*cap));
 	if (cap)
-		cap->graph = graph_new();
+		cap->graph = into ? into : graph_new();
+	if (cap)
+		cap->external = into != NULL;
 	if (!cap || !cap->graph) {
 		free(cap);
 		td_unlock();
@@ -173,22 +200,52 @@ static CUresult begin(CUstream h, int mode, int ptsz)
 
 CUresult cuStreamBeginCapture(CUstream hStream)
 {
-	return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
+	return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, 0, NULL);
 }
 
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 {
-	return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, TD_PTDS);
+	return begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, TD_PTDS, NULL);
 }
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
-	return begin(hStream, (int)mode, 0);
+	return begin(hStream, (int)mode, 0, NULL);
 }
 
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
 {
-	return begin(hStream, (int)mode, TD_PTDS);
+	return begin(hStream, (int)mode, TD_PTDS, NULL);
+}
+
+/* Nodes go to the end of hGraph; dependencies are not modelled (the
+ * graph is a sequence). */
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+				     const CUgraphNode *dependencies,
+				     const CUgraphEdgeData *dependencyData,
+				     size_t numDependencies,
+				     CUstreamCaptureMode mode)
+{
+	(void)dependencies;
+	(void)dependencyData;
+	(void)numDependencies;
+	if (!hGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	return begin(hStream, (int)mode, 0, hGraph);
+}
+
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+					  const CUgraphNode *dependencies,
+					  const CUgraphEdgeData *dependencyData,
+					  size_t numDependencies,
+					  CUstreamCaptureMode mode)
+{
+	(void)dependencies;
+	(void)dependencyData;
+	(void)numDependencies;
+	if (!hGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	return begin(hStream, (int)mode, TD_PTDS, hGraph);
 }
 
 static CUresult end(CUstream h, CUgraph *out, int ptsz)
@@ -220,6 +277,7 @@ static CUresult end(CUstream h, CUgraph *out, int ptsz)
 	} else {
 		*out = cap->graph;
 		cap->graph = NULL;
+		cap->external = 0;
 	}
 	cap->refs++;
 	capture_put(cap);

@@ -38,8 +38,9 @@ static void release(size_t i)
 {
 	struct td_alloc *a = &allocs[i];
 
-	td.dev[a->dev].used -= a->counted;
-	if (a->kind != TD_MEM_VMM)	/* VMM mappings belong to td_vmm.c */
+	td_devmem_release(a->dev, a->counted);
+	/* VMM mappings belong to td_vmm.c, registered memory to the caller. */
+	if (a->kind != TD_MEM_VMM && a->kind != TD_MEM_REGISTERED)
 		munmap((void *)a->base, a->size);
 	allocs[i] = allocs[--nallocs];
 }
@@ -70,13 +71,15 @@ struct td_alloc *td_mem_register(uintptr_t base, size_t size,
 	return a;
 }
 
-/* Lock held. Drops the entries of VMM mappings inside [base, base+size). */
+/* Lock held. Drops the entries of VMM mappings or registered memory that
+ * start inside [base, base+size). */
 void td_mem_unregister_range(uintptr_t base, size_t size)
 {
 	size_t i = 0;
 
 	while (i < nallocs) {
-		if (allocs[i].kind == TD_MEM_VMM && allocs[i].base >= base &&
+		if ((allocs[i].kind == TD_MEM_VMM ||
+		     allocs[i].kind == TD_MEM_REGISTERED) && allocs[i].base >= base &&
 		    allocs[i].base < base + size)
 			release(i);
 		else
@@ -88,26 +91,24 @@ void td_mem_unregister_range(uintptr_t base, size_t size)
 CUresult td_mem_alloc(struct CUctx_st *c, size_t bytes, enum td_mem_kind kind,
 		      CUmemoryPool pool, CUdeviceptr *out)
 {
-	struct td_device *d = &td.dev[c->dev];
 	size_t counted = kind == TD_MEM_MANAGED || kind == TD_MEM_HOST ? 0 : bytes;
 	struct td_alloc *a;
 	void *p;
 
 	if (bytes == 0 || !out)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (counted > d->total - d->used)
+	if (td_devmem_reserve(c->dev, counted) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	p = map_bytes(bytes);
-	if (!p)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	a = td_mem_register((uintptr_t)p, bytes, kind, c);
+	a = p ? td_mem_register((uintptr_t)p, bytes, kind, c) : NULL;
 	if (!a) {
-		munmap(p, bytes);
+		if (p)
+			munmap(p, bytes);
+		td_devmem_release(c->dev, counted);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	a->counted = counted;
 	a->pool = pool;
-	d->used += counted;
 	*out = (CUdeviceptr)a->base;
 	return CUDA_SUCCESS;
 }
@@ -118,7 +119,8 @@ CUresult td_mem_free(uintptr_t p)
 	size_t i;
 
 	for (i = 0; i < nallocs; i++)
-		if (allocs[i].base == p && allocs[i].kind != TD_MEM_VMM) {
+		if (allocs[i].base == p && allocs[i].kind != TD_MEM_VMM &&
+		    allocs[i].kind != TD_MEM_REGISTERED) {
 			release(i);
 			return CUDA_SUCCESS;
 		}
@@ -246,7 +248,7 @@ CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
 	*total = td.dev[c->dev].total;
-	*free = td.dev[c->dev].total - td.dev[c->dev].used;
+	*free = td_devmem_free(c->dev);
 	td_unlock();
 	return CUDA_SUCCESS;
 }
@@ -281,8 +283,9 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
 	a = td_alloc_find((uintptr_t)dptr);
-	/* Managed and host memory cannot be shared by IPC handle. */
-	if (!a || a->kind != TD_MEM_DEVICE) {
+	/* Managed, host and pool (stream-ordered) memory cannot be shared by
+	 * a legacy IPC handle. */
+	if (!a || a->kind != TD_MEM_DEVICE || a->pool) {
 		td_unlock();
 		return CUDA_ERROR_INVALID_VALUE;
 	}

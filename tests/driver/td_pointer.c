@@ -18,7 +18,8 @@ static CUresult attr_value(const struct td_alloc *a, uintptr_t p,
 		*(CUcontext *)data = a ? a->ctx : NULL;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-		*(unsigned int *)data = !a ? 0 : a->kind == TD_MEM_HOST ?
+		*(unsigned int *)data = !a ? 0 : a->kind == TD_MEM_HOST ||
+			a->kind == TD_MEM_REGISTERED ?
 			CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
@@ -26,6 +27,7 @@ static CUresult attr_value(const struct td_alloc *a, uintptr_t p,
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
 		*(void **)data = a && (a->kind == TD_MEM_HOST ||
+				       a->kind == TD_MEM_REGISTERED ||
 				       a->kind == TD_MEM_MANAGED) ?
 			(void *)p : NULL;
 		return CUDA_SUCCESS;
@@ -61,7 +63,7 @@ static CUresult attr_value(const struct td_alloc *a, uintptr_t p,
 		flag = 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-		flag = a && a->kind == TD_MEM_DEVICE;
+		flag = a && a->kind == TD_MEM_DEVICE && !a->pool;
 		break;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;

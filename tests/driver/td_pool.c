@@ -255,21 +255,21 @@ static CUresult check_managed(CUdeviceptr p, size_t count, int *dev)
 	return rc;
 }
 
-/* CU_DEVICE_CPU or a location -> device ordinal, -1 for host. */
-static int location_dev(CUmemLocation loc)
+/* A location -> device ordinal, -1 for host. */
+int td_location_dev(CUmemLocation loc)
 {
 	return loc.type == CU_MEM_LOCATION_TYPE_DEVICE ? loc.id : -1;
 }
 
-static CUresult prefetch(CUdeviceptr p, size_t count, int dst, CUstream h,
-			 int ptsz)
+/* Queues a prefetch of managed memory to dst (-1 host; -2 a discard). */
+CUresult td_prefetch(CUdeviceptr p, size_t count, int dst, CUstream h, int ptsz)
 {
 	struct td_op *op;
 	CUresult rc = check_managed(p, count, NULL);
 
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (dst >= td.ndev || dst < -1)
+	if (dst >= td.ndev || dst < -2)
 		return CUDA_ERROR_INVALID_DEVICE;
 	op = td_op_new(TD_OP_PREFETCH);
 	if (!op)
@@ -283,14 +283,14 @@ static CUresult prefetch(CUdeviceptr p, size_t count, int dst, CUstream h,
 CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
 			    CUstream hStream)
 {
-	return prefetch(devPtr, count, dstDevice == CU_DEVICE_CPU ? -1 : dstDevice,
+	return td_prefetch(devPtr, count, dstDevice == CU_DEVICE_CPU ? -1 : dstDevice,
 			hStream, 0);
 }
 
 CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count,
 				 CUdevice dstDevice, CUstream hStream)
 {
-	return prefetch(devPtr, count, dstDevice == CU_DEVICE_CPU ? -1 : dstDevice,
+	return td_prefetch(devPtr, count, dstDevice == CU_DEVICE_CPU ? -1 : dstDevice,
 			hStream, TD_PTDS);
 }
 
@@ -299,7 +299,7 @@ CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count,
 			       CUstream hStream)
 {
 	(void)flags;
-	return prefetch(devPtr, count, location_dev(location), hStream, 0);
+	return td_prefetch(devPtr, count, td_location_dev(location), hStream, 0);
 }
 
 CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
@@ -307,7 +307,7 @@ CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
 				    CUstream hStream)
 {
 	(void)flags;
-	return prefetch(devPtr, count, location_dev(location), hStream, TD_PTDS);
+	return td_prefetch(devPtr, count, td_location_dev(location), hStream, TD_PTDS);
 }
 
 static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice, int dst)
@@ -341,5 +341,5 @@ CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
 CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
 			CUmemLocation location)
 {
-	return advise(devPtr, count, advice, location_dev(location));
+	return advise(devPtr, count, advice, td_location_dev(location));
 }

@@ -19,7 +19,7 @@ static __thread int on_worker;	/* the calling thread is a stream worker */
 
 int td_stream_valid(const struct CUstream_st *s)
 {
-	return s && s->magic == TD_MAGIC_STREAM && !s->stop;
+	return s && s->magic == TD_MAGIC_STREAM && !s->dying;
 }
 
 struct CUstream_st *td_stream_by_id(uint64_t id)
@@ -111,34 +111,74 @@ struct CUstream_st *td_stream_new(struct CUctx_st *c, unsigned int flags,
 	return s;
 }
 
-/* Lock NOT held. Lets queued work finish, then stops the worker. */
-CUresult td_stream_destroy(struct CUstream_st *s)
+/* Lets queued work finish, then stops and frees the stream. Marking it
+ * dying first keeps new work and other destroyers away while the lock is
+ * released to wait. */
+void td_stream_destroy_locked(struct CUstream_st *s)
 {
 	struct CUstream_st **pp;
 
-	td_lock();
-	if (!s || s->magic != TD_MAGIC_STREAM || s->stop) {
-		td_unlock();
-		return CUDA_ERROR_INVALID_HANDLE;
-	}
+	s->dying = 1;
 	td_stream_wait_seq(s, s->enqueued);
 	s->stop = 1;
-	td_broadcast();
-	td_unlock();
-	if (!pthread_equal(s->worker, pthread_self()))
-		pthread_join(s->worker, NULL);
-	else
-		pthread_detach(s->worker);
-	td_lock();
 	for (pp = &s->ctx->streams; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
 			break;
 		}
 	s->magic = 0;
+	td_broadcast();
 	td_unlock();
+	if (!pthread_equal(s->worker, pthread_self()))
+		pthread_join(s->worker, NULL);
+	else
+		pthread_detach(s->worker);
 	free(s);
+}
+
+CUresult td_stream_destroy(struct CUstream_st *s)
+{
+	td_lock();
+	if (!s || s->magic != TD_MAGIC_STREAM || s->dying) {
+		td_unlock();
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	td_stream_destroy_locked(s);
 	return CUDA_SUCCESS;
+}
+
+/* A thread's per-thread default streams go when the thread exits (after
+ * their work), so programs with short-lived threads do not pile up
+ * worker threads. */
+static pthread_key_t pt_key;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+
+static void pt_thread_exit(void *arg)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+
+	(void)arg;
+	td_lock();
+	for (;;) {
+		struct CUstream_st *found = NULL;
+
+		for (c = td.ctxs; c && !found; c = c->next)
+			for (s = c->streams; s && !found; s = s->next)
+				if (s->is_per_thread && !s->dying &&
+				    pthread_equal(s->owner, pthread_self()))
+					found = s;
+		if (!found)
+			break;
+		td_stream_destroy_locked(found);
+		td_lock();
+	}
+	td_unlock();
+}
+
+static void pt_key_make(void)
+{
+	pthread_key_create(&pt_key, pt_thread_exit);
 }
 
 /* Lock held. The calling thread's per-thread default stream in c. */
@@ -147,8 +187,11 @@ static struct CUstream_st *per_thread_stream(struct CUctx_st *c)
 	struct CUstream_st *s;
 
 	for (s = c->streams; s; s = s->next)
-		if (s->is_per_thread && pthread_equal(s->owner, pthread_self()))
+		if (s->is_per_thread && !s->dying &&
+		    pthread_equal(s->owner, pthread_self()))
 			return s;
+	pthread_once(&pt_once, pt_key_make);
+	pthread_setspecific(pt_key, (void *)1);
 	return td_stream_new(c, CU_STREAM_DEFAULT, 0, 0, 1);
 }
 
@@ -269,6 +312,8 @@ CUresult td_submit(CUstream h, int per_thread, struct td_op *op, int wait)
 		} else
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	if (rc == CUDA_SUCCESS && s->is_legacy)
+		rc = td_capture_check_legacy(s);
 	if (rc == CUDA_SUCCESS && add_implicit_deps(s, op) != 0)
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	if (rc != CUDA_SUCCESS) {

@@ -37,7 +37,6 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		     const CUmemAllocationProp *prop, unsigned long long flags)
 {
 	struct td_phys *ph;
-	struct td_device *d;
 	CUresult rc = td_check_init();
 
 	(void)flags;
@@ -58,14 +57,12 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	td_lock();
-	d = &td.dev[prop->location.id];
-	if (size > d->total - d->used) {
+	if (td_devmem_reserve(prop->location.id, size) != 0) {
 		td_unlock();
 		close(ph->fd);
 		free(ph);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	d->used += size;
 	td_unlock();
 	ph->magic = TD_MAGIC_PHYS;
 	ph->size = size;
@@ -81,7 +78,7 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (!ph || ph->magic != TD_MAGIC_PHYS)
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
-	td.dev[ph->dev].used -= ph->size;
+	td_devmem_release(ph->dev, ph->size);
 	td_unlock();
 	/* Existing mappings keep the memory alive, as on a GPU. */
 	close(ph->fd);

@@ -215,6 +215,45 @@ static void test_pitch_and_vmm(void **state)
 	assert_int_equal(free1, free0);
 }
 
+static void test_host_register_and_peers(void **state)
+{
+	static char buf[8192];
+	CUdeviceptr dp;
+	unsigned int type;
+	int can;
+	CUcontext c0, c1;
+	CUstream s;
+	CUdeviceptr m;
+
+	(void)state;
+	c0 = tdt_ctx(0);
+	CK(cuMemHostRegister_v2(buf, sizeof(buf), CU_MEMHOSTREGISTER_PORTABLE));
+	assert_int_equal(cuMemHostRegister_v2(buf, 16, 0),
+			 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	CK(cuMemHostGetDevicePointer_v2(&dp, buf + 10, 0));
+	assert_int_equal(dp, (CUdeviceptr)(uintptr_t)(buf + 10));
+	CK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp));
+	assert_int_equal(type, CU_MEMORYTYPE_HOST);
+	CK(cuMemHostUnregister(buf));
+	assert_int_equal(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	buf[0] = 1;	/* still the caller's memory */
+	CK(cuDeviceCanAccessPeer(&can, 0, 1));
+	assert_int_equal(can, 1);
+	CK(cuDeviceCanAccessPeer(&can, 0, 0));
+	assert_int_equal(can, 0);
+	c1 = tdt_ctx(1);
+	CK(cuCtxSetCurrent(c0));
+	CK(cuCtxEnablePeerAccess(c1, 0));
+	assert_int_equal(cuCtxEnablePeerAccess(c1, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+	CK(cuCtxDisablePeerAccess(c1));
+	assert_int_equal(cuCtxDisablePeerAccess(c1), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	CK(cuStreamCreate(&s, 0));
+	CK(cuMemAllocManaged(&m, 64, CU_MEM_ATTACH_GLOBAL));
+	CK(cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE));
+	CK(cuStreamDestroy_v2(s));
+	CK(cuMemFree_v2(m));
+}
+
 static void test_errors(void **state)
 {
 	const char *s;
@@ -237,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_pointer_attributes),
 		cmocka_unit_test(test_ipc_and_host),
 		cmocka_unit_test(test_pitch_and_vmm),
+		cmocka_unit_test(test_host_register_and_peers),
 		cmocka_unit_test(test_errors),
 	};
 

@@ -87,6 +87,18 @@ static void test_illegal_sync_invalidates(void **state)
 	CK(cuCtxSynchronize());
 	CK(cuStreamEndCapture(s, &g));
 	CK(cuGraphDestroy(g));
+	/* Legacy-stream work while a blocking stream captures is refused. */
+	{
+		CUstream b;
+
+		CK(cuStreamCreate(&b, CU_STREAM_DEFAULT));
+		CK(cuStreamBeginCapture_v2(b, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		assert_int_equal(tdt_sleep(NULL, 1), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+		assert_int_equal(cuStreamEndCapture(b, &g),
+				 CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+		CK(tdt_sleep(NULL, 1));	/* fine again after the capture */
+		CK(cuStreamDestroy_v2(b));
+	}
 	/* The legacy stream cannot capture. */
 	assert_int_equal(cuStreamBeginCapture_v2(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL),
 			 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);

@@ -5,6 +5,8 @@
  */
 #include "tdt.h"
 
+#include <dirent.h>
+#include <pthread.h>
 #include <string.h>
 
 #define MS 1000000ull
@@ -270,6 +272,63 @@ static void test_per_thread_stream(void **state)
 	CK(cuStreamGetFlags_ptsz(NULL, &flags));
 }
 
+static CUcontext pt_ctx;
+
+static void *pt_thread(void *arg)
+{
+	float *out = arg;
+	float v = 3.0f;
+	int n = 1;
+	CUdeviceptr p = (CUdeviceptr)(uintptr_t)out;
+	void *args[] = { &p, &v, &n };
+
+	CK(cuCtxSetCurrent(pt_ctx));
+	CK(tdt_sleep(CU_STREAM_PER_THREAD, 20000));
+	CK(cuLaunchKernel_ptsz(tdt_func("vs_fill"), 1, 1, 1, 1, 1, 1, 0, NULL,
+			       args, NULL));
+	return NULL;	/* exits with the work still queued */
+}
+
+static int task_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A thread's per-thread stream finishes its work and goes away with the
+ * thread: no worker threads pile up. */
+static void test_per_thread_stream_thread_exit(void **state)
+{
+	enum { T = 8 };
+	pthread_t t[T];
+	CUdeviceptr m;
+	float *out;
+	int i, before;
+
+	(void)state;
+	pt_ctx = tdt_ctx(0);
+	tdt_func("vs_fill");
+	CK(cuMemAllocManaged(&m, T * sizeof(float), CU_MEM_ATTACH_GLOBAL));
+	out = (float *)(uintptr_t)m;
+	memset(out, 0, T * sizeof(float));
+	before = task_count();
+	for (i = 0; i < T; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, pt_thread, out + i), 0);
+	for (i = 0; i < T; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < T; i++)
+		assert_true(out[i] == 3.0f);	/* the work ran */
+	assert_int_equal(task_count(), before);
+	CK(cuMemFree_v2(m));
+}
+
 static int host_calls;
 
 static void CUDA_CB host_fn(void *data)
@@ -319,6 +378,11 @@ static void test_stream_ordered_free(void **state)
 	CK(cuPointerGetAttribute(&dpool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p));
 	CK(cuDeviceGetDefaultMemPool(&pool, 0));
 	assert_ptr_equal(dpool, pool);
+	{
+		CUipcMemHandle h;
+
+		assert_int_equal(cuIpcGetMemHandle(&h, p), CUDA_ERROR_INVALID_VALUE);
+	}
 	CK(tdt_sleep(s, 150000));
 	CK(cuMemFreeAsync(p, s));
 	/* The stream has not reached the free: still allocated. */
@@ -352,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_wait_event_orders_streams),
 		cmocka_unit_test(test_legacy_stream_syncs_blocking),
 		cmocka_unit_test(test_per_thread_stream),
+		cmocka_unit_test(test_per_thread_stream_thread_exit),
 		cmocka_unit_test(test_host_funcs),
 		cmocka_unit_test(test_stream_ordered_free),
 	};

@@ -106,7 +106,7 @@ def idle_handover():
     gap_ms = (first_start(b.pid) - a_ops[9].end) / 1e6
     # The idle time runs from the last launch call, which returns about one
     # kernel (10 ms) before that kernel ends; the activity clock is coarse.
-    check(60 <= gap_ms <= 100 + 200,
+    check(60 <= gap_ms <= 100 + 300,
           "a holder that went idle handed over %.0f ms after its last "
           "kernel (VSHARE_IDLE_MS=100)" % gap_ms)
     check(execlog.is_serialized(ops()), "no overlap")
@@ -196,7 +196,33 @@ def capture_graph():
     s.stop()
 
 
+def examples():
+    """The project's example programs (linked with libcuda directly) under
+    the shim and one lock: a compute loop, an interactive-style program
+    with graph launches, and a vector add that checks its results."""
+    ex = os.environ["E2E_EXAMPLES_DIR"]
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    c = run.start([os.path.join(ex, "vs-compute"), "--iters", "40",
+                   "--kernel-ms", "10", "--mem", "16M", "--quiet"])
+    b = run.start([os.path.join(ex, "vs-bursty"), "--bursts", "3",
+                   "--kernels", "5", "--kernel-us", "2000", "--gap-ms", "250",
+                   "--api", "graph", "--quiet"])
+    v = run.start([os.path.join(ex, "vs-vecadd"), "--size", "100000",
+                   "--iters", "3", "--sleep-us", "5000"])
+    ok_exit(c, b, v)
+    check("PASS" in c.out and "PASS" in v.out, "the examples compute correctly")
+    check("managed: yes" in v.out, "their device memory is managed")
+    check(execlog.is_serialized(ops()),
+          "mode on: the examples' kernels never overlap")
+    worst = float(b.out.split("max")[1].split()[0])
+    check(worst < 1000 + 500,
+          "a burst waits at most about one quantum (%.0f ms)" % worst)
+    s.stop()
+
+
 SCENARIOS = {
+    "examples": examples,
     "mode_on": mode_on, "mode_off": mode_off, "auto_fit": auto_fit,
     "idle_handover": idle_handover, "busy_quantum": busy_quantum,
     "holder_killed": holder_killed, "sched_restart": sched_restart,

@@ -136,7 +136,7 @@ static void grant_opens_gate(void **state)
 	before = LD(&fk.current_device_calls);
 	for (int i = 0; i < 1000; i++) {
 		tok = gate_enter(NULL);
-		assert_int_equal(tok, 0);
+		assert_true(tok >= 0);
 		gate_exit(tok);
 	}
 	assert_true(LD(&fk.current_device_calls) - before <= 1);
@@ -157,7 +157,7 @@ static void drop_quantum_drains_and_releases(void **state)
 	(void)state;
 	granted_start(0);
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	fs_drop(0, VS_DROP_QUANTUM);
 	sleep_ms(100);
 	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
@@ -194,7 +194,7 @@ static void drop_idle_waits_for_idle(void **state)
 	fs_drop(0, VS_DROP_IDLE);
 	for (int i = 0; i < 10; i++) {
 		tok = bracket_enter(0, NULL);
-		assert_int_equal(tok, 0);
+		assert_true(tok >= 0);
 		bracket_exit(0, tok);
 		sleep_ms(50);
 	}
@@ -206,7 +206,7 @@ static void drop_idle_waits_for_idle(void **state)
 	rel = now_ms() - last;
 	/* The activity clock is coarse (a few ms). */
 	assert_true(rel >= 180);
-	assert_true(rel < 200 + 150);
+	assert_true(rel < 200 + 300);
 	assert_int_equal(LD(&fk.syncs[0]), 1);
 	gate_shutdown();
 	fs_stop();
@@ -240,13 +240,13 @@ static void drop_idle_already_idle(void **state)
 	uint64_t t0;
 
 	(void)state;
-	setenv("VSHARE_IDLE_MS", "100", 1);
+	setenv("VSHARE_IDLE_MS", "400", 1);
 	granted_start(0);
-	sleep_ms(300);
+	sleep_ms(600);
 	t0 = now_ms();
 	fs_drop(0, VS_DROP_IDLE);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-	assert_true(now_ms() - t0 < 80);
+	assert_true(now_ms() - t0 < 250);
 	gate_shutdown();
 	fs_stop();
 }
@@ -268,7 +268,7 @@ static void capture_passes_and_defers_release(void **state)
 	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
 	/* Still open for the capturing program's other work. */
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	gate_capture_delta(-1);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
@@ -293,12 +293,12 @@ static void fail_open_without_scheduler(void **state)
 	(void)state;
 	env_init();
 	tok = bracket_enter(0, NULL);
-	assert_int_equal(tok, 0);
+	assert_true(tok >= 0);
 	assert_true(now_ms() - t0 < 1000);
 	bracket_exit(0, tok);
 	for (int i = 0; i < 100; i++) {
 		tok = bracket_enter(0, NULL);
-		assert_int_equal(tok, 0);
+		assert_true(tok >= 0);
 		bracket_exit(0, tok);
 	}
 	fs_start();
@@ -340,6 +340,34 @@ static void require_scheduler_blocks(void **state)
 	fs_stop();
 }
 
+/* With VSHARE_REQUIRE_SCHEDULER=1 a lost scheduler does not mean running
+ * unshared: the holder releases (drains and synchronizes) and GPU work
+ * waits until the scheduler is back and grants again. */
+static void require_scheduler_lost_waits(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	setenv("VSHARE_REQUIRE_SCHEDULER", "1", 1);
+	granted_start(0);
+	fs_stop();
+	assert_int_equal(wait_at_least(&fk.syncs[0], 1, 2000), 0);
+	entrant_start(&e, 0, NULL, 0);
+	sleep_ms(300);
+	assert_int_equal(LD(&e.done), 0);
+	fs_start();
+	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 4000), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	sleep_ms(50);
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(LD(&fk.violations), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
 extern const struct CMUnitTest gate_more_tests[];
 extern const size_t gate_more_count;
 
@@ -354,6 +382,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(capture_passes_and_defers_release),
 		cmocka_unit_test(fail_open_without_scheduler),
 		cmocka_unit_test(require_scheduler_blocks),
+		cmocka_unit_test(require_scheduler_lost_waits),
 	};
 	const char *only = argc > 1 ? argv[1] : NULL;
 

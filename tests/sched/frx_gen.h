@@ -36,9 +36,15 @@ static inline size_t gen_valid(uint64_t *s, unsigned char *out)
 	};
 	uint16_t type = types[gen_rand(s) % 8];
 	const struct vs_msg_info *mi = vs_msg_lookup(type);
-	unsigned char *p = out + sizeof(struct vs_hdr);
+	/* Built aligned, then copied: out may be at any offset. */
+	union {
+		struct vs_hdr h;
+		uint64_t align;
+		unsigned char b[sizeof(struct vs_hdr) + FRX_MAX_REQ];
+	} f;
+	unsigned char *p = f.b + sizeof(struct vs_hdr);
 
-	vs_hdr_init((struct vs_hdr *)(void *)out, type, mi->size);
+	vs_hdr_init(&f.h, type, mi->size);
 	memset(p, 0, mi->size);
 	switch (type) {
 	case VS_MSG_HELLO:
@@ -56,6 +62,7 @@ static inline size_t gen_valid(uint64_t *s, unsigned char *out)
 		p[0] = (unsigned char)(1 + gen_rand(s) % 255);
 		break;
 	}
+	memcpy(out, f.b, sizeof(struct vs_hdr) + mi->size);
 	return sizeof(struct vs_hdr) + mi->size;
 }
 

@@ -81,10 +81,12 @@ static void event(int i, const char *fmt, ...)
 static int send_msg(struct cl *c, uint16_t type, const void *p, uint32_t len)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 128];
+	struct vs_hdr h;
 
-	vs_hdr_init((struct vs_hdr *)(void *)buf, type, len);
+	vs_hdr_init(&h, type, len);
 	if (type == VS_MSG_HELLO)
-		((struct vs_hdr *)(void *)buf)->version = (uint16_t)opt.proto_version;
+		h.version = (uint16_t)opt.proto_version;
+	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), p, len);
 	if (send(c->fd, buf, sizeof(struct vs_hdr) + len, MSG_NOSIGNAL) !=
 	    (ssize_t)(sizeof(struct vs_hdr) + len))

@@ -76,7 +76,7 @@ class Daemon:
             # report leaks and errors of the daemon here.
             rc = self.stop()
             log = self.logtext()
-            if rc != 0 or "Sanitizer" in log:
+            if rc != 0 or "Sanitizer" in log or "runtime error" in log:
                 shutil.rmtree(self.dir, ignore_errors=True)
                 raise Fail("daemon exit status %s at shutdown:\n%s" %
                            (rc, log[-3000:]))

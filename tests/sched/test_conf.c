@@ -71,6 +71,9 @@ static void test_every_key(void **state)
 	assert_int_equal(c.gpus[0].set,
 			 SCHED_GCFG_TQ | SCHED_GCFG_MODE | SCHED_GCFG_CAP);
 	assert_int_equal(c.gpus[0].tq_ms, 2000);
+	assert_int_equal(conf_parse(&c, "{\"admin_group\": null}", err,
+				    sizeof(err)), 0);
+	assert_string_equal(c.admin_group, CONF_GROUP_AUTO);
 	assert_int_equal(c.gpus[0].mode, VS_MODE_OFF);
 	assert_true(c.gpus[0].capacity == 4096);
 	conf_free(&c);

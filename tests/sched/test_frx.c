@@ -58,9 +58,13 @@ static void test_valid_stream(void **state)
 
 static void test_bad_headers(void **state)
 {
-	unsigned char buf[256];
+	union {
+		struct vs_hdr h;
+		unsigned char b[256];
+	} u;
+	unsigned char *buf = u.b;
 	uint64_t seed = 7;
-	struct vs_hdr *h = (struct vs_hdr *)(void *)buf;
+	struct vs_hdr *h = &u.h;
 	struct frx rx;
 	int frames;
 	(void)state;

@@ -509,6 +509,18 @@ static void test_bad_requests(void **state)
 	/* Attaching twice is harmless. */
 	assert_int_equal(sched_attach(s, a, GPU_A, GiB), 0);
 	assert_int_equal(sched_gpu_count(s), 1);
+	/* Made-up GPUs cannot grow the tables without bound. */
+	for (int i = 1; i < SCHED_MAX_CLIENT_GPUS; i++) {
+		uint8_t u[VS_UUID_LEN] = { 0x55, (uint8_t)i };
+
+		assert_int_equal(sched_attach(s, a, u, GiB), 0);
+	}
+	{
+		uint8_t u[VS_UUID_LEN] = { 0x66 };
+
+		assert_int_equal(sched_attach(s, a, u, GiB), VS_E_INVAL);
+		assert_int_equal(sched_gpu_count(s), SCHED_MAX_CLIENT_GPUS);
+	}
 	/* A waiter may give up. */
 	sched_out_clear(s);
 	assert_int_equal(sched_released(s, b, GPU_A), 0);

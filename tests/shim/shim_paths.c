@@ -4,8 +4,11 @@
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shim_prog.h"
 
@@ -296,4 +299,80 @@ int check_capture(void)
 	CK(cuMemFree(p));
 	CK(cuStreamDestroy(s));
 	return 0;
+}
+
+/*
+ * Every submission hook reaches the gate: with VSHARE_REQUIRE_SCHEDULER=1
+ * and no scheduler the gate never opens, so each call must block before
+ * the driver sees it (its arguments, all zero, are never used). Calls
+ * that are not submissions, and launches into a capture, do not block.
+ */
+typedef CUresult (*any_fn)(uintptr_t, uintptr_t, uintptr_t, uintptr_t,
+			   uintptr_t, uintptr_t, uintptr_t, uintptr_t,
+			   uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+
+struct gated_call {
+	const char *name;
+	any_fn fn;
+	CUcontext ctx;
+	int returned;
+	pthread_t t;
+};
+
+static void *gated_thread(void *arg)
+{
+	struct gated_call *c = arg;
+
+	CK(cuCtxSetCurrent(c->ctx));
+	(void)c->fn(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	__atomic_store_n(&c->returned, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+int check_gated(void)
+{
+	static struct gated_call calls[256];
+	void *h = driver();
+	CUcontext ctx = setup_ctx();
+	CUstream s;
+	CUgraph g;
+	size_t f, t;
+	int n = 0, bad = 0;
+	unsigned long long us = 1;
+	void *args[] = { &us };
+
+	/* A launch into a capture is not a submission: it passes. */
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	CK(cuLaunchKernel(kernel("vs_sleep"), 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+	CK(cuStreamEndCapture(s, &g));
+	CK(cuGraphDestroy(g));
+
+	for (int i = 0; i < n_hooked && n < 256; i++) {
+		void *fn;
+
+		if (strcmp(hooked[i].kind, "SUBMIT") != 0)
+			continue;
+		fn = dlsym(h, hooked[i].name);
+		if (fn == NULL)
+			continue;
+		calls[n] = (struct gated_call){ hooked[i].name, (any_fn)fn, ctx,
+						0, 0 };
+		CHECK(pthread_create(&calls[n].t, NULL, gated_thread,
+				     &calls[n]) == 0);
+		n++;
+	}
+	usleep(400000);
+	for (int i = 0; i < n; i++)
+		if (__atomic_load_n(&calls[i].returned, __ATOMIC_SEQ_CST)) {
+			fprintf(stderr, "%s did not wait at the gate\n",
+				calls[i].name);
+			bad++;
+		}
+	/* Not submissions: no waiting. */
+	CK(cuMemGetInfo(&f, &t));
+	printf("%d submission hooks waited at the closed gate\n", n - bad);
+	CHECK(n >= 40);
+	/* The blocked threads cannot be joined: leave at once. */
+	_exit(bad == 0 ? 0 : 1);
 }

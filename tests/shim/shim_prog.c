@@ -151,14 +151,14 @@ static int check_direct(void)
 /* fork of a process with CUDA initialized: the child neither deadlocks
  * nor sees the parent's shim state, while another thread of the parent
  * keeps taking the shim's locks. */
-static volatile int churn_stop;
+static int churn_stop;
 
 static void *churn(void *arg)
 {
 	CUcontext c = arg;
 
 	CK(cuCtxSetCurrent(c));
-	while (!churn_stop) {
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
 		CUdeviceptr p;
 		size_t f, t;
 
@@ -221,7 +221,7 @@ static int check_fork(void)
 			return 1;
 		}
 	}
-	churn_stop = 1;
+	__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	/* The parent is unaffected. */
 	CHECK(is_managed(p));
@@ -340,6 +340,7 @@ static const struct {
 	{ "procaddr", check_procaddr },
 	{ "async_free", check_async_free },
 	{ "capture", check_capture },
+	{ "gated", check_gated },
 	{ "fork", check_fork },
 	{ "meminfo", check_meminfo },
 	{ "capacity", check_capacity },

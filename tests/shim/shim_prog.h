@@ -40,5 +40,6 @@ int check_dlsym(void);
 int check_procaddr(void);
 int check_async_free(void);
 int check_capture(void);
+int check_gated(void);
 
 #endif

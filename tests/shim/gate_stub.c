@@ -1,0 +1,51 @@
+/*
+ * A recording gate for test_shim_ops: the hook layer and the CUDA
+ * operations are built into the test program with this in place of the
+ * real gate, so the test can see every gate.h call the hooks make.
+ */
+#include <cuda.h>
+
+#include "gate.h"
+#include "gate_stub.h"
+
+struct gate_stub stub;
+
+void gate_init(const struct gate_cuda_ops *ops)
+{
+	stub.ops = ops;
+	stub.inits++;
+}
+
+int gate_enter(void *stream)
+{
+	__atomic_add_fetch(&stub.enters, 1, __ATOMIC_SEQ_CST);
+	stub.last_stream = stream;
+	return 7;
+}
+
+void gate_exit(int token)
+{
+	if (token == 7)
+		__atomic_add_fetch(&stub.exits, 1, __ATOMIC_SEQ_CST);
+}
+
+void gate_capture_delta(int delta)
+{
+	__atomic_add_fetch(&stub.captures, delta, __ATOMIC_SEQ_CST);
+}
+
+void gate_footprint_changed(int dev)
+{
+	if (dev >= 0 && dev < 4)
+		__atomic_add_fetch(&stub.fp_changes[dev], 1, __ATOMIC_SEQ_CST);
+}
+
+void gate_atfork_child(void)
+{
+	stub.forks++;
+}
+
+void gate_shutdown(void)
+{
+	stub.shutdowns++;
+}

@@ -1,0 +1,295 @@
+/*
+ * The hook layer and the CUDA operations for the gate, in process: the
+ * shim's sources are built into this program with a recording gate
+ * (gate_stub.c) and run on the CUDA test driver with two devices.
+ * Compiled like the shim, with every driver variant under its own name.
+ */
+#include <cuda.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gate_stub.h"
+
+#define CK(call) assert_int_equal((call), CUDA_SUCCESS)
+
+static char log_path[] = "/tmp/vshare-shim-ops-XXXXXX";
+static CUcontext ctx0, ctx1;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static CUfunction kernel(const char *name)
+{
+	static CUmodule m;
+	CUfunction f;
+
+	if (m == NULL)
+		CK(cuModuleLoadData(&m, "// any image"));
+	CK(cuModuleGetFunction(&f, m, name));
+	return f;
+}
+
+static void launch_sleep(CUstream s, unsigned long long us)
+{
+	void *args[] = { &us };
+
+	CK(cuLaunchKernel(kernel("vs_sleep"), 1, 1, 1, 1, 1, 1, 0, s, args,
+			  NULL));
+}
+
+static int setup(void **state)
+{
+	CUdevice d;
+
+	(void)state;
+	CK(cuInit(0));
+	CK(cuDeviceGet(&d, 1));
+	CK(cuDevicePrimaryCtxRetain(&ctx1, d));
+	CK(cuDeviceGet(&d, 0));
+	CK(cuDevicePrimaryCtxRetain(&ctx0, d));
+	CK(cuCtxSetCurrent(ctx0));
+	assert_non_null(stub.ops);
+	assert_int_equal(stub.inits, 1);
+	return 0;
+}
+
+static void test_devices(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	uint8_t uuid[16];
+	uint64_t total;
+	CUstream s1;
+
+	(void)state;
+	assert_ptr_equal(ops->current_context(), ctx0);
+	assert_int_equal(ops->current_device(), 0);
+	CK(cuCtxSetCurrent(ctx1));
+	assert_int_equal(ops->current_device(), 1);
+	CK(cuStreamCreate(&s1, 0));
+	CK(cuCtxSetCurrent(ctx0));
+	assert_int_equal(ops->current_device(), 0);
+	assert_int_equal(ops->stream_device(s1), 1);
+	assert_int_equal(ops->stream_device(NULL), 0);
+	assert_int_equal(ops->stream_device(CU_STREAM_PER_THREAD), 0);
+	assert_int_equal(ops->device_info(1, uuid, &total), 0);
+	assert_memory_equal(uuid, "vstd", 4);
+	assert_int_equal(uuid[15], 1);
+	assert_int_equal(total, 64u << 20);
+	CK(cuStreamDestroy_v2(s1));
+}
+
+/* Prefetch lines of the execution log: "device0" or "host" bytes. */
+static int count_prefetch(const char *where, size_t bytes)
+{
+	FILE *f = fopen(log_path, "r");
+	char kind[32], name[32];
+	size_t b;
+	int n = 0;
+
+	assert_non_null(f);
+	while (fscanf(f, "%*s %*s %*s %*s %*s %31s %31s %zu", kind, name, &b) == 3)
+		if (!strcmp(kind, "prefetch") && !strcmp(name, where) && b == bytes)
+			n++;
+	fclose(f);
+	return n;
+}
+
+static void test_footprint_prefetch(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	CUdeviceptr a, b, c;
+	uint64_t m, p;
+	int ch0 = stub.fp_changes[0], ch1 = stub.fp_changes[1];
+
+	(void)state;
+	CK(cuMemAlloc_v2(&a, 1 << 20));
+	CK(cuMemAlloc_v2(&b, 2 << 20));
+	CK(cuCtxSetCurrent(ctx1));
+	CK(cuMemAlloc_v2(&c, 3 << 20));
+	CK(cuCtxSetCurrent(ctx0));
+	assert_int_equal(stub.fp_changes[0], ch0 + 2);
+	assert_int_equal(stub.fp_changes[1], ch1 + 1);
+	ops->footprint(0, &m, &p);
+	assert_int_equal(m, 3 << 20);
+	assert_int_equal(p, 0);
+	ops->footprint(1, &m, &p);
+	assert_int_equal(m, 3 << 20);
+
+	ops->prefetch(0, 0);
+	assert_int_equal(count_prefetch("device0", 1 << 20), 1);
+	assert_int_equal(count_prefetch("device0", 2 << 20), 1);
+	assert_int_equal(count_prefetch("device1", 3 << 20), 0);
+	ops->prefetch(0, 1);
+	assert_int_equal(count_prefetch("host", 1 << 20), 1);
+	assert_int_equal(count_prefetch("host", 2 << 20), 1);
+	/* The device's context is still the current one afterwards. */
+	assert_ptr_equal(ops->current_context(), ctx0);
+
+	CK(cuMemFree_v2(a));
+	CK(cuMemFree_v2(b));
+	CK(cuMemFree_v2(c));
+	assert_int_equal(stub.fp_changes[0], ch0 + 4);
+	ops->footprint(0, &m, &p);
+	assert_int_equal(m + p, 0);
+}
+
+/* sync_device waits for every context of the device, not only the
+ * current one, and leaves the other device alone. */
+static void test_sync_device(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	CUcontext own, cur;
+	CUstream s0, s_own, s1;
+	uint64_t t0;
+
+	(void)state;
+	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
+	CK(cuStreamCreate(&s_own, CU_STREAM_NON_BLOCKING));
+	CK(cuCtxPopCurrent_v2(&cur));
+	assert_ptr_equal(cur, own);
+	CK(cuCtxSetCurrent(ctx1));
+	CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+	CK(cuCtxSetCurrent(ctx0));
+	CK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+
+	CK(cuCtxPushCurrent_v2(own));
+	launch_sleep(s_own, 300000);
+	CK(cuCtxPopCurrent_v2(&cur));
+	launch_sleep(s0, 100000);
+	CK(cuCtxSetCurrent(ctx1));
+	launch_sleep(s1, 1000000);
+	CK(cuCtxSetCurrent(ctx0));
+
+	t0 = now_ms();
+	assert_int_equal(ops->sync_device(0), 0);
+	assert_true(now_ms() - t0 >= 250);
+	assert_true(now_ms() - t0 < 1500);
+	CK(cuStreamQuery(s0));
+	CK(cuCtxPushCurrent_v2(own));
+	CK(cuStreamQuery(s_own));
+	CK(cuCtxPopCurrent_v2(&cur));
+	assert_int_equal(cuStreamQuery(s1), CUDA_ERROR_NOT_READY);
+	assert_ptr_equal(ops->current_context(), ctx0);
+
+	CK(cuCtxDestroy_v2(own));
+	/* A destroyed context is forgotten, not synchronized. */
+	assert_int_equal(ops->sync_device(0), 0);
+	CK(cuStreamSynchronize(s1));
+	CK(cuStreamDestroy_v2(s0));
+}
+
+/* Each submission hook passes the stream the work goes to. */
+static void test_submission_streams(void **state)
+{
+	CUstream s;
+	CUdeviceptr p;
+	char host[16] = { 0 };
+	CUlaunchConfig cfg;
+	int e;
+	unsigned long long us = 1;
+	void *args[] = { &us };
+
+	(void)state;
+	CK(cuStreamCreate(&s, 0));
+	CK(cuMemAlloc_v2(&p, sizeof(host)));
+
+	e = stub.enters;
+	CK(cuMemcpyHtoD_v2(p, host, sizeof(host)));
+	assert_null(stub.last_stream);
+	CK(cuMemcpyHtoD_v2_ptds(p, host, sizeof(host)));
+	assert_ptr_equal(stub.last_stream, CU_STREAM_PER_THREAD);
+	CK(cuMemsetD8Async(p, 1, sizeof(host), s));
+	assert_ptr_equal(stub.last_stream, s);
+	/* (the per-thread stream is not ordered with s) */
+	CK(cuStreamSynchronize(s));
+	CK(cuMemsetD8Async_ptsz(p, 1, sizeof(host), NULL));
+	assert_ptr_equal(stub.last_stream, CU_STREAM_PER_THREAD);
+	CK(cuLaunchKernel_ptsz(kernel("vs_sleep"), 1, 1, 1, 1, 1, 1, 0, s,
+			       args, NULL));
+	assert_ptr_equal(stub.last_stream, s);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+	cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+	cfg.hStream = s;
+	CK(cuLaunchKernelEx(&cfg, kernel("vs_sleep"), args, NULL));
+	assert_ptr_equal(stub.last_stream, s);
+	assert_int_equal(stub.enters, e + 6);
+	assert_int_equal(stub.exits, stub.enters);
+
+	/* Not submissions. */
+	CK(cuStreamSynchronize(s));
+	CK(cuMemFree_v2(p));
+	assert_int_equal(stub.enters, e + 6);
+	CK(cuStreamDestroy_v2(s));
+}
+
+static void test_capture_deltas(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	CUstream s;
+	CUgraph g = NULL;
+	CUdeviceptr q;
+	int c = stub.captures;
+
+	(void)state;
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	/* A capture that cannot begin does not count. */
+	assert_int_not_equal(cuStreamBeginCapture_v2(NULL,
+			     CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	assert_int_equal(stub.captures, c);
+
+	CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	assert_int_equal(stub.captures, c + 1);
+	assert_int_equal(ops->stream_capturing(s), 1);
+	CK(cuStreamEndCapture(s, &g));
+	assert_int_equal(stub.captures, c);
+	assert_int_equal(ops->stream_capturing(s), 0);
+	CK(cuGraphDestroy(g));
+
+	/* An invalidated capture ends with an error, and still ends. */
+	CK(cuStreamBeginCapture_ptsz(s));
+	assert_int_equal(stub.captures, c + 1);
+	assert_int_not_equal(cuMemAllocAsync(&q, 4096, s), CUDA_SUCCESS);
+	g = NULL;
+	assert_int_not_equal(cuStreamEndCapture_ptsz(s, &g), CUDA_SUCCESS);
+	assert_int_equal(stub.captures, c);
+	/* Ending a capture that is not there changes nothing. */
+	assert_int_not_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+	assert_int_equal(stub.captures, c);
+	CK(cuStreamDestroy_v2(s));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_devices),
+		cmocka_unit_test(test_footprint_prefetch),
+		cmocka_unit_test(test_sync_device),
+		cmocka_unit_test(test_submission_streams),
+		cmocka_unit_test(test_capture_deltas),
+	};
+	int fd = mkstemp(log_path), rc;
+
+	if (fd < 0)
+		return 1;
+	close(fd);
+	setenv("VSHARE_TD_LOG", log_path, 1);
+	setenv("VSHARE_TD_DEVICES", "2", 1);
+	setenv("VSHARE_TD_MEM", "64M", 1);
+	rc = cmocka_run_group_tests(tests, setup, NULL);
+	unlink(log_path);
+	return rc;
+}
