@@ -72,17 +72,22 @@ def t_alternate(b):
 
 
 def t_kill_holder(b):
-    """Killing the holder hands the lock to the next client at once."""
+    """Killed clients lose their place at once: a waiter, then the holder."""
     with Daemon(b, {"mode": "on", "tq_s": 30}) as d:
         a = d.client("--label", "A", "--hold-ms", 20000)
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        w = d.client("--label", "W", "--hold-ms", 100)
+        wait_for(lambda: len(queue_of(d)) == 1, 5, "W in the queue")
         bb = d.client("--label", "B", "--hold-ms", 100)
-        wait_for(lambda: len(queue_of(d)) == 1, 5, "B in the queue")
+        wait_for(lambda: len(queue_of(d)) == 2, 5, "B in the queue")
+        w.kill()
+        w.wait()
+        wait_for(lambda: len(queue_of(d)) == 1, 5, "W gone from the queue")
         killed = time.monotonic() * 1000
-        a.send_signal(signal.SIGKILL)
+        a.kill()
         a.wait()
         evs = events(finish(bb, "B"))
-        g = [t for t, w, e, _ in evs if e == "grant"]
+        g = [t for t, w_, e, _ in evs if e == "grant"]
         check(len(g) == 1, "B was not granted")
         check(g[0] - killed < 1500, "B waited %.0f ms after the kill" %
               (g[0] - killed))
@@ -250,7 +255,7 @@ def t_nonadmin(b):
               "outside the socket group: rc %d %s" % (rc, err))
         # A non-admin client may still request and release.
         p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
-                            "--clear-groups", d.bin("sched_testclient"),
+                            "--clear-groups", d.public_bin("sched_testclient"),
                             "--socket", d.sock, "--hold-ms", "10"],
                            capture_output=True, text=True, timeout=20)
         check(p.returncode == 0, "nobody's client: " + p.stdout)

@@ -110,8 +110,20 @@ class Daemon:
     def alive(self):
         return self.proc.poll() is None
 
+    def public_bin(self, name):
+        """A copy of a program that any user can run: the build tree may
+        sit in a directory that `nobody` cannot enter."""
+        pub = os.path.join(self.dir, "pub")
+        os.makedirs(pub, mode=0o755, exist_ok=True)
+        dst = os.path.join(pub, name)
+        if not os.path.exists(dst):
+            shutil.copy(self.bin(name), dst)
+            os.chmod(dst, 0o755)
+        return dst
+
     def ctl(self, *args, user=None, env=None):
-        cmd = [self.bin("vsharectl"), "-s", self.sock] + list(args)
+        prog = self.public_bin("vsharectl") if user else self.bin("vsharectl")
+        cmd = [prog, "-s", self.sock] + list(args)
         if user:
             cmd = ["setpriv", "--reuid=nobody", "--regid=" + user,
                    "--clear-groups"] + cmd
