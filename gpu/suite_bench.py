@@ -1,0 +1,221 @@
+"""Benchmarks of the GPU suite, each beside plain CUDA measured in the same
+run."""
+import os
+
+from suite_lib import Result, Scheduler, attach_gpu, fmt, median
+from suite_correct import FAIL, PASS, _wait
+
+MISS = "MISS"   # measured fine, target not met
+
+
+def bench_torch_steps(env):
+    name = "PyTorch training steps/s"
+    argv = [env.opts.python, os.path.join(env.gpu_src, "torch_check.py"), "bench",
+            "--seconds", str(env.opts.bench_seconds)]
+    runs = {"plain": [], "shim": []}
+    for rep in range(env.opts.bench_reps):
+        for kind in ("plain", "shim"):
+            e = env.base_env() if kind == "plain" else env.shim_env("bench")
+            p = env.run("torch_bench.%s.%d" % (kind, rep), argv, e, timeout=240)
+            if not p.ok:
+                return Result(name, "benchmark", FAIL, detail=p.why())
+            runs[kind].append(p.json["steps_per_s"])
+    plain, shim = max(runs["plain"]), max(runs["shim"])
+    ratio = shim / plain
+    return Result(name, "benchmark", PASS if ratio >= 0.995 else MISS,
+                  measured="%.1f steps/s (%.2f%%)" % (shim, 100 * ratio),
+                  baseline="%.1f steps/s" % plain, target=">= 99.5% of plain",
+                  detail="best of %d runs each, alternating; runs %s" % (
+                      env.opts.bench_reps, runs),
+                  data={"runs": runs, "ratio": ratio})
+
+
+def bench_launch(env):
+    name = "empty-kernel launch (cuLaunchKernel)"
+    argv = [env.prog("launch_bench")]
+    runs = {"plain": [], "shim": []}
+    for rep in range(3):
+        for kind in ("plain", "shim"):
+            e = env.base_env() if kind == "plain" else env.shim_env("launch")
+            p = env.run("launch.%s.%d" % (kind, rep), argv, e, timeout=60)
+            if not p.ok:
+                return Result(name, "benchmark", FAIL, detail=p.why())
+            runs[kind].append(p.json["ns_per_launch_p50"])
+    plain, shim = median(runs["plain"]), median(runs["shim"])
+    delta = shim - plain
+    return Result(name, "benchmark", PASS if delta <= 50 else MISS,
+                  measured="%.0f ns (%+.0f ns)" % (shim, delta),
+                  baseline="%.0f ns" % plain, target="<= plain + 50 ns",
+                  detail="median of 3 processes x 200 batches of 256 launches; %s" % runs,
+                  data={"runs": runs, "delta_ns": delta})
+
+
+def bench_first_lock(env):
+    """First submission of a fresh process (slow path: attach, request,
+    grant from an idle scheduler) minus the same in plain CUDA."""
+    name = "uncontended lock acquisition"
+    reps = env.opts.lock_reps
+    extra = {"CUDA_MODULE_LOADING": "EAGER"}
+    firsts = {"plain": [], "shim": []}
+    for rep in range(reps):
+        for kind in ("plain", "shim"):
+            e = env.base_env() if kind == "plain" else env.shim_env("lock")
+            p = env.run("first_launch.%s.%d" % (kind, rep), [env.prog("first_launch")],
+                        e, timeout=60, extra_env=extra)
+            if not p.ok:
+                return Result(name, "benchmark", FAIL, detail=p.why())
+            firsts[kind].append(p.json["first_ns"] / 1e3)
+    plain, shim = median(firsts["plain"]), median(firsts["shim"])
+    rtt = shim - plain
+    return Result(name, "benchmark", PASS if rtt < 50 else MISS,
+                  measured="p50 %.1f us (first launch %.1f us)" % (rtt, shim),
+                  baseline="first launch %.1f us" % plain, target="p50 < 50 us",
+                  detail="p50 over %d fresh processes of the first launch, minus "
+                         "plain; includes attach and footprint report" % reps,
+                  data={"first_us": firsts})
+
+
+def bench_handoff(env, idle_ms):
+    name = "hand-off from idle holder"
+    reps = env.opts.handoff_reps
+    extra = {"VSHARE_IDLE_MS": str(idle_ms)}
+    hands, plain_waits = [], []
+    with Scheduler(env, "handoff", mode="on") as sched:
+        attach_gpu(env, sched)
+        modes = sched.ensure_mode()
+        for rep in range(reps):
+            d = env.fresh_dir("handoff%d" % rep)
+            ready, last = os.path.join(d, "ready"), os.path.join(d, "last")
+            h = env.start("handoff.holder.%d" % rep,
+                          [env.prog("handoff"), "--role", "holder", "--ready", ready,
+                           "--last", last, "--busy-ms", "300", "--hold-ms", "1500"],
+                          env.shim_env("holder", extra=extra))
+            w = env.start("handoff.waiter.%d" % rep,
+                          [env.prog("handoff"), "--role", "waiter", "--ready", ready],
+                          env.shim_env("waiter", extra=extra))
+            rw, rh = env.finish(w, 60), env.finish(h, 60)
+            if not (rw.ok and rh.ok):
+                return Result(name, "benchmark", FAIL,
+                              detail="; ".join(p.why() for p in (rw, rh) if not p.ok))
+            hands.append((rw.json["return_ns"] - rh.json["last_ns"]) / 1e6)
+    # Plain: the waiter does not wait at all (both run at once).
+    for rep in range(reps):
+        d = env.fresh_dir("handoffp%d" % rep)
+        ready, last = os.path.join(d, "ready"), os.path.join(d, "last")
+        h = env.start("handoff.plain.holder.%d" % rep,
+                      [env.prog("handoff"), "--role", "holder", "--ready", ready,
+                       "--last", last, "--busy-ms", "300", "--hold-ms", "200"],
+                      env.base_env())
+        w = env.start("handoff.plain.waiter.%d" % rep,
+                      [env.prog("handoff"), "--role", "waiter", "--ready", ready],
+                      env.base_env())
+        rw, rh = env.finish(w, 60), env.finish(h, 60)
+        if rw.ok:
+            plain_waits.append((rw.json["return_ns"] - rw.json["request_ns"]) / 1e6)
+    m = median(hands)
+    target = idle_ms + 5
+    return Result(name, "benchmark", PASS if m <= target else MISS,
+                  measured="%.1f ms (p50 of %d; all %s)" % (
+                      m, reps, ", ".join("%.1f" % x for x in hands)),
+                  baseline="plain: no wait (%s ms)" % fmt(median(plain_waits), nd=3),
+                  target="<= VSHARE_IDLE_MS (%d) + 5 ms" % idle_ms,
+                  detail="waiter's launch return minus holder's last kernel end; "
+                         "mode %s" % (modes or "on"),
+                  data={"handoff_ms": hands, "plain_wait_ms": plain_waits})
+
+
+def _burst_beside_training(env, kind, sched_name=None):
+    """Start a training job, then interactive burst processes one after the
+    other beside it; returns the bursts' JSON results."""
+    d = env.fresh_dir("burst-" + kind)
+    ready = os.path.join(d, "bg.ready")
+    py = env.opts.python
+    tc = os.path.join(env.gpu_src, "torch_check.py")
+    secs = 12 + 8 * env.opts.burst_reps
+    mk = (lambda label: env.base_env()) if kind == "plain" else \
+        (lambda label: env.shim_env(label))
+    bg = env.start("background." + kind, [py, tc, "background", "--seconds", str(secs),
+                                          "--ready", ready], mk("training"))
+    out = []
+    try:
+        if not _wait(ready, 120, [bg]):
+            return None, "training job never got warm"
+        for rep in range(env.opts.burst_reps):
+            p = env.run("burst.%s.%d" % (kind, rep), [py, tc, "burst"], mk("burst"),
+                        timeout=120)
+            if not p.ok:
+                return None, p.why()
+            out.append(p.json)
+    finally:
+        env.kill(bg)
+        env.finish(bg, 10)
+    return out, ""
+
+
+def bench_burst(env):
+    name = "interactive burst beside training (auto)"
+    plain, why = _burst_beside_training(env, "plain")
+    if plain is None:
+        return Result(name, "benchmark", FAIL, detail="plain: " + why)
+    with Scheduler(env, "burst", mode="auto", capacity=env.opts.capacity) as sched:
+        attach_gpu(env, sched)
+        sched.ensure_mode()
+        shim, why = _burst_beside_training(env, "shim")
+        status = sched.status()
+    if shim is None:
+        return Result(name, "benchmark", FAIL, detail="shim: " + why)
+    pf = median([r["first_ms"] for r in plain])
+    sf = median([r["first_ms"] for r in shim])
+    pl = median([r["later_ms_p50"] for r in plain])
+    sl = median([r["later_ms_p50"] for r in shim])
+    ratio = sf / pf
+    return Result(name, "benchmark", PASS if ratio <= 1.2 else MISS,
+                  measured="first burst %.1f ms (%.2fx), later %.1f ms" % (sf, ratio, sl),
+                  baseline="first burst %.1f ms, later %.1f ms" % (pf, pl),
+                  target="first burst <= 1.2x plain",
+                  detail="p50 of %d burst processes started beside a training job; "
+                         "capacity %.0f GiB" % (env.opts.burst_reps,
+                                                env.opts.capacity / (1 << 30)),
+                  data={"plain": plain, "shim": shim, "status": status})
+
+
+def swap_baseline(env):
+    p = env.run("swap.baseline", [env.prog("swap"), "--role", "baseline",
+                                  "--bytes", str(env.opts.swap_bytes)],
+                env.base_env(), timeout=120)
+    return p.json if p.ok else None
+
+
+def bench_swapin(env, oversub_result, baseline):
+    """Swap-in rate of the oversubscription check: the hand-over wait holds
+    the old holder's swap-out and this one's prefetch; the swap-out part is
+    taken at the plain device-to-host prefetch rate."""
+    name = "swap-in by prefetch on grant"
+    if baseline is None:
+        return Result(name, "benchmark", FAIL, detail="plain baseline failed")
+    base = "plain prefetch %.1f GB/s, faults %.1f GB/s" % (
+        baseline["prefetch_h2d_gbs"], baseline["fault_gbs"])
+    first = (oversub_result.data or {}).get("first")
+    if not first:
+        return Result(name, "benchmark", FAIL, baseline=base,
+                      detail="oversubscription check failed")
+    gb = first["bytes"] / 1e9
+    out_ms = 1e3 * gb / baseline["prefetch_d2h_gbs"]
+    in_ms = first["wait_ms"] - out_ms
+    resident = first["touch_after_grant_ms"] <= 3 * first["resident_touch_ms"]
+    if in_ms <= 0 or not resident:
+        return Result(name, "benchmark", MISS, baseline=base,
+                      measured="touch after grant %.1f ms (faults)" %
+                      first["touch_after_grant_ms"],
+                      target=">= 30 GB/s (H100)",
+                      detail="no prefetch on grant seen: data came back by page faults "
+                             "at %.1f GB/s" % (gb * 1e3 / first["touch_after_grant_ms"]))
+    gbs = gb * 1e3 / in_ms
+    return Result(name, "benchmark", PASS if gbs >= 30 else MISS,
+                  measured="%.1f GB/s" % gbs, baseline=base,
+                  target=">= 30 GB/s (H100)",
+                  detail="%.2f GB in (wait %.1f ms - swap-out %.1f ms at plain D2H rate)"
+                         % (gb, first["wait_ms"], out_ms),
+                  data={"swap_in_gbs": gbs, "wait_ms": first["wait_ms"],
+                        "swap_out_est_ms": out_ms, "baseline": baseline})
+
