@@ -11,11 +11,14 @@
 
 #define GATE_MAX_GPUS 64
 
-/* What the gate needs from the CUDA side. Every function is called with
- * the shim's reentrancy guard set, so its driver calls go straight through. */
+/* What the gate needs from the CUDA side. The functions are called from
+ * application threads inside a hook (guard set) and from the gate's own
+ * client thread (no hook active): they must reach the real driver
+ * directly, not through the hooked entry points. */
 struct gate_cuda_ops {
 	/* Device ordinal of the calling thread's current context, or -1 if
-	 * there is none. Called on the slow path only; the gate caches it. */
+	 * there is none. Called only when the thread's context changed (see
+	 * current_context); the gate caches the answer per thread. */
 	int (*current_device)(void);
 	/* Device of a stream's context (-1 if unknown). */
 	int (*stream_device)(void *stream);
@@ -31,6 +34,12 @@ struct gate_cuda_ops {
 	/* Move this process's managed memory of a device to the GPU
 	 * (to_host = 0) or to host memory (to_host = 1), in bulk, and wait. */
 	void (*prefetch)(int dev, int to_host);
+	/* Optional (may be NULL): the calling thread's current context
+	 * (cuCtxGetCurrent), NULL if none. It must be cheap: the gate calls it
+	 * on every submission and calls current_device only when it returns a
+	 * context other than the thread's last one. Without it the gate calls
+	 * current_device on every submission. */
+	void *(*current_context)(void);
 };
 
 /* Called once from the shim's init, after the real driver is resolved. */

@@ -1,0 +1,110 @@
+/*
+ * Cost of the gate's fast path: gate_enter/gate_exit pairs on an open gate
+ * against an empty loop, on one thread and on several threads sharing one
+ * GPU. Runs without a scheduler (the gate opens unshared), with CUDA
+ * operations that do nothing.
+ *   bench_gate [ITERATIONS] [THREADS]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "gate.h"
+
+static int ctx_token;
+
+static void *cur_ctx(void) { return &ctx_token; }
+static int cur_dev(void) { return 0; }
+static int stream_dev(void *s) { (void)s; return 0; }
+static int capturing(void *s) { (void)s; return 0; }
+static int sync_dev(int d) { (void)d; return 0; }
+static void prefetch(int d, int h) { (void)d; (void)h; }
+
+static int dev_info(int dev, uint8_t uuid[16], uint64_t *total)
+{
+	for (int i = 0; i < 16; i++)
+		uuid[i] = (uint8_t)(0xb0 + dev);
+	*total = 1ull << 30;
+	return 0;
+}
+
+static void footprint(int d, uint64_t *m, uint64_t *p)
+{
+	(void)d;
+	*m = *p = 0;
+}
+
+static const struct gate_cuda_ops ops = {
+	.current_device = cur_dev, .stream_device = stream_dev,
+	.device_info = dev_info, .stream_capturing = capturing,
+	.sync_device = sync_dev, .footprint = footprint, .prefetch = prefetch,
+	.current_context = cur_ctx,
+};
+
+static long iters = 20000000;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double run_empty(void)
+{
+	double t0 = now_s();
+
+	for (long i = 0; i < iters; i++)
+		__asm__ __volatile__("" ::: "memory");
+	return (now_s() - t0) * 1e9 / (double)iters;
+}
+
+static double run_gate(void)
+{
+	double t0 = now_s();
+
+	for (long i = 0; i < iters; i++) {
+		int tok = gate_enter(NULL);
+
+		__asm__ __volatile__("" ::: "memory");
+		gate_exit(tok);
+	}
+	return (now_s() - t0) * 1e9 / (double)iters;
+}
+
+static void *thread_main(void *arg)
+{
+	*(double *)arg = run_gate();
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = argc > 2 ? atoi(argv[2]) : 4;
+	double empty, gate, sum = 0, res[64];
+	pthread_t thr[64];
+
+	if (argc > 1)
+		iters = atol(argv[1]);
+	if (threads < 1 || threads > 64)
+		threads = 4;
+	setenv("VSHARE_SOCKET", "/nonexistent/vshare-bench.sock", 0);
+	gate_init(&ops);
+	gate_exit(gate_enter(NULL)); /* first entry: slow path, opens unshared */
+	empty = run_empty();
+	gate = run_gate();
+	printf("empty loop:            %6.2f ns/iteration\n", empty);
+	printf("gate_enter+gate_exit:  %6.2f ns/pair (1 thread)\n", gate);
+	for (int i = 0; i < threads; i++)
+		pthread_create(&thr[i], NULL, thread_main, &res[i]);
+	for (int i = 0; i < threads; i++) {
+		pthread_join(thr[i], NULL);
+		sum += res[i];
+	}
+	printf("gate_enter+gate_exit:  %6.2f ns/pair (%d threads, one GPU)\n",
+	       sum / threads, threads);
+	gate_shutdown();
+	return 0;
+}

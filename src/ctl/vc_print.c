@@ -1,0 +1,155 @@
+/*
+ * The daemon's status document, printed for people.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "vc.h"
+
+static double num(const cJSON *o, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(it) ? it->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(it) ? it->valuestring : "?";
+}
+
+static void fmt_bytes(double b, char *out, size_t n)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = 0;
+
+	while (b >= 1024 && u < 5) {
+		b /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, n, "%.0f B", b);
+	else
+		snprintf(out, n, "%.1f %s", b, unit[u]);
+}
+
+static void fmt_ms(double ms, char *out, size_t n)
+{
+	if (ms < 1000)
+		snprintf(out, n, "%.0f ms", ms);
+	else if (ms < 60000)
+		snprintf(out, n, "%.1f s", ms / 1000);
+	else if (ms < 3600000)
+		snprintf(out, n, "%dm%02ds", (int)(ms / 60000),
+			 (int)(ms / 1000) % 60);
+	else
+		snprintf(out, n, "%dh%02dm", (int)(ms / 3600000),
+			 (int)(ms / 60000) % 60);
+}
+
+/* "3 (pid 1234), 5 (pid 99)" for a list of client ids. */
+static void print_ids(const char *title, const cJSON *ids, const cJSON *clients)
+{
+	const cJSON *id, *c;
+	int first = 1;
+
+	printf("  %-8s", title);
+	cJSON_ArrayForEach(id, ids) {
+		int pid = -1;
+
+		cJSON_ArrayForEach(c, clients)
+			if (num(c, "id") == id->valuedouble)
+				pid = (int)num(c, "pid");
+		printf("%s%.0f (pid %d)", first ? "" : ", ", id->valuedouble, pid);
+		first = 0;
+	}
+	printf("%s\n", first ? "-" : "");
+}
+
+static void print_gpu(const cJSON *g, const cJSON *clients)
+{
+	char cap[32], fp[32], held[32];
+
+	fmt_bytes(num(g, "capacity"), cap, sizeof(cap));
+	fmt_bytes(num(g, "footprint"), fp, sizeof(fp));
+	fmt_bytes(num(g, "held"), held, sizeof(held));
+	printf("GPU %.0f  %s\n", num(g, "index"), str(g, "uuid"));
+	printf("  mode %s, quantum %.0f s, capacity %s, footprint %s "
+	       "(holders use %s)%s\n", str(g, "mode"), num(g, "tq_s"), cap, fp,
+	       held, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g,
+			"oversubscribed")) ? ", oversubscribed" : "");
+	print_ids("holders", cJSON_GetObjectItemCaseSensitive(g, "holders"),
+		  clients);
+	print_ids("queue", cJSON_GetObjectItemCaseSensitive(g, "queue"),
+		  clients);
+}
+
+static const char *gpu_index(const cJSON *gpus, const char *uuid, char *buf,
+			     size_t n)
+{
+	const cJSON *g;
+
+	cJSON_ArrayForEach(g, gpus)
+		if (strcmp(str(g, "uuid"), uuid) == 0) {
+			snprintf(buf, n, "%.0f", num(g, "index"));
+			return buf;
+		}
+	return "?";
+}
+
+static void print_client(const cJSON *c, const cJSON *gpus)
+{
+	const cJSON *m;
+	char mg[32], pn[32], held[32], waited[32], idx[16];
+
+	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, "gpus")) == 0)
+		printf("%5.0f %8.0f %6.0f  %-16.16s %3s\n", num(c, "id"),
+		       num(c, "pid"), num(c, "uid"),
+		       str(c, "label")[0] ? str(c, "label") : "-", "-");
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "gpus")) {
+		fmt_bytes(num(m, "managed"), mg, sizeof(mg));
+		fmt_bytes(num(m, "pinned"), pn, sizeof(pn));
+		fmt_ms(num(m, "held_ms"), held, sizeof(held));
+		fmt_ms(num(m, "waited_ms"), waited, sizeof(waited));
+		printf("%5.0f %8.0f %6.0f  %-16.16s %3s  %10s %10s  %-8s %9s %9s\n",
+		       num(c, "id"), num(c, "pid"), num(c, "uid"),
+		       str(c, "label")[0] ? str(c, "label") : "-",
+		       gpu_index(gpus, str(m, "uuid"), idx, sizeof(idx)),
+		       mg, pn, str(m, "state"),
+		       strcmp(str(m, "state"), "holding") ? "-" : held,
+		       strcmp(str(m, "state"), "waiting") ? "-" : waited);
+	}
+}
+
+int vc_print_status(const char *json)
+{
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *gpus, *clients, *it;
+
+	if (root == NULL) {
+		fprintf(stderr, "vsharectl: the status is not valid JSON\n");
+		return VC_EXIT_ERROR;
+	}
+	gpus = cJSON_GetObjectItemCaseSensitive(root, "gpus");
+	clients = cJSON_GetObjectItemCaseSensitive(root, "clients");
+	if (cJSON_GetArraySize(gpus) == 0)
+		printf("no GPUs attached yet\n");
+	cJSON_ArrayForEach(it, gpus)
+		print_gpu(it, clients);
+	printf("\n");
+	if (cJSON_GetArraySize(clients) == 0) {
+		printf("no clients\n");
+	} else {
+		printf("%5s %8s %6s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
+		       "ID", "PID", "UID", "LABEL", "GPU", "MANAGED", "PINNED",
+		       "STATE", "HELD", "WAITED");
+		cJSON_ArrayForEach(it, clients)
+			print_client(it, gpus);
+	}
+	cJSON_Delete(root);
+	return VC_EXIT_OK;
+}

@@ -1,0 +1,297 @@
+/*
+ * The scheduler client: one background thread that owns the connection to
+ * vshare-scheduler. Application threads never touch the socket; they set
+ * flags in their gate and wake this thread through an eventfd.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_int.h"
+#include "gate_int.h"
+#include "log.h"
+
+#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+
+/* How long gate_shutdown waits for the thread: it may be inside a
+ * synchronize that the exiting driver never finishes. */
+#define CLIENT_STOP_WAIT_MS 300
+
+struct client_conn client_c = { .sock = -1 };
+
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t thread;
+static int started;          /* atomic */
+static int wake_fd = -1;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static int thread_done;      /* under start_mu */
+
+int client_started(void)
+{
+	return A_LOAD(&started);
+}
+
+void client_wake(void)
+{
+	uint64_t one = 1;
+
+	if (wake_fd >= 0)
+		(void)!write(wake_fd, &one, sizeof(one));
+}
+
+/* Running unshared: gates open, entrants pass. */
+static void go_unshared(void)
+{
+	A_STORE(&gate_g.failopen, 1);
+	gate_open_all();
+}
+
+static void schedule_retry(void)
+{
+	uint64_t b = client_c.backoff_ms;
+
+	client_c.next_try_ms = gate_now_ms() + b;
+	client_c.backoff_ms = b * 2 > CLIENT_BACKOFF_MAX_MS ? CLIENT_BACKOFF_MAX_MS
+							    : b * 2;
+}
+
+void client_lost(const char *why)
+{
+	int held[GATE_MAX_GPUS];
+
+	close(client_c.sock);
+	client_c.sock = -1;
+	client_c.rlen = 0;
+	for (int i = 0; i < GATE_MAX_GPUS; i++) {
+		struct gate_gpu *g = &gate_g.gpu[i];
+
+		pthread_mutex_lock(&g->mu);
+		held[i] = g->held;
+		g->held = g->requested = g->attached = g->fp_valid = 0;
+		g->drop = 0;
+		g->want = g->known;
+		pthread_mutex_unlock(&g->mu);
+	}
+	/* The backoff restarts from its minimum only after a welcome, so a
+	 * scheduler that accepts and then hangs up is not hammered. */
+	schedule_retry();
+	if (A_LOAD(&gate_g.shutting))
+		return;
+	client_c.warned = 1;
+	if (!gate_g.conf.require_sched) {
+		if (!client_c.version_seen)
+			log_warn("lost the scheduler (%s): running unshared until "
+				 "it is back", why);
+		go_unshared();
+		return;
+	}
+	if (!client_c.version_seen)
+		log_warn("lost the scheduler (%s): GPU work waits until it is "
+			 "back", why);
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		if (held[i])
+			gate_drain(i);
+}
+
+static void connect_failed(int err)
+{
+	schedule_retry();
+	if (client_c.warned)
+		return;
+	client_c.warned = 1;
+	if (gate_g.conf.require_sched) {
+		log_warn("no scheduler at %s (%s): GPU work waits for it "
+			 "(VSHARE_REQUIRE_SCHEDULER)", gate_g.conf.socket_path,
+			 strerror(err));
+		return;
+	}
+	log_warn("no scheduler at %s (%s): running unshared", gate_g.conf.socket_path,
+		 strerror(err));
+	go_unshared();
+}
+
+/* Back from running unshared: every GPU this process used goes through a
+ * release (so nothing of ours still runs when another process is granted)
+ * and is requested again; its gate stays closed until the grant. */
+static void rejoin(void)
+{
+	if (!A_LOAD(&gate_g.failopen))
+		return;
+	A_STORE(&gate_g.failopen, 0);
+	for (int i = 0; i < GATE_MAX_GPUS; i++) {
+		struct gate_gpu *g = &gate_g.gpu[i];
+		int open;
+
+		pthread_mutex_lock(&g->mu);
+		open = g->known && A_LOAD(&g->state) == GATE_OPEN;
+		pthread_mutex_unlock(&g->mu);
+		if (open && gate_drain(i) == 0) {
+			pthread_mutex_lock(&g->mu);
+			g->want = 1;
+			pthread_mutex_unlock(&g->mu);
+		}
+	}
+}
+
+static void try_connect(void)
+{
+	struct sockaddr_un sa;
+	int fd, err;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, gate_g.conf.socket_path, strlen(gate_g.conf.socket_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		connect_failed(errno);
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		err = errno;
+		close(fd);
+		connect_failed(err);
+		return;
+	}
+	client_c.sock = fd;
+	if (client_c.warned && !client_c.version_seen)
+		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
+	client_c.warned = 0;
+	if (client_hello() != 0) {
+		client_lost("sending hello failed");
+		return;
+	}
+	rejoin();
+}
+
+static int next_timeout(int work)
+{
+	uint64_t now;
+	int t;
+
+	if (client_c.sock >= 0 || client_c.version_dead)
+		return work;
+	now = gate_now_ms();
+	t = client_c.next_try_ms > now ? (int)(client_c.next_try_ms - now) : 0;
+	return work < 0 || t < work ? t : work;
+}
+
+static void *client_main(void *arg)
+{
+	struct pollfd pf[2];
+	uint64_t junk;
+	int t;
+
+	(void)arg;
+	while (!A_LOAD(&gate_g.shutting)) {
+		if (client_c.sock < 0 && !client_c.version_dead &&
+		    gate_now_ms() >= client_c.next_try_ms)
+			try_connect();
+		t = client_c.sock >= 0 ? client_work() : -1;
+		t = next_timeout(t);
+		pf[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = client_c.sock, .events = POLLIN };
+		if (poll(pf, client_c.sock >= 0 ? 2 : 1, t) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents & POLLIN)
+			(void)!read(wake_fd, &junk, sizeof(junk));
+		if (client_c.sock >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    client_read() != 0)
+			client_lost("connection closed");
+	}
+	if (client_c.sock >= 0)
+		close(client_c.sock);
+	client_c.sock = -1;
+	pthread_mutex_lock(&start_mu);
+	thread_done = 1;
+	pthread_cond_broadcast(&done_cv);
+	pthread_mutex_unlock(&start_mu);
+	return NULL;
+}
+
+void client_start(void)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (A_LOAD(&started))
+		return;
+	pthread_mutex_lock(&start_mu);
+	if (A_LOAD(&started) || A_LOAD(&gate_g.shutting)) {
+		pthread_mutex_unlock(&start_mu);
+		return;
+	}
+	client_c.sock = -1;
+	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
+	client_c.next_try_ms = 0;
+	thread_done = 0;
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* The thread must not take the host program's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = wake_fd < 0 ? -1 : pthread_create(&thread, NULL, client_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		log_warn("cannot start the scheduler client: running unshared");
+		A_STORE(&gate_g.failopen, 1);
+	} else {
+		A_STORE(&started, 1);
+	}
+	pthread_mutex_unlock(&start_mu);
+}
+
+void client_stop(void)
+{
+	struct timespec ts;
+	int done = 0;
+
+	pthread_mutex_lock(&start_mu);
+	if (!A_LOAD(&started)) {
+		pthread_mutex_unlock(&start_mu);
+		return;
+	}
+	A_STORE(&started, 0);
+	client_wake();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += CLIENT_STOP_WAIT_MS * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	while (!thread_done &&
+	       pthread_cond_timedwait(&done_cv, &start_mu, &ts) == 0)
+		;
+	done = thread_done;
+	pthread_mutex_unlock(&start_mu);
+	/* If the thread is stuck (in the driver), leave it: the process is
+	 * exiting and the kernel closes the socket, which the scheduler
+	 * takes as a release. (A wait on a condition variable rather than
+	 * pthread_timedjoin_np, whose glibc 2.34 version older containers
+	 * lack.) */
+	if (done)
+		pthread_join(thread, NULL);
+	else
+		pthread_detach(thread);
+}
+
+void client_forget(void)
+{
+	/* The fork child has no client thread; these descriptors are copies
+	 * of the parent's, and closing them leaves its connection alone. */
+	if (client_c.sock >= 0)
+		close(client_c.sock);
+	if (wake_fd >= 0)
+		close(wake_fd);
+	wake_fd = -1;
+	memset(&client_c, 0, sizeof(client_c));
+	client_c.sock = -1;
+	pthread_mutex_init(&start_mu, NULL);
+	pthread_cond_init(&done_cv, NULL);
+	thread_done = 0;
+	A_STORE(&started, 0);
+}

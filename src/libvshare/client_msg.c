@@ -1,0 +1,237 @@
+/*
+ * Frames between the shim and the scheduler: sending, reading, checking
+ * with the shared protocol table, and handling what the scheduler says.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "client_int.h"
+#include "gate_int.h"
+#include "log.h"
+
+#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+
+int client_send(uint16_t type, const void *payload, uint32_t len)
+{
+	unsigned char buf[sizeof(struct vs_hdr) + 256];
+	size_t n = sizeof(struct vs_hdr) + len, off = 0;
+
+	if (client_c.sock < 0 || len > sizeof(buf) - sizeof(struct vs_hdr))
+		return -1;
+	vs_hdr_init((struct vs_hdr *)buf, type, len);
+	memcpy(buf + sizeof(struct vs_hdr), payload, len);
+	while (off < n) {
+		ssize_t w = send(client_c.sock, buf + off, n - off, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+int client_hello(void)
+{
+	struct vs_hello m;
+
+	memset(&m, 0, sizeof(m));
+	m.proto_version = VS_PROTO_VERSION;
+	memcpy(m.label, gate_g.conf.label, strnlen(gate_g.conf.label, VS_LABEL_MAX));
+	return client_send(VS_MSG_HELLO, &m, sizeof(m));
+}
+
+static int gpu_by_uuid(const uint8_t uuid[VS_UUID_LEN])
+{
+	for (int i = 0; i < GATE_MAX_GPUS; i++) {
+		struct gate_gpu *g = &gate_g.gpu[i];
+		int hit;
+
+		pthread_mutex_lock(&g->mu);
+		hit = g->known && memcmp(g->uuid, uuid, VS_UUID_LEN) == 0;
+		pthread_mutex_unlock(&g->mu);
+		if (hit)
+			return i;
+	}
+	return -1;
+}
+
+static void on_grant(const struct vs_grant *m)
+{
+	int dev = gpu_by_uuid(m->uuid), held;
+	struct gate_gpu *g;
+
+	if (dev < 0)
+		return;
+	g = &gate_g.gpu[dev];
+	/* Swap in before the first kernel runs: one bulk prefetch is several
+	 * times faster than the page faults it replaces. */
+	pthread_mutex_lock(&g->mu);
+	held = g->held;
+	pthread_mutex_unlock(&g->mu);
+	if ((m->flags & VS_GRANTF_OVERSUB) && !held)
+		gate_g.ops->prefetch(dev, 0);
+	pthread_mutex_lock(&g->mu);
+	g->held = 1;
+	g->requested = 0;
+	g->want = 0;
+	g->drop = 0;
+	/* A fresh holder counts as active, so an idle drop that follows the
+	 * grant does not take the GPU before its waiters have run. */
+	__atomic_store_n(&g->last_ms, gate_now_ms(), __ATOMIC_RELAXED);
+	A_STORE(&g->state, GATE_OPEN);
+	pthread_cond_broadcast(&g->cv_open);
+	pthread_mutex_unlock(&g->mu);
+	log_debug("GPU %d granted (%s, quantum %u ms%s)", dev,
+		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
+		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "");
+}
+
+static void on_drop(const struct vs_drop *m)
+{
+	int dev = gpu_by_uuid(m->uuid);
+	struct gate_gpu *g;
+
+	if (dev < 0)
+		return;
+	g = &gate_g.gpu[dev];
+	pthread_mutex_lock(&g->mu);
+	/* An urgent reason overrides a pending idle drop, never the reverse. */
+	if (g->held && (g->drop == 0 || g->drop == VS_DROP_IDLE))
+		g->drop = m->reason;
+	pthread_mutex_unlock(&g->mu);
+	log_debug("GPU %d: drop requested (%s)", dev,
+		  vs_drop_reason_name(m->reason));
+}
+
+static void on_version(uint32_t theirs)
+{
+	if (!gate_g.conf.require_sched)
+		client_c.version_dead = 1;
+	if (client_c.version_seen)
+		return;
+	client_c.version_seen = 1;
+	log_error("the scheduler speaks protocol version %u, this libvshare "
+		  "speaks version %u: %s", theirs, VS_PROTO_VERSION,
+		  gate_g.conf.require_sched ? "waiting for a matching scheduler"
+					    : "running unshared");
+}
+
+static void on_error(const struct vs_error *m)
+{
+	if (m->code == VS_E_VERSION) {
+		on_version(m->detail);
+		return;
+	}
+	log_warn("the scheduler reports %s: %s", vs_err_name(m->code), m->msg);
+}
+
+/* Returns -1 if the frame ends the connection. */
+static int dispatch(const struct vs_hdr *h, const void *p)
+{
+	switch (h->type) {
+	case VS_MSG_WELCOME: {
+		const struct vs_welcome *m = p;
+
+		client_c.client_id = m->client_id;
+		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
+		client_c.version_seen = 0;
+		log_debug("registered as client %u", m->client_id);
+		return 0;
+	}
+	case VS_MSG_GRANT:
+		on_grant(p);
+		return 0;
+	case VS_MSG_DROP:
+		on_drop(p);
+		return 0;
+	case VS_MSG_MODE: {
+		const struct vs_mode *m = p;
+		char u[VS_UUID_STR_LEN];
+
+		vs_uuid_format(m->uuid, u);
+		log_debug("%s: mode %s", u, vs_mode_name(m->mode));
+		return 0;
+	}
+	case VS_MSG_ERROR:
+		on_error(p);
+		return ((const struct vs_error *)p)->code == VS_E_VERSION ? -1 : 0;
+	default:
+		log_warn("unexpected %s frame from the scheduler",
+			 vs_msg_lookup(h->type) ? vs_msg_lookup(h->type)->name : "?");
+		return -1;
+	}
+}
+
+/* A peer of another version: its header layout is the same (frozen), so
+ * an error frame it sends can still be read. */
+static int foreign_frame(const struct vs_hdr *h)
+{
+	struct vs_error m;
+
+	if (h->type == VS_MSG_ERROR && h->length == sizeof(m) &&
+	    client_c.rlen >= sizeof(*h) + sizeof(m)) {
+		memcpy(&m, client_c.rbuf + sizeof(*h), sizeof(m));
+		if (m.code == VS_E_VERSION) {
+			on_version(m.detail ? m.detail : h->version);
+			return -1;
+		}
+	}
+	if (h->type == VS_MSG_ERROR && h->length == sizeof(m) &&
+	    client_c.rlen < sizeof(*h) + sizeof(m))
+		return 1; /* wait for the rest */
+	on_version(h->version);
+	return -1;
+}
+
+/* One complete frame at the start of rbuf: 1 handled (consumed), 0 need
+ * more bytes, -1 end the connection. */
+static int one_frame(size_t *used)
+{
+	struct vs_hdr h;
+	const char *why = "?";
+	int rc;
+
+	if (client_c.rlen < sizeof(h))
+		return 0;
+	memcpy(&h, client_c.rbuf, sizeof(h));
+	rc = vs_check_hdr(&h, VS_ROLE_SCHEDULER);
+	if (rc == VS_E_VERSION && h.magic == VS_PROTO_MAGIC)
+		return foreign_frame(&h) > 0 ? 0 : -1;
+	if (rc != VS_OK || h.length > CLIENT_RBUF - sizeof(h)) {
+		log_warn("malformed frame from the scheduler (type 0x%x, %u bytes)",
+			 h.type, h.length);
+		return -1;
+	}
+	if (client_c.rlen < sizeof(h) + h.length)
+		return 0;
+	if (vs_check_payload(&h, client_c.rbuf + sizeof(h), &why) != VS_OK) {
+		log_warn("malformed frame from the scheduler: %s", why);
+		return -1;
+	}
+	*used = sizeof(h) + h.length;
+	return dispatch(&h, client_c.rbuf + sizeof(h)) < 0 ? -1 : 1;
+}
+
+int client_read(void)
+{
+	ssize_t r;
+	size_t used;
+	int rc;
+
+	r = recv(client_c.sock, client_c.rbuf + client_c.rlen,
+		 CLIENT_RBUF - client_c.rlen, MSG_DONTWAIT);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (r <= 0)
+		return -1;
+	client_c.rlen += (size_t)r;
+	while ((rc = one_frame(&used)) > 0) {
+		memmove(client_c.rbuf, client_c.rbuf + used, client_c.rlen - used);
+		client_c.rlen -= used;
+	}
+	return rc < 0 ? -1 : 0;
+}

@@ -1,0 +1,250 @@
+/*
+ * The GPU lock gate: every submission of GPU work passes gate_enter and
+ * gate_exit. While this process holds a GPU's lock the gate is open and a
+ * submission costs two atomic operations on the gate's in-flight count
+ * and, now and then, a store of a coarse timestamp: no mutex and no system
+ * call. Otherwise the caller takes the slow path and blocks until the
+ * scheduler client opens the gate.
+ */
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "gate_int.h"
+#include "log.h"
+
+struct gate_global gate_g = {
+	.cap_mu = PTHREAD_MUTEX_INITIALIZER,
+	.cap_cv = PTHREAD_COND_INITIALIZER,
+};
+
+#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define A_LOAD_RLX(p)  __atomic_load_n((p), __ATOMIC_RELAXED)
+#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+
+/* The device of the calling thread's current context, cached per thread
+ * and keyed by the context, so a submission asks the driver at most for
+ * its (cheap) current context. */
+struct dev_cache {
+	void *ctx;
+	int   dev;
+	int   valid;
+};
+static __thread struct dev_cache tcache
+	__attribute__((tls_model("initial-exec")));
+
+uint64_t gate_now_ms(void)
+{
+	struct timespec ts;
+
+	/* The coarse clock is read from the vDSO: a few nanoseconds and
+	 * precise to a scheduler tick, plenty for an idle time of 100 ms. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void gpu_init(struct gate_gpu *g)
+{
+	memset(g, 0, sizeof(*g));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv_open, NULL);
+	pthread_cond_init(&g->cv_drain, NULL);
+}
+
+void gate_init(const struct gate_cuda_ops *ops)
+{
+	gate_g.ops = ops;
+	gate_conf_read(&gate_g.conf);
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		gpu_init(&gate_g.gpu[i]);
+	A_STORE(&gate_g.captures, 0);
+	A_STORE(&gate_g.failopen, 0);
+	A_STORE(&gate_g.shutting, 0);
+	A_STORE(&gate_g.enabled, !gate_g.conf.disabled);
+	if (gate_g.conf.disabled)
+		log_info("VSHARE_DISABLE is set: GPU work is not gated");
+}
+
+static int current_dev(void)
+{
+	const struct gate_cuda_ops *ops = gate_g.ops;
+	void *ctx;
+
+	if (ops->current_context == NULL)
+		return ops->current_device();
+	ctx = ops->current_context();
+	if (ctx == NULL)
+		return -1;
+	if (!tcache.valid || tcache.ctx != ctx) {
+		tcache.dev = ops->current_device();
+		tcache.ctx = ctx;
+		tcache.valid = 1;
+	}
+	return tcache.dev;
+}
+
+/* The first entrant of a GPU learns its UUID and memory, for the client's
+ * ATTACH. Called with g->mu held. */
+static int gpu_learn(struct gate_gpu *g, int dev)
+{
+	if (g->known)
+		return 0;
+	if (gate_g.ops->device_info(dev, g->uuid, &g->total_mem) != 0) {
+		log_once(LOG_LVL_WARN, "cannot read UUID of GPU %d: its work is "
+			 "not gated", dev);
+		return -1;
+	}
+	g->known = 1;
+	return 0;
+}
+
+static int enter_slow(struct gate_gpu *g, int dev)
+{
+	pthread_mutex_lock(&g->mu);
+	if (gpu_learn(g, dev) != 0) {
+		pthread_mutex_unlock(&g->mu);
+		return GATE_TOKEN_NONE;
+	}
+	client_start();
+	while (A_LOAD(&g->state) != GATE_OPEN) {
+		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
+			A_STORE(&g->state, GATE_OPEN);
+			break;
+		}
+		g->waiters++;
+		client_wake();
+		pthread_cond_wait(&g->cv_open, &g->mu);
+		g->waiters--;
+	}
+	/* The state only changes under mu, so this entry is safe from a
+	 * releaser: it cannot close the gate before it sees this count. */
+	__atomic_fetch_add(&g->inflight, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&g->mu);
+	return dev;
+}
+
+/* The releaser waits on cv_drain for in-flight 0; the last one out of a
+ * gate that is not open wakes it. Taking mu orders the broadcast after the
+ * releaser's check, so the wake-up cannot be lost. */
+static void leave(struct gate_gpu *g)
+{
+	if (__atomic_sub_fetch(&g->inflight, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    A_LOAD(&g->state) != GATE_OPEN) {
+		pthread_mutex_lock(&g->mu);
+		pthread_cond_broadcast(&g->cv_drain);
+		pthread_mutex_unlock(&g->mu);
+	}
+}
+
+int gate_enter(void *stream)
+{
+	struct gate_gpu *g;
+	int dev;
+
+	if (!A_LOAD_RLX(&gate_g.enabled))
+		return GATE_TOKEN_NONE;
+	/* Work recorded into a graph is not submitted: it passes ungated. */
+	if (A_LOAD_RLX(&gate_g.captures) > 0 &&
+	    gate_g.ops->stream_capturing(stream))
+		return GATE_TOKEN_NONE;
+	dev = current_dev();
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return GATE_TOKEN_NONE;
+	g = &gate_g.gpu[dev];
+	/* Increment, then check: with the releaser's store-then-check (both
+	 * sequentially consistent) one of the two always sees the other, so
+	 * no entry slips past a gate that is closing. */
+	__atomic_fetch_add(&g->inflight, 1, __ATOMIC_SEQ_CST);
+	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
+		return dev;
+	leave(g);
+	return enter_slow(g, dev);
+}
+
+void gate_exit(int token)
+{
+	struct gate_gpu *g;
+	uint64_t now;
+
+	if (token < 0 || token >= GATE_MAX_GPUS)
+		return;
+	g = &gate_g.gpu[token];
+	/* Store the stamp only when the coarse clock moved, so threads do
+	 * not write the shared line on every call. */
+	now = gate_now_ms();
+	if (A_LOAD_RLX(&g->last_ms) != now)
+		__atomic_store_n(&g->last_ms, now, __ATOMIC_RELAXED);
+	leave(g);
+}
+
+void gate_capture_delta(int delta)
+{
+	if (__atomic_add_fetch(&gate_g.captures, delta, __ATOMIC_SEQ_CST) <= 0) {
+		pthread_mutex_lock(&gate_g.cap_mu);
+		pthread_cond_broadcast(&gate_g.cap_cv);
+		pthread_mutex_unlock(&gate_g.cap_mu);
+	}
+}
+
+void gate_footprint_changed(int dev)
+{
+	struct gate_gpu *g;
+
+	if (dev < 0 || dev >= GATE_MAX_GPUS || !A_LOAD_RLX(&gate_g.enabled))
+		return;
+	g = &gate_g.gpu[dev];
+	/* Only the first change since the client last looked wakes it. */
+	if (__atomic_exchange_n(&g->fp_dirty, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    client_started())
+		client_wake();
+}
+
+void gate_open(struct gate_gpu *g)
+{
+	pthread_mutex_lock(&g->mu);
+	A_STORE(&g->state, GATE_OPEN);
+	pthread_cond_broadcast(&g->cv_open);
+	pthread_cond_broadcast(&g->cv_drain);
+	pthread_mutex_unlock(&g->mu);
+}
+
+void gate_open_all(void)
+{
+	for (int i = 0; i < GATE_MAX_GPUS; i++) {
+		struct gate_gpu *g = &gate_g.gpu[i];
+
+		pthread_mutex_lock(&g->mu);
+		if (g->known || g->waiters)
+			A_STORE(&g->state, GATE_OPEN);
+		pthread_cond_broadcast(&g->cv_open);
+		pthread_cond_broadcast(&g->cv_drain);
+		pthread_mutex_unlock(&g->mu);
+	}
+}
+
+void gate_atfork_child(void)
+{
+	/* Another thread may have held any of these mutexes at the fork:
+	 * re-create them rather than unlock what this thread never locked. */
+	client_forget();
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		gpu_init(&gate_g.gpu[i]);
+	pthread_mutex_init(&gate_g.cap_mu, NULL);
+	pthread_cond_init(&gate_g.cap_cv, NULL);
+	A_STORE(&gate_g.captures, 0);
+	A_STORE(&gate_g.failopen, 0);
+	tcache.valid = 0;
+}
+
+void gate_shutdown(void)
+{
+	if (__atomic_exchange_n(&gate_g.shutting, 1, __ATOMIC_SEQ_CST))
+		return;
+	/* Whatever still runs during exit runs unshared; nobody stays
+	 * blocked on a gate that no client thread will open. */
+	gate_open_all();
+	pthread_mutex_lock(&gate_g.cap_mu);
+	pthread_cond_broadcast(&gate_g.cap_cv);
+	pthread_mutex_unlock(&gate_g.cap_mu);
+	client_stop();
+}

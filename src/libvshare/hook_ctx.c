@@ -1,0 +1,86 @@
+/*
+ * Context hooks: remember every context this process has on a device, so
+ * that releasing the GPU can synchronize all of them.
+ */
+#include "ctx_track.h"
+#include "hooks.h"
+#include "mem_reg.h"
+
+#define HOOK_ENTER(sym, args)                                   \
+	__typeof__(&sym) real_ = REAL(sym);                     \
+	CUresult r_;                                            \
+	if (real_ == NULL)                                      \
+		return shim_missing(#sym);                      \
+	if (!shim_guard_enter())                                \
+		return real_ args
+
+#define HOOK_LEAVE()                                            \
+	shim_guard_leave();                                     \
+	return r_
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxRetain, (pctx, dev));
+	r_ = real_(pctx, dev);
+	if (r_ == CUDA_SUCCESS)
+		ctx_track(*pctx, (int)dev, 1);
+	HOOK_LEAVE();
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxRelease_v2, (dev));
+	r_ = real_(dev);
+	if (r_ == CUDA_SUCCESS)
+		ctx_primary_release((int)dev);
+	HOOK_LEAVE();
+}
+
+/* A reset destroys the primary context and every allocation in it. */
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
+	r_ = real_(dev);
+	if (r_ == CUDA_SUCCESS) {
+		ctx_primary_reset((int)dev);
+		mreg_drop_device((int)dev);
+	}
+	HOOK_LEAVE();
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	HOOK_ENTER(cuCtxCreate_v2, (pctx, flags, dev));
+	r_ = real_(pctx, flags, dev);
+	if (r_ == CUDA_SUCCESS)
+		ctx_track(*pctx, (int)dev, 0);
+	HOOK_LEAVE();
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+			int numParams, unsigned int flags, CUdevice dev)
+{
+	HOOK_ENTER(cuCtxCreate_v3, (pctx, paramsArray, numParams, flags, dev));
+	r_ = real_(pctx, paramsArray, numParams, flags, dev);
+	if (r_ == CUDA_SUCCESS)
+		ctx_track(*pctx, (int)dev, 0);
+	HOOK_LEAVE();
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+			unsigned int flags, CUdevice dev)
+{
+	HOOK_ENTER(cuCtxCreate_v4, (pctx, ctxCreateParams, flags, dev));
+	r_ = real_(pctx, ctxCreateParams, flags, dev);
+	if (r_ == CUDA_SUCCESS)
+		ctx_track(*pctx, (int)dev, 0);
+	HOOK_LEAVE();
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	HOOK_ENTER(cuCtxDestroy_v2, (ctx));
+	ctx_untrack(ctx);
+	r_ = real_(ctx);
+	HOOK_LEAVE();
+}

@@ -1,0 +1,76 @@
+/*
+ * The hooks whose body is the same for every symbol of their kind,
+ * generated from hooks.def: submissions pass the gate, capture begin/end
+ * keep the gate's count of active captures.
+ */
+#include "gate.h"
+#include "hooks.h"
+#include "shim_ops.h"
+
+#define H_BODY_SUBMIT(sym, stream, params, args)                          \
+CUresult sym params                                                       \
+{                                                                         \
+	__typeof__(&sym) real_ = REAL(sym);                               \
+	CUresult r_;                                                      \
+	int tok_;                                                         \
+	if (real_ == NULL)                                                \
+		return shim_missing(#sym);                                \
+	if (!shim_guard_enter())                                          \
+		return real_ args;                                        \
+	tok_ = gate_enter((void *)(stream));                              \
+	r_ = real_ args;                                                  \
+	gate_exit(tok_);                                                  \
+	shim_guard_leave();                                               \
+	return r_;                                                        \
+}
+
+#define H_BODY_CAPTURE_BEGIN(sym, stream, params, args)                   \
+CUresult sym params                                                       \
+{                                                                         \
+	__typeof__(&sym) real_ = REAL(sym);                               \
+	CUresult r_;                                                      \
+	if (real_ == NULL)                                                \
+		return shim_missing(#sym);                                \
+	if (!shim_guard_enter())                                          \
+		return real_ args;                                        \
+	r_ = real_ args;                                                  \
+	if (r_ == CUDA_SUCCESS)                                           \
+		gate_capture_delta(1);                                    \
+	shim_guard_leave();                                               \
+	return r_;                                                        \
+}
+
+/* Ending a capture can fail (an invalidated capture) and still end it, so
+ * the count follows the stream's state, not the return code. */
+#define H_BODY_CAPTURE_END(sym, stream, params, args)                     \
+CUresult sym params                                                       \
+{                                                                         \
+	__typeof__(&sym) real_ = REAL(sym);                               \
+	CUresult r_;                                                      \
+	int was_;                                                         \
+	if (real_ == NULL)                                                \
+		return shim_missing(#sym);                                \
+	if (!shim_guard_enter())                                          \
+		return real_ args;                                        \
+	was_ = shim_ops_stream_capturing((void *)(stream));               \
+	r_ = real_ args;                                                  \
+	if (was_ && (r_ == CUDA_SUCCESS ||                                \
+		     !shim_ops_stream_capturing((void *)(stream))))       \
+		gate_capture_delta(-1);                                   \
+	shim_guard_leave();                                               \
+	return r_;                                                        \
+}
+
+#define H_BODY_ALLOC(sym, stream, params, args)
+#define H_BODY_FREE(sym, stream, params, args)
+#define H_BODY_PIN(sym, stream, params, args)
+#define H_BODY_UNPIN(sym, stream, params, args)
+#define H_BODY_INFO(sym, stream, params, args)
+#define H_BODY_CTX(sym, stream, params, args)
+#define H_BODY_RESOLVE(sym, stream, params, args)
+#define H_BODY_REAL(sym, stream, params, args)
+
+#define H(kind, sym, base, since, pt, stream, params, args) \
+	H_BODY_##kind(sym, stream, params, args)
+#include "hooks.def"
+#undef H

@@ -1,0 +1,157 @@
+#include <pthread.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "log.h"
+
+#define H_FN_SUBMIT(sym)        (void *)sym
+#define H_FN_CAPTURE_BEGIN(sym) (void *)sym
+#define H_FN_CAPTURE_END(sym)   (void *)sym
+#define H_FN_ALLOC(sym)         (void *)sym
+#define H_FN_FREE(sym)          (void *)sym
+#define H_FN_PIN(sym)           (void *)sym
+#define H_FN_UNPIN(sym)         (void *)sym
+#define H_FN_INFO(sym)          (void *)sym
+#define H_FN_CTX(sym)           (void *)sym
+#define H_FN_RESOLVE(sym)       (void *)sym
+#define H_FN_REAL(sym)          NULL
+
+const struct hook_info hook_infos[HK_COUNT] = {
+#define H(kind, sym, base, since, pt, stream, params, args) \
+	{ #sym, #base, H_FN_##kind(sym), since, HOOK_##kind, pt },
+#include "hooks.def"
+#undef H
+};
+
+void *hook_real_tab[HK_COUNT];
+
+/* Hook ids sorted by symbol and by base name, for binary search. Built
+ * once with an insertion sort: dlsym can be called very early (by other
+ * preloaded libraries, by a malloc replacement), so this must not allocate. */
+static short by_name[HK_COUNT];
+static short by_base[HK_COUNT];
+static pthread_once_t sort_once = PTHREAD_ONCE_INIT;
+
+static void sort_ids(short *ids, int use_base)
+{
+	for (int i = 0; i < HK_COUNT; i++) {
+		const char *key = use_base ? hook_infos[i].base : hook_infos[i].name;
+		int j = i;
+
+		while (j > 0) {
+			const struct hook_info *p = &hook_infos[ids[j - 1]];
+
+			if (strcmp(use_base ? p->base : p->name, key) <= 0)
+				break;
+			ids[j] = ids[j - 1];
+			j--;
+		}
+		ids[j] = (short)i;
+	}
+}
+
+static void sort_tables(void)
+{
+	sort_ids(by_name, 0);
+	sort_ids(by_base, 1);
+}
+
+/* First position in ids whose key is >= s. */
+static int lower_bound(const short *ids, int use_base, const char *s)
+{
+	int lo = 0, hi = HK_COUNT;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		const struct hook_info *p = &hook_infos[ids[mid]];
+
+		if (strcmp(use_base ? p->base : p->name, s) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int hook_find(const char *name)
+{
+	int pos;
+
+	pthread_once(&sort_once, sort_tables);
+	pos = lower_bound(by_name, 0, name);
+	if (pos < HK_COUNT && strcmp(hook_infos[by_name[pos]].name, name) == 0 &&
+	    hook_infos[by_name[pos]].kind != HOOK_REAL)
+		return by_name[pos];
+	return -1;
+}
+
+/* The variant the driver's rule selects: the newest one not newer than
+ * the requested version, per-thread only if asked for and one exists. */
+static int pick_variant(int first, int end, int cuda_version, int want_pt)
+{
+	int has_pt = 0, best = -1;
+
+	for (int k = first; k < end; k++)
+		has_pt |= hook_infos[by_base[k]].per_thread;
+	want_pt = want_pt && has_pt;
+	for (int k = first; k < end; k++) {
+		const struct hook_info *h = &hook_infos[by_base[k]];
+
+		if (h->per_thread != want_pt || h->since > cuda_version)
+			continue;
+		if (best < 0 || h->since > hook_infos[best].since)
+			best = by_base[k];
+	}
+	return best;
+}
+
+void *hook_for_proc(const char *base, void *fn, int cuda_version,
+		    unsigned long long flags)
+{
+	int first, end, id;
+
+	if (fn == NULL || base == NULL)
+		return fn;
+	pthread_once(&sort_once, sort_tables);
+	first = lower_bound(by_base, 1, base);
+	for (end = first; end < HK_COUNT &&
+	     strcmp(hook_infos[by_base[end]].base, base) == 0; end++) {
+		const struct hook_info *h = &hook_infos[by_base[end]];
+
+		if (fn == h->hook)
+			return fn;
+		if (h->kind != HOOK_REAL && fn == hook_real_load(by_base[end]))
+			return h->hook;
+	}
+	if (first == end)
+		return fn;
+	/* The driver handed out an address that is not one of its exports:
+	 * tell the variant by the driver's own selection rule. */
+	id = pick_variant(first, end, cuda_version,
+			  (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+	if (id < 0 || hook_infos[id].kind == HOOK_REAL)
+		return fn;
+	if (hook_real_load(id) == NULL)
+		hook_real_store(id, fn);
+	log_debug("%s (CUDA %d, flags %llu): driver address %p taken as %s",
+		  base, cuda_version, flags, fn, hook_infos[id].name);
+	return hook_infos[id].hook;
+}
+
+int hook_resolve_all(void *(*lookup)(void *handle, const char *name),
+		     void *handle)
+{
+	int found = 0;
+
+	for (int i = 0; i < HK_COUNT; i++) {
+		void *p = lookup(handle, hook_infos[i].name);
+
+		/* Never record one of the shim's own hooks as the real
+		 * function: that would make the hook call itself. */
+		if (p != NULL && p != hook_infos[i].hook) {
+			hook_real_store((enum hook_id)i, p);
+			found++;
+		}
+	}
+	return found;
+}

@@ -1,0 +1,78 @@
+/*
+ * Bulk prefetch of a device's managed memory on a grant (to the GPU,
+ * much faster than page faults) or before an eager release (to host).
+ */
+#include <stdlib.h>
+
+#include "ctx_track.h"
+#include "hooks.h"
+#include "log.h"
+#include "mem_alloc.h"
+#include "mem_reg.h"
+
+static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
+			     CUstream s)
+{
+	__typeof__(&cuMemPrefetchAsync_v2) pf2 = REAL(cuMemPrefetchAsync_v2);
+	__typeof__(&cuMemPrefetchAsync) pf1 = REAL(cuMemPrefetchAsync);
+	CUmemLocation loc;
+
+	/* CUDA 13 drivers have the CUmemLocation form only as _v2. */
+	if (pf2 != NULL) {
+		loc.type = to_host ? CU_MEM_LOCATION_TYPE_HOST
+				   : CU_MEM_LOCATION_TYPE_DEVICE;
+		loc.id = to_host ? 0 : dev;
+		return pf2(e->key, e->size, loc, 0, s);
+	}
+	if (pf1 != NULL)
+		return pf1(e->key, e->size, to_host ? CU_DEVICE_CPU : dev, s);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static void prefetch_entries(const struct mreg_entry *es, size_t n, int dev,
+			     int to_host)
+{
+	__typeof__(&cuStreamCreate) screate = REAL(cuStreamCreate);
+	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
+	__typeof__(&cuStreamDestroy_v2) sdestroy = REAL(cuStreamDestroy_v2);
+	CUstream s;
+
+	if (screate == NULL || ssync == NULL || sdestroy == NULL ||
+	    screate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		CUresult r = prefetch_one(&es[i], dev, to_host, s);
+
+		if (r != CUDA_SUCCESS)
+			log_once(LOG_LVL_INFO, "prefetch of managed memory "
+				 "failed (CUDA error %d); pages move on demand",
+				 (int)r);
+	}
+	ssync(s);
+	sdestroy(s);
+}
+
+void mem_prefetch_device(int dev, int to_host)
+{
+	__typeof__(&cuCtxPushCurrent_v2) push = REAL(cuCtxPushCurrent_v2);
+	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
+	struct mreg_entry *es;
+	CUcontext ctx, old;
+	size_t n, m;
+
+	n = mreg_snapshot(dev, MREG_MANAGED, NULL, 0);
+	if (n == 0 || push == NULL || pop == NULL ||
+	    ctx_list(dev, &ctx, 1) != 1)
+		return;
+	es = malloc(n * sizeof(*es));
+	if (es == NULL)
+		return;
+	m = mreg_snapshot(dev, MREG_MANAGED, es, n);
+	if (m < n)
+		n = m;
+	if (push(ctx) == CUDA_SUCCESS) {
+		prefetch_entries(es, n, dev, to_host);
+		pop(&old);
+	}
+	free(es);
+}

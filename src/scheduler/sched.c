@@ -1,0 +1,584 @@
+/*
+ * Policy transitions. Every entry point changes state, then calls admit()
+ * on the GPUs it touched: admission is the one place that grants, and the
+ * one place that tells holders someone is waiting.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+#define ITER_HOLDERS(g, it, nx) \
+	for (struct dlink *it = (g)->holders.next, *nx = it->next; \
+	     it != &(g)->holders; it = nx, nx = it->next)
+
+uint64_t sched_now(const struct sched *s)
+{
+	return s->clock(s->clock_arg);
+}
+
+struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
+			void *clock_arg)
+{
+	struct sched *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	s->cfg = *cfg;
+	if (cfg->n_gpus > 0) {
+		s->gcfg = calloc(cfg->n_gpus, sizeof(*s->gcfg));
+		if (s->gcfg == NULL) {
+			free(s);
+			return NULL;
+		}
+		memcpy(s->gcfg, cfg->gpus, cfg->n_gpus * sizeof(*s->gcfg));
+	}
+	s->cfg.gpus = s->gcfg;
+	s->clock = clock;
+	s->clock_arg = clock_arg;
+	s->next_id = 1;
+	dl_init(&s->clients);
+	return s;
+}
+
+static struct sched_member *member_find(const struct sched_client *c,
+					const uint8_t uuid[VS_UUID_LEN])
+{
+	for (size_t i = 0; i < c->n_m; i++)
+		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
+			return c->m[i];
+	return NULL;
+}
+
+/* ---- granting and dropping ---- */
+
+static void emit_grant(struct sched *s, struct sched_member *m)
+{
+	struct sched_gpu *g = m->g;
+	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
+
+	if (o == NULL)
+		return;
+	o->type = VS_MSG_GRANT;
+	memcpy(o->u.grant.uuid, g->uuid, VS_UUID_LEN);
+	o->u.grant.kind = g->mode == VS_MODE_ON ? VS_GRANT_EXCLUSIVE
+						: VS_GRANT_SHARED;
+	/* Oversubscribed: the working sets of everyone attached do not fit,
+	 * so pages of the new holder may have been evicted: prefetch them. */
+	o->u.grant.flags = g->total_fp > g->capacity ? VS_GRANTF_OVERSUB : 0;
+	o->u.grant.tq_ms = g->tq_ms;
+}
+
+static void emit_drop(struct sched *s, struct sched_member *m, uint32_t reason)
+{
+	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
+
+	if (o == NULL)
+		return;
+	o->type = VS_MSG_DROP;
+	memcpy(o->u.drop.uuid, m->g->uuid, VS_UUID_LEN);
+	o->u.drop.reason = reason;
+}
+
+static void grant(struct sched *s, struct sched_member *m, uint64_t now)
+{
+	struct sched_gpu *g = m->g;
+
+	dl_remove(&m->q_link);
+	g->n_waiting--;
+	dl_append(&g->holders, &m->h_link);
+	g->n_holders++;
+	g->held_fp += m->fp;
+	m->state = SCHED_ST_HOLDING;
+	m->since = now;
+	m->q_start = now;
+	m->idle_sent = 0;
+	m->hard = 0;
+	m->hung_reported = 0;
+	m->revoked = 0;
+	emit_grant(s, m);
+}
+
+static void unhold(struct sched_member *m)
+{
+	struct sched_gpu *g = m->g;
+
+	dl_remove(&m->h_link);
+	g->n_holders--;
+	g->held_fp -= m->fp;
+	if (m->hard)
+		g->n_hard--;
+	m->hard = 0;
+	m->state = SCHED_ST_IDLE;
+}
+
+/* A drop that must be obeyed within the grace period. */
+static void hard_drop(struct sched *s, struct sched_member *m,
+		      uint32_t reason, uint64_t now)
+{
+	if (m->hard)
+		return;
+	m->hard = reason;
+	m->hard_at = now;
+	m->hung_reported = 0;
+	m->g->n_hard++;
+	emit_drop(s, m, reason);
+}
+
+/* May waiter m start now, beside the current holders? */
+static int fits(const struct sched_gpu *g, const struct sched_member *m)
+{
+	if (g->n_holders == 0)
+		return 1;
+	switch (g->mode) {
+	case VS_MODE_OFF:
+		return 1;
+	case VS_MODE_ON:
+		return 0;
+	default:
+		return g->held_fp + m->fp <= g->capacity;
+	}
+}
+
+/* Someone waits: holders learn it now (release when idle), and their
+ * quantum windows, which renew freely while nobody waits, are brought up
+ * to the window that contains `now`. */
+static void update_contention(struct sched *s, struct sched_gpu *g,
+			      uint64_t now)
+{
+	if (g->n_waiting == 0 || g->mode == VS_MODE_OFF) {
+		g->contended = 0;
+		return;
+	}
+	ITER_HOLDERS(g, it, nx) {
+		struct sched_member *h = dl_entry(it, struct sched_member, h_link);
+
+		if (!g->contended && h->q_start + g->tq_ms <= now)
+			h->q_start += (now - h->q_start) / g->tq_ms * g->tq_ms;
+		if (!h->idle_sent && !h->hard) {
+			h->idle_sent = 1;
+			emit_drop(s, h, VS_DROP_IDLE);
+		}
+	}
+	g->contended = 1;
+}
+
+/* Grant the longest FCFS prefix of waiters that may run now. */
+static void admit(struct sched *s, struct sched_gpu *g)
+{
+	uint64_t now = sched_now(s);
+
+	while (!dl_empty(&g->queue)) {
+		struct sched_member *m =
+			dl_entry(g->queue.next, struct sched_member, q_link);
+
+		if (!fits(g, m))
+			break;
+		grant(s, m, now);
+	}
+	update_contention(s, g, now);
+}
+
+/* Holders past the first that no longer fit (mode change, or a footprint
+ * that grew) are told to drop, last granted first in line. */
+static void enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
+{
+	uint64_t now = sched_now(s), sum = 0;
+	size_t i = 0;
+
+	if (g->mode == VS_MODE_OFF)
+		return;
+	ITER_HOLDERS(g, it, nx) {
+		struct sched_member *h = dl_entry(it, struct sched_member, h_link);
+
+		sum += h->fp;
+		if (i++ > 0 && (g->mode == VS_MODE_ON || sum > g->capacity))
+			hard_drop(s, h, reason, now);
+	}
+}
+
+/* ---- clients ---- */
+
+struct sched_client *sched_client_new(struct sched *s,
+				      const struct sched_cred *cred,
+				      const char *label, void *user)
+{
+	struct sched_client *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	c->id = s->next_id++;
+	if (s->next_id == 0)
+		s->next_id = 1;
+	c->cred = *cred;
+	if (label != NULL)
+		strncpy(c->label, label, VS_LABEL_MAX);
+	c->user = user;
+	dl_append(&s->clients, &c->link);
+	s->n_clients++;
+	return c;
+}
+
+uint32_t sched_client_id(const struct sched_client *c)
+{
+	return c->id;
+}
+
+void sched_client_del(struct sched *s, struct sched_client *c)
+{
+	sched_out_purge(s, c->id);
+	for (size_t i = 0; i < c->n_m; i++) {
+		struct sched_member *m = c->m[i];
+		struct sched_gpu *g = m->g;
+
+		if (m->state == SCHED_ST_HOLDING) {
+			unhold(m);
+		} else if (m->state == SCHED_ST_WAITING) {
+			dl_remove(&m->q_link);
+			g->n_waiting--;
+		}
+		dl_remove(&m->m_link);
+		g->n_members--;
+		g->total_fp -= m->fp;
+		free(m);
+		admit(s, g);
+	}
+	free(c->m);
+	dl_remove(&c->link);
+	s->n_clients--;
+	free(c);
+}
+
+static uint64_t capacity_of(uint64_t total_mem, uint64_t cap)
+{
+	if (cap == 0)
+		return total_mem;
+	if (total_mem == 0)
+		return cap;
+	return cap < total_mem ? cap : total_mem;
+}
+
+static struct sched_gpu *gpu_new(struct sched *s,
+				 const uint8_t uuid[VS_UUID_LEN],
+				 uint64_t total_mem)
+{
+	struct sched_gpu *g;
+	uint64_t cap = s->cfg.capacity;
+
+	if (s->n_gpus == s->cap_gpus) {
+		size_t n = s->cap_gpus ? s->cap_gpus * 2 : 8;
+		struct sched_gpu **p = realloc(s->gpus, n * sizeof(*p));
+
+		if (p == NULL)
+			return NULL;
+		s->gpus = p;
+		s->cap_gpus = n;
+	}
+	g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		return NULL;
+	memcpy(g->uuid, uuid, VS_UUID_LEN);
+	g->index = (uint32_t)s->n_gpus;
+	g->mode = s->cfg.mode;
+	g->tq_ms = s->cfg.tq_ms;
+	for (size_t i = 0; i < s->cfg.n_gpus; i++) {
+		const struct sched_gpu_cfg *gc = &s->gcfg[i];
+
+		if (memcmp(gc->uuid, uuid, VS_UUID_LEN) != 0)
+			continue;
+		if (gc->set & SCHED_GCFG_TQ)
+			g->tq_ms = gc->tq_ms;
+		if (gc->set & SCHED_GCFG_MODE)
+			g->mode = gc->mode;
+		if (gc->set & SCHED_GCFG_CAP)
+			cap = gc->capacity;
+	}
+	g->total_mem = total_mem;
+	g->capacity = capacity_of(total_mem, cap);
+	dl_init(&g->members);
+	dl_init(&g->queue);
+	dl_init(&g->holders);
+	s->gpus[s->n_gpus++] = g;
+	return g;
+}
+
+int sched_attach(struct sched *s, struct sched_client *c,
+		 const uint8_t uuid[VS_UUID_LEN], uint64_t total_mem)
+{
+	const struct sched_gpu *cg = sched_gpu_find(s, uuid);
+	struct sched_gpu *g = (struct sched_gpu *)cg;
+	struct sched_member *m;
+
+	if (member_find(c, uuid) != NULL)
+		return 0; /* attaching twice is harmless */
+	if (c->n_m == c->cap_m) {
+		size_t n = c->cap_m ? c->cap_m * 2 : 2;
+		struct sched_member **p = realloc(c->m, n * sizeof(*p));
+
+		if (p == NULL)
+			return VS_E_INVAL;
+		c->m = p;
+		c->cap_m = n;
+	}
+	if (g == NULL && (g = gpu_new(s, uuid, total_mem)) == NULL)
+		return VS_E_INVAL;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return VS_E_INVAL;
+	m->c = c;
+	m->g = g;
+	dl_init(&m->q_link);
+	dl_init(&m->h_link);
+	dl_append(&g->members, &m->m_link);
+	g->n_members++;
+	c->m[c->n_m++] = m;
+	return 0;
+}
+
+int sched_footprint(struct sched *s, struct sched_client *c,
+		    const uint8_t uuid[VS_UUID_LEN], uint64_t managed,
+		    uint64_t pinned)
+{
+	struct sched_member *m = member_find(c, uuid);
+	uint64_t fp;
+
+	if (m == NULL)
+		return VS_E_NOGPU;
+	managed = managed > SCHED_FP_MAX ? SCHED_FP_MAX : managed;
+	pinned = pinned > SCHED_FP_MAX ? SCHED_FP_MAX : pinned;
+	fp = managed + pinned;
+	fp = fp > SCHED_FP_MAX ? SCHED_FP_MAX : fp;
+	m->g->total_fp = m->g->total_fp - m->fp + fp;
+	if (m->state == SCHED_ST_HOLDING)
+		m->g->held_fp = m->g->held_fp - m->fp + fp;
+	m->managed = managed;
+	m->pinned = pinned;
+	if (fp > m->fp && m->state == SCHED_ST_HOLDING) {
+		m->fp = fp;
+		enforce_fit(s, m->g, VS_DROP_CAPACITY);
+	}
+	m->fp = fp;
+	admit(s, m->g);
+	return 0;
+}
+
+int sched_request(struct sched *s, struct sched_client *c,
+		  const uint8_t uuid[VS_UUID_LEN])
+{
+	struct sched_member *m = member_find(c, uuid);
+
+	if (m == NULL)
+		return VS_E_NOGPU;
+	if (m->state != SCHED_ST_IDLE)
+		return VS_E_STATE;
+	m->revoked = 0;
+	m->state = SCHED_ST_WAITING;
+	m->since = sched_now(s);
+	dl_append(&m->g->queue, &m->q_link);
+	m->g->n_waiting++;
+	admit(s, m->g);
+	return 0;
+}
+
+int sched_released(struct sched *s, struct sched_client *c,
+		   const uint8_t uuid[VS_UUID_LEN])
+{
+	struct sched_member *m = member_find(c, uuid);
+
+	if (m == NULL)
+		return VS_E_NOGPU;
+	switch (m->state) {
+	case SCHED_ST_HOLDING:
+		unhold(m);
+		break;
+	case SCHED_ST_WAITING: /* gave up waiting */
+		dl_remove(&m->q_link);
+		m->g->n_waiting--;
+		m->state = SCHED_ST_IDLE;
+		break;
+	default:
+		/* The release of a grant we took back after a hang is late,
+		 * not wrong. */
+		if (!m->revoked)
+			return VS_E_STATE;
+		m->revoked = 0;
+		return 0;
+	}
+	admit(s, m->g);
+	return 0;
+}
+
+/* ---- time ---- */
+
+/* Deadline of one holder, or SCHED_NO_DEADLINE. */
+static uint64_t holder_deadline(const struct sched *s,
+				const struct sched_gpu *g,
+				const struct sched_member *h)
+{
+	if (h->hard)
+		return h->hung_reported ? SCHED_NO_DEADLINE
+					: h->hard_at + s->cfg.grace_ms;
+	if (g->contended)
+		return h->q_start + g->tq_ms;
+	return SCHED_NO_DEADLINE;
+}
+
+static void hung(struct sched *s, struct sched_member *h)
+{
+	struct sched_out *o = sched_out_push(s, SCHED_OUT_UNRESPONSIVE, h);
+
+	h->hung_reported = 1;
+	if (o != NULL)
+		o->revoked = s->cfg.skip_unresponsive;
+	if (s->cfg.skip_unresponsive) {
+		unhold(h);
+		h->revoked = 1;
+	}
+}
+
+void sched_tick(struct sched *s)
+{
+	uint64_t now = sched_now(s);
+
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		struct sched_gpu *g = s->gpus[i];
+		size_t before = g->n_holders;
+
+		if (!g->contended && g->n_hard == 0)
+			continue;
+		ITER_HOLDERS(g, it, nx) {
+			struct sched_member *h =
+				dl_entry(it, struct sched_member, h_link);
+
+			if (holder_deadline(s, g, h) > now)
+				continue;
+			if (h->hard)
+				hung(s, h);
+			else
+				hard_drop(s, h, VS_DROP_QUANTUM, now);
+		}
+		if (g->n_holders != before)
+			admit(s, g);
+	}
+}
+
+uint64_t sched_next_deadline(const struct sched *s)
+{
+	uint64_t best = SCHED_NO_DEADLINE;
+
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		const struct sched_gpu *g = s->gpus[i];
+		const struct dlink *it;
+
+		if (!g->contended && g->n_hard == 0)
+			continue;
+		for (it = g->holders.next; it != &g->holders; it = it->next) {
+			uint64_t d = holder_deadline(s, g,
+				dl_entry(it, const struct sched_member, h_link));
+			if (d < best)
+				best = d;
+		}
+	}
+	return best;
+}
+
+/* ---- admin ---- */
+
+/* Call fn on each targeted GPU; the count, or VS_E_NOGPU. */
+static int for_targets(struct sched *s, uint32_t target, uint32_t index,
+		       const uint8_t uuid[VS_UUID_LEN],
+		       void (*fn)(struct sched *, struct sched_gpu *, uint32_t),
+		       uint32_t value)
+{
+	struct sched_gpu *g;
+
+	if (target & VS_TARGET_ALL) {
+		for (size_t i = 0; i < s->n_gpus; i++)
+			fn(s, s->gpus[i], value);
+		return (int)s->n_gpus;
+	}
+	if (target & VS_TARGET_INDEX) {
+		if (index >= s->n_gpus)
+			return VS_E_NOGPU;
+		g = s->gpus[index];
+	} else {
+		g = (struct sched_gpu *)sched_gpu_find(s, uuid);
+		if (g == NULL)
+			return VS_E_NOGPU;
+	}
+	fn(s, g, value);
+	return 1;
+}
+
+static void gpu_set_tq(struct sched *s, struct sched_gpu *g, uint32_t tq_ms)
+{
+	(void)s;
+	/* Running windows keep their start: a shorter quantum that is
+	 * already over makes the next tick drop the holder. */
+	g->tq_ms = tq_ms;
+}
+
+int sched_set_tq(struct sched *s, uint32_t target, uint32_t index,
+		 const uint8_t uuid[VS_UUID_LEN], uint32_t tq_s)
+{
+	if (tq_s < SCHED_TQ_MIN_S || tq_s > SCHED_TQ_MAX_S)
+		return VS_E_INVAL;
+	if (target & VS_TARGET_ALL)
+		s->cfg.tq_ms = tq_s * 1000u;
+	return for_targets(s, target, index, uuid, gpu_set_tq, tq_s * 1000u);
+}
+
+static void gpu_set_mode(struct sched *s, struct sched_gpu *g, uint32_t mode)
+{
+	struct dlink *it;
+
+	if (g->mode == mode)
+		return;
+	g->mode = mode;
+	for (it = g->members.next; it != &g->members; it = it->next) {
+		struct sched_member *m = dl_entry(it, struct sched_member, m_link);
+		struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
+
+		if (o == NULL)
+			continue;
+		o->type = VS_MSG_MODE;
+		memcpy(o->u.mode.uuid, g->uuid, VS_UUID_LEN);
+		o->u.mode.mode = mode;
+	}
+	if (mode == VS_MODE_OFF) {
+		/* Nobody is dropped in mode off: forget pending drops, so no
+		 * holder is declared hung over a drop that no longer counts. */
+		ITER_HOLDERS(g, it2, nx) {
+			dl_entry(it2, struct sched_member, h_link)->hard = 0;
+		}
+		g->n_hard = 0;
+	} else {
+		enforce_fit(s, g, VS_DROP_MODE);
+	}
+	admit(s, g);
+}
+
+int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
+		   const uint8_t uuid[VS_UUID_LEN], uint32_t mode)
+{
+	if (mode > VS_MODE_OFF)
+		return VS_E_INVAL;
+	if (target & VS_TARGET_ALL)
+		s->cfg.mode = mode;
+	return for_targets(s, target, index, uuid, gpu_set_mode, mode);
+}
+
+void sched_free(struct sched *s)
+{
+	if (s == NULL)
+		return;
+	while (!dl_empty(&s->clients))
+		sched_client_del(s, dl_entry(s->clients.next,
+					     struct sched_client, link));
+	for (size_t i = 0; i < s->n_gpus; i++)
+		free(s->gpus[i]);
+	free(s->gpus);
+	free(s->gcfg);
+	free(s->out);
+	free(s);
+}

@@ -1,0 +1,183 @@
+/*
+ * The scheduling policy: one FCFS time-quantum queue per GPU. A pure module:
+ * it holds state, reads time only through the injected clock and speaks
+ * only by appending to its outbox, which the daemon drains after each call.
+ * No sockets, timers or files here, so unit tests drive every transition
+ * with a fake clock.
+ *
+ * Per GPU, a client (one connection) is idle, waiting (in the FCFS queue)
+ * or holding. Mode `off` grants every request at once; `on` has one holder;
+ * `auto` grants the longest FCFS prefix of waiters whose footprints fit
+ * together with the holders in the GPU's capacity.
+ */
+#ifndef VSHARE_SCHED_POLICY_H
+#define VSHARE_SCHED_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vshare/proto.h"
+
+#define SCHED_TQ_MIN_S    1u
+#define SCHED_TQ_MAX_S    86400u
+/* A footprint larger than this is clamped, so that sums over every client
+ * of a GPU cannot overflow 64 bits (16 TiB per client; see max_clients). */
+#define SCHED_FP_MAX      (1ull << 44)
+#define SCHED_NO_DEADLINE UINT64_MAX
+
+/* Per-GPU settings from the configuration, applied when the GPU first
+ * attaches. `set` says which fields are given. */
+#define SCHED_GCFG_TQ   0x1u
+#define SCHED_GCFG_MODE 0x2u
+#define SCHED_GCFG_CAP  0x4u
+struct sched_gpu_cfg {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint32_t set;
+	uint32_t tq_ms;
+	uint32_t mode;
+	uint64_t capacity;  /* bytes; 0: the reported memory */
+};
+
+struct sched_cfg {
+	uint32_t tq_ms;             /* default quantum */
+	uint32_t mode;              /* default mode, VS_MODE_* */
+	uint64_t capacity;          /* cap in bytes, 0: the reported memory */
+	uint32_t grace_ms;          /* after a hard drop, before it counts as hung */
+	int      skip_unresponsive; /* revoke a hung holder's grant */
+	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
+	size_t   n_gpus;
+};
+
+typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
+
+struct sched;
+struct sched_client;
+struct sched_gpu;
+struct sched_member;
+
+/* What the daemon must do after a call. */
+enum sched_out_kind {
+	SCHED_OUT_MSG = 1,      /* send `type`/`u` to client `client_id` */
+	SCHED_OUT_UNRESPONSIVE, /* a holder ignored a drop for grace_ms */
+};
+
+struct sched_out {
+	enum sched_out_kind kind;
+	uint32_t client_id;
+	void    *user;          /* the client's user pointer */
+	uint16_t type;          /* VS_MSG_GRANT, _DROP or _MODE */
+	int      revoked;       /* UNRESPONSIVE: the grant was taken back */
+	uint8_t  uuid[VS_UUID_LEN];
+	union {
+		struct vs_grant grant;
+		struct vs_drop  drop;
+		struct vs_mode  mode;
+	} u;
+};
+
+/* Peer identity, from SO_PEERCRED: never from the payload. */
+struct sched_cred {
+	int32_t pid;
+	uint32_t uid;
+	uint32_t gid;
+};
+
+enum sched_state { SCHED_ST_IDLE = 0, SCHED_ST_WAITING, SCHED_ST_HOLDING };
+
+/* Lifecycle. sched_new copies cfg (and its GPU table). */
+struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
+			void *clock_arg);
+void sched_free(struct sched *s);
+uint64_t sched_now(const struct sched *s);
+
+/* Clients. A client exists from HELLO to disconnect. */
+struct sched_client *sched_client_new(struct sched *s,
+				      const struct sched_cred *cred,
+				      const char *label, void *user);
+/* Disconnect: its grants and queue places are gone at once. */
+void sched_client_del(struct sched *s, struct sched_client *c);
+uint32_t sched_client_id(const struct sched_client *c);
+
+/* Client requests. Each returns 0 or a negative VS_E_* code (the message
+ * was not valid in this state; nothing changed). */
+int sched_attach(struct sched *s, struct sched_client *c,
+		 const uint8_t uuid[VS_UUID_LEN], uint64_t total_mem);
+int sched_footprint(struct sched *s, struct sched_client *c,
+		    const uint8_t uuid[VS_UUID_LEN], uint64_t managed,
+		    uint64_t pinned);
+int sched_request(struct sched *s, struct sched_client *c,
+		  const uint8_t uuid[VS_UUID_LEN]);
+int sched_released(struct sched *s, struct sched_client *c,
+		   const uint8_t uuid[VS_UUID_LEN]);
+
+/* Time: handle every deadline that is due at the clock's now; the next
+ * one, absolute, or SCHED_NO_DEADLINE. */
+void sched_tick(struct sched *s);
+uint64_t sched_next_deadline(const struct sched *s);
+
+/* Admin. `target`/`index`/`uuid` as in struct vs_admin_set. A change to
+ * all GPUs also becomes the default for GPUs attached later. Returns the
+ * number of GPUs changed (>= 0) or VS_E_NOGPU / VS_E_INVAL. */
+int sched_set_tq(struct sched *s, uint32_t target, uint32_t index,
+		 const uint8_t uuid[VS_UUID_LEN], uint32_t tq_s);
+int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
+		   const uint8_t uuid[VS_UUID_LEN], uint32_t mode);
+
+/* Outbox. Entries stay valid until sched_out_clear or the next call. */
+size_t sched_out_count(const struct sched *s);
+const struct sched_out *sched_out_at(const struct sched *s, size_t i);
+void sched_out_clear(struct sched *s);
+
+/* Read-only views for status reports and tests. */
+size_t sched_gpu_count(const struct sched *s);
+const struct sched_gpu *sched_gpu_at(const struct sched *s, size_t i);
+const struct sched_gpu *sched_gpu_find(const struct sched *s,
+				       const uint8_t uuid[VS_UUID_LEN]);
+struct sched_gpu_info {
+	const uint8_t *uuid;
+	uint32_t index;
+	uint32_t mode;
+	uint32_t tq_ms;
+	uint64_t total_mem;
+	uint64_t capacity;
+	uint64_t footprint;     /* all attached clients */
+	uint64_t held;          /* footprint of the holders */
+	size_t   n_holders;
+	size_t   n_waiting;
+	size_t   n_members;
+};
+void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out);
+/* Holders in grant order, waiters in FCFS order; NULL past the end. */
+const struct sched_client *sched_gpu_holder(const struct sched_gpu *g, size_t i);
+const struct sched_client *sched_gpu_waiter(const struct sched_gpu *g, size_t i);
+
+/* Clients in order of arrival: iterate from sched_client_first. */
+const struct sched_client *sched_client_first(const struct sched *s);
+const struct sched_client *sched_client_next(const struct sched *s,
+					    const struct sched_client *c);
+size_t sched_client_count(const struct sched *s);
+struct sched_client_info {
+	uint32_t id;
+	struct sched_cred cred;
+	const char *label;
+	size_t n_gpus;
+};
+void sched_client_info(const struct sched_client *c,
+		       struct sched_client_info *out);
+struct sched_member_info {
+	const uint8_t *uuid;
+	uint64_t managed;
+	uint64_t pinned;
+	enum sched_state state;
+	int      revoked;       /* grant taken back after a hang */
+	uint64_t held_ms;       /* in the current grant, 0 unless holding */
+	uint64_t waited_ms;     /* in the current wait, 0 unless waiting */
+};
+/* -1 past the end. */
+int sched_client_gpu(const struct sched *s, const struct sched_client *c,
+		     size_t i, struct sched_member_info *out);
+/* State of a client on a GPU (SCHED_ST_IDLE if not attached). */
+enum sched_state sched_state_of(const struct sched_client *c,
+				const uint8_t uuid[VS_UUID_LEN]);
+
+#endif

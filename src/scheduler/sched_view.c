@@ -1,0 +1,169 @@
+/*
+ * The policy's outbox and its read-only views (status reports, tests).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,
+				 const struct sched_member *m)
+{
+	struct sched_out *o;
+
+	if (s->n_out == s->cap_out) {
+		size_t n = s->cap_out ? s->cap_out * 2 : 16;
+		struct sched_out *p = realloc(s->out, n * sizeof(*p));
+
+		if (p == NULL)
+			return NULL;
+		s->out = p;
+		s->cap_out = n;
+	}
+	o = &s->out[s->n_out++];
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->client_id = m->c->id;
+	o->user = m->c->user;
+	memcpy(o->uuid, m->g->uuid, VS_UUID_LEN);
+	return o;
+}
+
+/* A client that is going away must not be sent anything queued for it. */
+void sched_out_purge(struct sched *s, uint32_t client_id)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < s->n_out; i++)
+		if (s->out[i].client_id != client_id)
+			s->out[j++] = s->out[i];
+	s->n_out = j;
+}
+
+size_t sched_out_count(const struct sched *s)
+{
+	return s->n_out;
+}
+
+const struct sched_out *sched_out_at(const struct sched *s, size_t i)
+{
+	return i < s->n_out ? &s->out[i] : NULL;
+}
+
+void sched_out_clear(struct sched *s)
+{
+	s->n_out = 0;
+}
+
+size_t sched_gpu_count(const struct sched *s)
+{
+	return s->n_gpus;
+}
+
+const struct sched_gpu *sched_gpu_at(const struct sched *s, size_t i)
+{
+	return i < s->n_gpus ? s->gpus[i] : NULL;
+}
+
+const struct sched_gpu *sched_gpu_find(const struct sched *s,
+				       const uint8_t uuid[VS_UUID_LEN])
+{
+	for (size_t i = 0; i < s->n_gpus; i++)
+		if (memcmp(s->gpus[i]->uuid, uuid, VS_UUID_LEN) == 0)
+			return s->gpus[i];
+	return NULL;
+}
+
+void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
+{
+	out->uuid = g->uuid;
+	out->index = g->index;
+	out->mode = g->mode;
+	out->tq_ms = g->tq_ms;
+	out->total_mem = g->total_mem;
+	out->capacity = g->capacity;
+	out->footprint = g->total_fp;
+	out->held = g->held_fp;
+	out->n_holders = g->n_holders;
+	out->n_waiting = g->n_waiting;
+	out->n_members = g->n_members;
+}
+
+static const struct sched_client *nth(const struct dlink *head, size_t i,
+				      size_t off)
+{
+	const struct dlink *it;
+
+	for (it = head->next; it != head; it = it->next, i--)
+		if (i == 0)
+			return ((const struct sched_member *)
+				(const void *)((const char *)it - off))->c;
+	return NULL;
+}
+
+const struct sched_client *sched_gpu_holder(const struct sched_gpu *g, size_t i)
+{
+	return nth(&g->holders, i, offsetof(struct sched_member, h_link));
+}
+
+const struct sched_client *sched_gpu_waiter(const struct sched_gpu *g, size_t i)
+{
+	return nth(&g->queue, i, offsetof(struct sched_member, q_link));
+}
+
+const struct sched_client *sched_client_first(const struct sched *s)
+{
+	if (dl_empty(&s->clients))
+		return NULL;
+	return dl_entry(s->clients.next, const struct sched_client, link);
+}
+
+const struct sched_client *sched_client_next(const struct sched *s,
+					    const struct sched_client *c)
+{
+	if (c->link.next == &s->clients)
+		return NULL;
+	return dl_entry(c->link.next, const struct sched_client, link);
+}
+
+size_t sched_client_count(const struct sched *s)
+{
+	return s->n_clients;
+}
+
+void sched_client_info(const struct sched_client *c,
+		       struct sched_client_info *out)
+{
+	out->id = c->id;
+	out->cred = c->cred;
+	out->label = c->label;
+	out->n_gpus = c->n_m;
+}
+
+int sched_client_gpu(const struct sched *s, const struct sched_client *c,
+		     size_t i, struct sched_member_info *out)
+{
+	const struct sched_member *m;
+	uint64_t now = sched_now(s);
+
+	if (i >= c->n_m)
+		return -1;
+	m = c->m[i];
+	out->uuid = m->g->uuid;
+	out->managed = m->managed;
+	out->pinned = m->pinned;
+	out->state = m->state;
+	out->revoked = m->revoked;
+	out->held_ms = m->state == SCHED_ST_HOLDING ? now - m->since : 0;
+	out->waited_ms = m->state == SCHED_ST_WAITING ? now - m->since : 0;
+	return 0;
+}
+
+enum sched_state sched_state_of(const struct sched_client *c,
+				const uint8_t uuid[VS_UUID_LEN])
+{
+	for (size_t i = 0; i < c->n_m; i++)
+		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
+			return c->m[i]->state;
+	return SCHED_ST_IDLE;
+}

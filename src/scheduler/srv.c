@@ -1,0 +1,261 @@
+/*
+ * Glue between the peers and the policy: client requests become sched_*
+ * calls, the policy's outbox becomes frames, its next deadline becomes
+ * the one loop timer.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "srv.h"
+
+static uint64_t loop_clock(void *arg)
+{
+	return uv_now((uv_loop_t *)arg);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct srv *s = t->data;
+
+	s->timer_due = SCHED_NO_DEADLINE;
+	sched_tick(s->sched);
+	srv_flush(s);
+}
+
+static void rearm(struct srv *s)
+{
+	uint64_t due = sched_next_deadline(s->sched), now;
+
+	if (due == s->timer_due || s->stopping)
+		return;
+	s->timer_due = due;
+	if (due == SCHED_NO_DEADLINE) {
+		uv_timer_stop(&s->timer);
+		return;
+	}
+	now = uv_now(s->loop);
+	uv_timer_start(&s->timer, on_timer, due > now ? due - now : 0, 0);
+}
+
+static void deliver(struct srv *s, const struct sched_out *o)
+{
+	char uuid[VS_UUID_STR_LEN];
+	struct conn *c = o->user;
+
+	vs_uuid_format(o->uuid, uuid);
+	if (o->kind == SCHED_OUT_UNRESPONSIVE) {
+		log_warn("client %u (pid %d) has not released %s within %u ms "
+			 "of a drop request%s", o->client_id,
+			 c ? c->cred.pid : -1, uuid, s->conf->grace_ms,
+			 o->revoked ? ": skipping it, the others proceed" : "");
+		return;
+	}
+	if (c == NULL)
+		return;
+	switch (o->type) {
+	case VS_MSG_GRANT:
+		log_debug("grant %s to client %u", uuid, o->client_id);
+		conn_send(c, o->type, &o->u.grant, sizeof(o->u.grant));
+		break;
+	case VS_MSG_DROP:
+		log_debug("drop %s from client %u: %s", uuid, o->client_id,
+			  vs_drop_reason_name(o->u.drop.reason));
+		conn_send(c, o->type, &o->u.drop, sizeof(o->u.drop));
+		break;
+	case VS_MSG_MODE:
+		conn_send(c, o->type, &o->u.mode, sizeof(o->u.mode));
+		break;
+	default:
+		break;
+	}
+}
+
+/* Sending may close a connection, whose departure adds to the outbox:
+ * take a copy of the outbox each round until it stays empty. */
+void srv_flush(struct srv *s)
+{
+	if (s->flushing)
+		return;
+	s->flushing = 1;
+	while (sched_out_count(s->sched) > 0) {
+		size_t n = sched_out_count(s->sched);
+
+		if (n > s->batch_cap) {
+			struct sched_out *p = realloc(s->batch, n * sizeof(*p));
+
+			if (p == NULL)
+				break;
+			s->batch = p;
+			s->batch_cap = n;
+		}
+		for (size_t i = 0; i < n; i++)
+			s->batch[i] = *sched_out_at(s->sched, i);
+		sched_out_clear(s->sched);
+		for (size_t i = 0; i < n; i++)
+			deliver(s, &s->batch[i]);
+	}
+	sched_out_clear(s->sched);
+	s->flushing = 0;
+	rearm(s);
+}
+
+void srv_conn_gone(struct conn *c)
+{
+	if (c->client == NULL)
+		return;
+	log_debug("client %u (pid %d) disconnected",
+		  sched_client_id(c->client), c->cred.pid);
+	sched_client_del(c->srv->sched, c->client);
+	c->client = NULL;
+}
+
+static void on_hello(struct conn *c, const struct vs_hello *m)
+{
+	struct vs_welcome w;
+	char label[VS_LABEL_MAX + 1];
+
+	if (m->proto_version != VS_PROTO_VERSION) {
+		conn_send_error(c, VS_E_VERSION, VS_PROTO_VERSION,
+				"vshare-scheduler speaks protocol version %u, "
+				"the client version %u", VS_PROTO_VERSION,
+				m->proto_version);
+		conn_close(c);
+		return;
+	}
+	if (c->client != NULL) {
+		conn_send_error(c, VS_E_STATE, 0, "hello sent twice");
+		return;
+	}
+	memcpy(label, m->label, VS_LABEL_MAX);
+	label[VS_LABEL_MAX] = '\0';
+	c->client = sched_client_new(c->srv->sched, &c->cred, label, c);
+	if (c->client == NULL) {
+		conn_close(c);
+		return;
+	}
+	log_debug("client %u: pid %d uid %u label \"%s\"",
+		  sched_client_id(c->client), c->cred.pid, c->cred.uid, label);
+	memset(&w, 0, sizeof(w));
+	w.proto_version = VS_PROTO_VERSION;
+	w.client_id = sched_client_id(c->client);
+	conn_send(c, VS_MSG_WELCOME, &w, sizeof(w));
+}
+
+/* A client request; the policy answers through the outbox, or with an
+ * error code that the client hears as VS_MSG_ERROR. */
+static void on_client_msg(struct conn *c, const struct vs_hdr *h,
+			  const void *payload)
+{
+	struct sched *sc = c->srv->sched;
+	int rc;
+
+	if (c->client == NULL) {
+		conn_send_error(c, VS_E_STATE, 0, "hello must come first");
+		conn_close(c);
+		return;
+	}
+	switch (h->type) {
+	case VS_MSG_ATTACH: {
+		const struct vs_attach *m = payload;
+		rc = sched_attach(sc, c->client, m->uuid, m->total_mem);
+		break;
+	}
+	case VS_MSG_FOOTPRINT: {
+		const struct vs_footprint *m = payload;
+		rc = sched_footprint(sc, c->client, m->uuid, m->managed,
+				     m->pinned);
+		break;
+	}
+	case VS_MSG_REQUEST:
+		rc = sched_request(sc, c->client,
+				   ((const struct vs_gpu_ref *)payload)->uuid);
+		break;
+	case VS_MSG_RELEASED:
+		rc = sched_released(sc, c->client,
+				    ((const struct vs_gpu_ref *)payload)->uuid);
+		break;
+	default:
+		rc = VS_E_PROTO;
+		break;
+	}
+	if (rc < 0) {
+		const struct vs_msg_info *mi = vs_msg_lookup(h->type);
+
+		conn_send_error(c, rc, 0, "%s: %s", mi ? mi->name : "?",
+				vs_err_name(rc));
+	}
+}
+
+void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload)
+{
+	const struct vs_msg_info *mi = vs_msg_lookup(h->type);
+
+	if (mi != NULL && mi->role == VS_ROLE_ADMIN)
+		ctl_handle(c, h, payload);
+	else if (h->type == VS_MSG_HELLO)
+		on_hello(c, payload);
+	else
+		on_client_msg(c, h, payload);
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+	struct srv *s = sig->data;
+
+	log_info("signal %d: shutting down", signum);
+	srv_stop(s);
+}
+
+int srv_start(struct srv *s)
+{
+	struct sched_cfg cfg;
+	int rc;
+
+	conf_sched_cfg(s->conf, &cfg);
+	s->timer_due = SCHED_NO_DEADLINE;
+	s->sched = sched_new(&cfg, loop_clock, s->loop);
+	if (s->sched == NULL)
+		return -1;
+	uv_timer_init(s->loop, &s->timer);
+	s->timer.data = s;
+	for (int i = 0; i < 2; i++) {
+		uv_signal_init(s->loop, &s->sig[i]);
+		s->sig[i].data = s;
+		uv_signal_start(&s->sig[i], on_signal, i ? SIGINT : SIGTERM);
+	}
+	rc = sock_prepare(s->path);
+	if (rc == 0)
+		rc = sock_listen(s);
+	if (rc != 0) {
+		srv_stop(s);
+		return -1;
+	}
+	log_info("listening on %s (mode %04o), quantum %u s, mode %s",
+		 s->path, s->conf->socket_mode, s->conf->tq_s,
+		 vs_mode_name(s->conf->mode));
+	return 0;
+}
+
+/* Close every handle; uv_run then returns. The policy is freed by the
+ * caller after the loop has run the close callbacks. */
+void srv_stop(struct srv *s)
+{
+	if (s->stopping)
+		return;
+	s->stopping = 1;
+	while (s->conns != NULL)
+		conn_close(s->conns);
+	sched_out_clear(s->sched);
+	srv_flush(s);
+	if (s->have_socket) {
+		unlink(s->path);
+		s->have_socket = 0;
+	}
+	if (s->listener.loop != NULL)
+		uv_close((uv_handle_t *)&s->listener, NULL);
+	uv_close((uv_handle_t *)&s->timer, NULL);
+	for (int i = 0; i < 2; i++)
+		uv_close((uv_handle_t *)&s->sig[i], NULL);
+}

@@ -1,0 +1,81 @@
+/*
+ * The daemon's libuv layer: the listening socket (sock_*), one connection
+ * per peer (conn_*: framing only), dispatch of client requests to the
+ * policy and of its outbox to the peers (srv_*), and admin requests
+ * (ctl_*). Everything runs on one loop thread.
+ */
+#ifndef VSHARE_SRV_H
+#define VSHARE_SRV_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "conf.h"
+#include "frx.h"
+#include "sched_policy.h"
+#include "vshare/proto.h"
+
+/* Bytes queued to a peer that does not read before it is dropped. */
+#define CONN_MAX_OUTQ   (4u << 20)
+
+struct srv;
+
+struct conn {
+	uv_pipe_t pipe;              /* first: the handle is the conn */
+	struct srv *srv;
+	struct conn *prev, *next;    /* srv->conns */
+	struct sched_client *client; /* from HELLO on */
+	struct sched_cred cred;      /* SO_PEERCRED */
+	int is_admin;
+	int closing;
+	struct frx rx;                /* the frame being received */
+};
+
+struct srv {
+	uv_loop_t *loop;
+	struct conf *conf;
+	struct sched *sched;
+	uv_pipe_t listener;
+	uv_timer_t timer;
+	uv_signal_t sig[2];
+	char path[CONF_PATH_MAX];
+	int have_socket;
+	gid_t sock_gid, admin_gid;
+	int has_sock_gid, has_admin_gid;
+	char admin_group_name[CONF_NAME_MAX];
+	struct conn *conns;
+	size_t n_conns;
+	uint64_t timer_due;
+	struct sched_out *batch;     /* srv_flush's copy of the outbox */
+	size_t batch_cap;
+	int flushing;
+	int stopping;
+};
+
+/* sock.c */
+int sock_prepare(const char *path);  /* dirs, stale file; 0 or -errno */
+int sock_listen(struct srv *s);      /* bind, own, listen; 0 or -errno */
+int sock_peer(int fd, struct sched_cred *cred, const struct srv *s,
+	      int *is_admin);
+
+/* conn.c */
+void conn_on_connection(uv_stream_t *server, int status);
+void conn_send(struct conn *c, uint16_t type, const void *payload,
+	       uint32_t len);
+void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void conn_close(struct conn *c);
+
+/* srv.c */
+int  srv_start(struct srv *s);
+void srv_stop(struct srv *s);
+void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload);
+void srv_flush(struct srv *s);       /* outbox to peers, re-arm the timer */
+void srv_conn_gone(struct conn *c);  /* drop its client from the policy */
+
+/* ctl.c */
+void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload);
+char *ctl_status_json(const struct sched *sched, size_t *len);
+
+#endif

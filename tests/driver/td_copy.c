@@ -1,0 +1,229 @@
+/*
+ * cuMemcpy* and cuMemset* in their common forms. Every one becomes a copy
+ * or set operation on a stream; the synchronous forms queue on the default
+ * stream (legacy, or per-thread for _ptds) and wait for it, as the real
+ * driver does for pageable host memory.
+ */
+#include "td.h"
+
+#include <string.h>
+
+static CUresult copy_op(void *dst, const void *src, size_t width,
+			size_t height, size_t dpitch, size_t spitch,
+			const char *name, CUstream h, int ptds, int wait)
+{
+	struct td_op *op;
+	CUresult rc = td_check_init();
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if ((!dst || !src) && width && height)
+		return CUDA_ERROR_INVALID_VALUE;
+	op = td_op_new(TD_OP_COPY);
+	if (!op)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	op->u.copy.dst = dst;
+	op->u.copy.src = src;
+	op->u.copy.width = width;
+	op->u.copy.height = height;
+	op->u.copy.dpitch = dpitch;
+	op->u.copy.spitch = spitch;
+	op->u.copy.name = name;
+	return td_submit(h, ptds, op, wait);
+}
+
+static char side(uintptr_t p)
+{
+	struct td_alloc *a;
+	char c;
+
+	td_lock();
+	a = td_alloc_find(p);
+	c = a && a->kind != TD_MEM_HOST ? 'D' : 'H';
+	td_unlock();
+	return c;
+}
+
+/* The direction of a unified-address copy, by looking both pointers up. */
+static const char *direction(uintptr_t dst, uintptr_t src)
+{
+	static const char *names[2][2] = { { "HtoH", "HtoD" }, { "DtoH", "DtoD" } };
+
+	return names[side(src) == 'D'][side(dst) == 'D'];
+}
+
+#define PTR(x) ((void *)(uintptr_t)(x))
+
+/* Defines f and f_suffix, the latter with per-thread default stream. */
+#define TWIN(ret, f, suffix, params, call_legacy, call_pt)                  \
+	ret f params { return call_legacy; }                                \
+	ret f##suffix params { return call_pt; }
+
+TWIN(CUresult, cuMemcpyHtoD_v2, _ptds,
+     (CUdeviceptr dst, const void *src, size_t n),
+     copy_op(PTR(dst), src, n, 1, 0, 0, "HtoD", NULL, 0, 1),
+     copy_op(PTR(dst), src, n, 1, 0, 0, "HtoD", NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpyDtoH_v2, _ptds,
+     (void *dst, CUdeviceptr src, size_t n),
+     copy_op(dst, PTR(src), n, 1, 0, 0, "DtoH", NULL, 0, 1),
+     copy_op(dst, PTR(src), n, 1, 0, 0, "DtoH", NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpyDtoD_v2, _ptds,
+     (CUdeviceptr dst, CUdeviceptr src, size_t n),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", NULL, 0, 1),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpy, _ptds,
+     (CUdeviceptr dst, CUdeviceptr src, size_t n),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, direction(dst, src), NULL, 0, 1),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, direction(dst, src), NULL,
+	     TD_PTDS, 1))
+TWIN(CUresult, cuMemcpyHtoDAsync_v2, _ptsz,
+     (CUdeviceptr dst, const void *src, size_t n, CUstream h),
+     copy_op(PTR(dst), src, n, 1, 0, 0, "HtoD", h, 0, 0),
+     copy_op(PTR(dst), src, n, 1, 0, 0, "HtoD", h, TD_PTDS, 0))
+TWIN(CUresult, cuMemcpyDtoHAsync_v2, _ptsz,
+     (void *dst, CUdeviceptr src, size_t n, CUstream h),
+     copy_op(dst, PTR(src), n, 1, 0, 0, "DtoH", h, 0, 0),
+     copy_op(dst, PTR(src), n, 1, 0, 0, "DtoH", h, TD_PTDS, 0))
+TWIN(CUresult, cuMemcpyDtoDAsync_v2, _ptsz,
+     (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", h, 0, 0),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", h, TD_PTDS, 0))
+TWIN(CUresult, cuMemcpyAsync, _ptsz,
+     (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, direction(dst, src), h, 0, 0),
+     copy_op(PTR(dst), PTR(src), n, 1, 0, 0, direction(dst, src), h,
+	     TD_PTDS, 0))
+TWIN(CUresult, cuMemcpyPeer, _ptds,
+     (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n),
+     ((void)dc, (void)sc,
+      copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", NULL, 0, 1)),
+     ((void)dc, (void)sc,
+      copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", NULL, TD_PTDS, 1)))
+TWIN(CUresult, cuMemcpyPeerAsync, _ptsz,
+     (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,
+      CUstream h),
+     ((void)dc, (void)sc,
+      copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", h, 0, 0)),
+     ((void)dc, (void)sc,
+      copy_op(PTR(dst), PTR(src), n, 1, 0, 0, "DtoD", h, TD_PTDS, 0)))
+
+/* One side of a CUDA_MEMCPY2D: its base address, or NULL for arrays. */
+static char *side_2d(CUmemorytype type, const void *host, CUdeviceptr dev,
+		     size_t x, size_t y, size_t pitch)
+{
+	char *base;
+
+	switch (type) {
+	case CU_MEMORYTYPE_HOST: base = (char *)(uintptr_t)host; break;
+	case CU_MEMORYTYPE_DEVICE:
+	case CU_MEMORYTYPE_UNIFIED: base = PTR(dev); break;
+	default: return NULL;
+	}
+	return base ? base + y * pitch + x : NULL;
+}
+
+static const char *name_2d(const CUDA_MEMCPY2D *p)
+{
+	int s = p->srcMemoryType != CU_MEMORYTYPE_HOST;
+	int d = p->dstMemoryType != CU_MEMORYTYPE_HOST;
+	static const char *names[2][2] = { { "2D:HtoH", "2D:HtoD" },
+					   { "2D:DtoH", "2D:DtoD" } };
+
+	return names[s][d];
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream h, int ptds, int wait)
+{
+	char *src, *dst;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	src = side_2d(p->srcMemoryType, p->srcHost, p->srcDevice,
+		      p->srcXInBytes, p->srcY, p->srcPitch);
+	dst = side_2d(p->dstMemoryType, p->dstHost, p->dstDevice,
+		      p->dstXInBytes, p->dstY, p->dstPitch);
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+	    p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if ((p->Height > 1 && (p->srcPitch < p->WidthInBytes ||
+			       p->dstPitch < p->WidthInBytes)))
+		return CUDA_ERROR_INVALID_VALUE;
+	return copy_op(dst, src, p->WidthInBytes, p->Height, p->dstPitch,
+		       p->srcPitch, name_2d(p), h, ptds, wait);
+}
+
+TWIN(CUresult, cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D *p),
+     copy_2d(p, NULL, 0, 1), copy_2d(p, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D *p),
+     copy_2d(p, NULL, 0, 1), copy_2d(p, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D *p, CUstream h),
+     copy_2d(p, h, 0, 0), copy_2d(p, h, TD_PTDS, 0))
+
+static CUresult set_op(CUdeviceptr dst, size_t pitch, uint32_t v,
+		       unsigned int elsize, size_t width, size_t height,
+		       CUstream h, int ptds, int wait)
+{
+	struct td_op *op;
+	CUresult rc = td_check_init();
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!dst || (dst % elsize) != 0 || (height > 1 && pitch < width * elsize))
+		return CUDA_ERROR_INVALID_VALUE;
+	op = td_op_new(TD_OP_SET);
+	if (!op)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	op->u.set.dst = PTR(dst);
+	op->u.set.value = v;
+	op->u.set.elsize = elsize;
+	op->u.set.width = width;
+	op->u.set.height = height;
+	op->u.set.pitch = pitch;
+	return td_submit(h, ptds, op, wait);
+}
+
+TWIN(CUresult, cuMemsetD8_v2, _ptds, (CUdeviceptr d, unsigned char v, size_t n),
+     set_op(d, 0, v, 1, n, 1, NULL, 0, 1),
+     set_op(d, 0, v, 1, n, 1, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemsetD16_v2, _ptds, (CUdeviceptr d, unsigned short v, size_t n),
+     set_op(d, 0, v, 2, n, 1, NULL, 0, 1),
+     set_op(d, 0, v, 2, n, 1, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemsetD32_v2, _ptds, (CUdeviceptr d, unsigned int v, size_t n),
+     set_op(d, 0, v, 4, n, 1, NULL, 0, 1),
+     set_op(d, 0, v, 4, n, 1, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemsetD8Async, _ptsz,
+     (CUdeviceptr d, unsigned char v, size_t n, CUstream h),
+     set_op(d, 0, v, 1, n, 1, h, 0, 0), set_op(d, 0, v, 1, n, 1, h, TD_PTDS, 0))
+TWIN(CUresult, cuMemsetD16Async, _ptsz,
+     (CUdeviceptr d, unsigned short v, size_t n, CUstream h),
+     set_op(d, 0, v, 2, n, 1, h, 0, 0), set_op(d, 0, v, 2, n, 1, h, TD_PTDS, 0))
+TWIN(CUresult, cuMemsetD32Async, _ptsz,
+     (CUdeviceptr d, unsigned int v, size_t n, CUstream h),
+     set_op(d, 0, v, 4, n, 1, h, 0, 0), set_op(d, 0, v, 4, n, 1, h, TD_PTDS, 0))
+TWIN(CUresult, cuMemsetD2D8_v2, _ptds,
+     (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t hgt),
+     set_op(d, pitch, v, 1, w, hgt, NULL, 0, 1),
+     set_op(d, pitch, v, 1, w, hgt, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemsetD2D16_v2, _ptds,
+     (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t hgt),
+     set_op(d, pitch, v, 2, w, hgt, NULL, 0, 1),
+     set_op(d, pitch, v, 2, w, hgt, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemsetD2D32_v2, _ptds,
+     (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t hgt),
+     set_op(d, pitch, v, 4, w, hgt, NULL, 0, 1),
+     set_op(d, pitch, v, 4, w, hgt, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemsetD2D8Async, _ptsz,
+     (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t hgt,
+      CUstream h),
+     set_op(d, pitch, v, 1, w, hgt, h, 0, 0),
+     set_op(d, pitch, v, 1, w, hgt, h, TD_PTDS, 0))
+TWIN(CUresult, cuMemsetD2D16Async, _ptsz,
+     (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t hgt,
+      CUstream h),
+     set_op(d, pitch, v, 2, w, hgt, h, 0, 0),
+     set_op(d, pitch, v, 2, w, hgt, h, TD_PTDS, 0))
+TWIN(CUresult, cuMemsetD2D32Async, _ptsz,
+     (CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t hgt,
+      CUstream h),
+     set_op(d, pitch, v, 4, w, hgt, h, 0, 0),
+     set_op(d, pitch, v, 4, w, hgt, h, TD_PTDS, 0))

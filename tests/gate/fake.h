@@ -1,0 +1,75 @@
+/*
+ * Fakes for the gate's tests: CUDA operations that record what the gate
+ * asks of them, and a scheduler on a temporary Unix socket that the test
+ * drives frame by frame.
+ */
+#ifndef VSHARE_TEST_GATE_FAKE_H
+#define VSHARE_TEST_GATE_FAKE_H
+
+#include <stdint.h>
+
+#include "gate.h"
+#include "vshare/proto.h"
+
+#define FAKE_GPUS 2
+/* The stream the fake reports as being captured. */
+#define FAKE_CAPTURE_STREAM ((void *)0x5ca9)
+
+struct fake_state {
+	/* Per GPU, atomics. */
+	int syncs[FAKE_GPUS];
+	int prefetch_in[FAKE_GPUS];       /* to the GPU */
+	int prefetch_out[FAKE_GPUS];      /* to the host */
+	int in_bracket[FAKE_GPUS];        /* test threads inside enter/exit */
+	int released[FAKE_GPUS];          /* fake scheduler saw RELEASED, no grant since */
+	int violations;                   /* calls inside a closed gate */
+	int sync_before_prefetch_out;     /* eager: order check */
+	int entered_before_prefetch_in;   /* oversub: order check */
+	int entries_done;                 /* set by tests: entrants through */
+	int current_device_calls;
+	uint64_t managed[FAKE_GPUS], pinned[FAKE_GPUS];
+};
+
+extern struct fake_state fk;
+extern const struct gate_cuda_ops fake_ops;
+extern __thread int fake_dev;     /* the calling thread's current device */
+
+void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN]);
+
+/* The fake scheduler. */
+struct fs_msg {
+	uint16_t type;
+	uint32_t len;
+	union {
+		unsigned char raw[256];
+		struct vs_hello hello;
+		struct vs_attach attach;
+		struct vs_footprint fp;
+		struct vs_gpu_ref ref;
+	} u;
+};
+
+/* Socket path in a fresh temporary directory; also set as VSHARE_SOCKET. */
+const char *fs_path(void);
+void fs_start(void);
+void fs_stop(void);           /* close everything, remove the socket */
+void fs_kick(void);           /* close the client's connection only */
+/* Wait up to timeout_ms for the next frame of `type`, skipping others.
+ * 0 if found (copied to *out when given), -1 on timeout. */
+int  fs_wait(uint16_t type, struct fs_msg *out, int timeout_ms);
+/* Frames of a type received since the start (skipped ones included). */
+int  fs_count(uint16_t type);
+int  fs_connections(void);
+void fs_send_raw(const struct vs_hdr *h, const void *payload);
+void fs_grant(int dev, uint32_t flags);
+void fs_drop(int dev, uint32_t reason);
+/* Do not answer hello with welcome (a scheduler of another version). */
+void fs_no_welcome(int on);
+/* Automatic mode for the stress test: grant every request at once. */
+void fs_auto_grant(int on);
+
+/* Time helpers. */
+uint64_t now_ms(void);
+void     sleep_ms(int ms);
+
+#endif

@@ -1,0 +1,351 @@
+/*
+ * A scheduler stand-in on a temporary Unix socket: one connection at a
+ * time, every frame it receives queued for the test to inspect, frames
+ * sent when the test says so (or grants sent at once in automatic mode).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake.h"
+
+#define QCAP 1024
+#define CMD_NONE 0
+#define CMD_KICK 1
+#define CMD_STOP 2
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t  cv;
+	pthread_mutex_t send_mu;
+	pthread_t thr;
+	int running;
+	int lfd, cfd, wake[2];
+	int cmd;
+	int auto_grant;
+	int no_welcome;
+	int conns;
+	int counts[0x110];
+	struct fs_msg q[QCAP];
+	unsigned qhead, qtail;
+	char dir[64];
+	char path[96];
+} fs = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+	 .send_mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .cfd = -1 };
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+const char *fs_path(void)
+{
+	if (fs.path[0] == '\0') {
+		snprintf(fs.dir, sizeof(fs.dir), "/tmp/vsgate.XXXXXX");
+		if (mkdtemp(fs.dir) == NULL)
+			abort();
+		snprintf(fs.path, sizeof(fs.path), "%s/s.sock", fs.dir);
+		setenv("VSHARE_SOCKET", fs.path, 1);
+	}
+	return fs.path;
+}
+
+static void send_locked_fd(int fd, const struct vs_hdr *h, const void *p)
+{
+	unsigned char buf[512];
+	size_t n = sizeof(*h) + h->length;
+
+	memcpy(buf, h, sizeof(*h));
+	memcpy(buf + sizeof(*h), p, h->length);
+	if (fd >= 0)
+		(void)!send(fd, buf, n, MSG_NOSIGNAL);
+}
+
+void fs_send_raw(const struct vs_hdr *h, const void *payload)
+{
+	pthread_mutex_lock(&fs.send_mu);
+	send_locked_fd(__atomic_load_n(&fs.cfd, __ATOMIC_SEQ_CST), h, payload);
+	pthread_mutex_unlock(&fs.send_mu);
+}
+
+static void grant_fd(int dev, uint32_t flags)
+{
+	struct vs_grant m;
+	struct vs_hdr h;
+
+	memset(&m, 0, sizeof(m));
+	fake_uuid(dev, m.uuid);
+	m.kind = VS_GRANT_EXCLUSIVE;
+	m.flags = flags;
+	m.tq_ms = 1000;
+	vs_hdr_init(&h, VS_MSG_GRANT, sizeof(m));
+	/* From here on the client may open its gate. */
+	__atomic_store_n(&fk.released[dev], 0, __ATOMIC_SEQ_CST);
+	fs_send_raw(&h, &m);
+}
+
+void fs_grant(int dev, uint32_t flags)
+{
+	grant_fd(dev, flags);
+}
+
+void fs_drop(int dev, uint32_t reason)
+{
+	struct vs_drop m;
+	struct vs_hdr h;
+
+	memset(&m, 0, sizeof(m));
+	fake_uuid(dev, m.uuid);
+	m.reason = reason;
+	vs_hdr_init(&h, VS_MSG_DROP, sizeof(m));
+	fs_send_raw(&h, &m);
+}
+
+void fs_no_welcome(int on)
+{
+	__atomic_store_n(&fs.no_welcome, on, __ATOMIC_SEQ_CST);
+}
+
+void fs_auto_grant(int on)
+{
+	__atomic_store_n(&fs.auto_grant, on, __ATOMIC_SEQ_CST);
+}
+
+static int dev_of(const uint8_t *uuid)
+{
+	for (int d = 0; d < FAKE_GPUS; d++) {
+		uint8_t u[VS_UUID_LEN];
+
+		fake_uuid(d, u);
+		if (memcmp(u, uuid, VS_UUID_LEN) == 0)
+			return d;
+	}
+	return -1;
+}
+
+static void got(const struct fs_msg *m)
+{
+	int dev = m->len >= VS_UUID_LEN ? dev_of(m->u.ref.uuid) : -1;
+
+	if (m->type == VS_MSG_RELEASED && dev >= 0) {
+		/* Nothing of the client may run from now until the next grant. */
+		if (__atomic_load_n(&fk.in_bracket[dev], __ATOMIC_SEQ_CST) != 0)
+			__atomic_add_fetch(&fk.violations, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&fk.released[dev], 1, __ATOMIC_SEQ_CST);
+	}
+	pthread_mutex_lock(&fs.mu);
+	if (m->type < 0x110)
+		fs.counts[m->type]++;
+	if (fs.qtail - fs.qhead == QCAP)
+		fs.qhead++;
+	fs.q[fs.qtail++ % QCAP] = *m;
+	pthread_cond_broadcast(&fs.cv);
+	pthread_mutex_unlock(&fs.mu);
+	if (m->type == VS_MSG_HELLO && !__atomic_load_n(&fs.no_welcome, __ATOMIC_SEQ_CST)) {
+		struct vs_welcome w = { VS_PROTO_VERSION, 7 };
+		struct vs_hdr h;
+
+		vs_hdr_init(&h, VS_MSG_WELCOME, sizeof(w));
+		fs_send_raw(&h, &w);
+	}
+	if (m->type == VS_MSG_REQUEST && dev >= 0 &&
+	    __atomic_load_n(&fs.auto_grant, __ATOMIC_SEQ_CST))
+		grant_fd(dev, 0);
+}
+
+/* Read whole frames; -1 when the peer is gone. */
+static int read_frames(int fd)
+{
+	struct fs_msg m;
+	struct vs_hdr h;
+	ssize_t r;
+
+	r = recv(fd, &h, sizeof(h), MSG_WAITALL);
+	if (r != (ssize_t)sizeof(h) || h.length > sizeof(m.u.raw))
+		return -1;
+	memset(&m, 0, sizeof(m));
+	m.type = h.type;
+	m.len = h.length;
+	if (h.length && recv(fd, m.u.raw, h.length, MSG_WAITALL) != (ssize_t)h.length)
+		return -1;
+	got(&m);
+	return 0;
+}
+
+static void close_conn(void)
+{
+	pthread_mutex_lock(&fs.send_mu);
+	if (fs.cfd >= 0)
+		close(fs.cfd);
+	__atomic_store_n(&fs.cfd, -1, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&fs.send_mu);
+}
+
+static int take_cmd(void)
+{
+	int c;
+
+	pthread_mutex_lock(&fs.mu);
+	c = fs.cmd;
+	fs.cmd = CMD_NONE;
+	pthread_cond_broadcast(&fs.cv);
+	pthread_mutex_unlock(&fs.mu);
+	return c;
+}
+
+static void *fs_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd pf[3] = {
+			{ .fd = fs.wake[0], .events = POLLIN },
+			{ .fd = fs.lfd, .events = POLLIN },
+			{ .fd = fs.cfd, .events = POLLIN },
+		};
+		char c;
+
+		if (poll(pf, 3, -1) < 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			(void)!read(fs.wake[0], &c, 1);
+			int cmd = take_cmd();
+			if (cmd == CMD_KICK || cmd == CMD_STOP)
+				close_conn();
+			if (cmd == CMD_STOP)
+				return NULL;
+			continue;
+		}
+		if (pf[1].revents & POLLIN) {
+			int fd = accept4(fs.lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0) {
+				close_conn();
+				__atomic_store_n(&fs.cfd, fd, __ATOMIC_SEQ_CST);
+				pthread_mutex_lock(&fs.mu);
+				fs.conns++;
+				pthread_mutex_unlock(&fs.mu);
+			}
+		}
+		if (pf[2].fd >= 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		    read_frames(fs.cfd) != 0)
+			close_conn();
+	}
+}
+
+void fs_start(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	fs_path();
+	unlink(fs.path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fs.path);
+	fs.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fs.lfd < 0 || bind(fs.lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(fs.lfd, 8) != 0 || pipe(fs.wake) != 0)
+		abort();
+	fs.running = 1;
+	pthread_create(&fs.thr, NULL, fs_main, NULL);
+}
+
+static void command(int cmd)
+{
+	pthread_mutex_lock(&fs.mu);
+	fs.cmd = cmd;
+	(void)!write(fs.wake[1], "x", 1);
+	while (fs.cmd != CMD_NONE)
+		pthread_cond_wait(&fs.cv, &fs.mu);
+	pthread_mutex_unlock(&fs.mu);
+}
+
+static void clear_released(void)
+{
+	for (int d = 0; d < FAKE_GPUS; d++)
+		__atomic_store_n(&fk.released[d], 0, __ATOMIC_SEQ_CST);
+}
+
+void fs_kick(void)
+{
+	command(CMD_KICK);
+	clear_released();
+}
+
+void fs_stop(void)
+{
+	if (!fs.running)
+		return;
+	command(CMD_STOP);
+	pthread_join(fs.thr, NULL);
+	close(fs.lfd);
+	close(fs.wake[0]);
+	close(fs.wake[1]);
+	fs.lfd = -1;
+	fs.running = 0;
+	unlink(fs.path);
+	clear_released();
+}
+
+int fs_wait(uint16_t type, struct fs_msg *out, int timeout_ms)
+{
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	int rc = -1;
+
+	pthread_mutex_lock(&fs.mu);
+	for (;;) {
+		while (fs.qhead != fs.qtail) {
+			struct fs_msg *m = &fs.q[fs.qhead++ % QCAP];
+
+			if (m->type == type) {
+				if (out)
+					*out = *m;
+				rc = 0;
+				goto done;
+			}
+		}
+		if (now_ms() >= end)
+			break;
+		pthread_mutex_unlock(&fs.mu);
+		sleep_ms(2);
+		pthread_mutex_lock(&fs.mu);
+	}
+done:
+	pthread_mutex_unlock(&fs.mu);
+	return rc;
+}
+
+int fs_count(uint16_t type)
+{
+	int n;
+
+	pthread_mutex_lock(&fs.mu);
+	n = type < 0x110 ? fs.counts[type] : 0;
+	pthread_mutex_unlock(&fs.mu);
+	return n;
+}
+
+int fs_connections(void)
+{
+	int n;
+
+	pthread_mutex_lock(&fs.mu);
+	n = fs.conns;
+	pthread_mutex_unlock(&fs.mu);
+	return n;
+}

@@ -1,0 +1,178 @@
+/*
+ * A CUDA driver-API program for the end-to-end tests: run under
+ * LD_PRELOAD=libvshare.so on the CUDA test driver. It reaches the driver
+ * through dlopen/dlsym, as runtimes do, so every call goes through the
+ * shim's hooks. Kernels are the test driver's built-in vs_sleep (and
+ * vs_sleep_ts after a growth, so the log tells the phases apart).
+ *   gate_cuprog [-n KERNELS] [-k KERNEL_US] [-g GAP_MS] [-m ALLOC_MB]
+ *               [-M GROW_MB] [-P PAUSE_MS] [-c] [-a]
+ * -c: also capture three kernels into a graph and launch it;
+ * -a: check results with vs_add after the kernels.
+ * Prints "first NS" (CLOCK_MONOTONIC) just before its first launch.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#define FN(name) static __typeof__(&name) p_##name
+FN(cuInit); FN(cuDeviceGet); FN(cuDevicePrimaryCtxRetain); FN(cuCtxSetCurrent);
+FN(cuModuleLoadData); FN(cuModuleGetFunction); FN(cuMemAlloc_v2);
+FN(cuMemFree_v2); FN(cuMemsetD8_v2); FN(cuLaunchKernel); FN(cuCtxSynchronize);
+FN(cuMemcpyHtoD_v2); FN(cuMemcpyDtoH_v2); FN(cuStreamCreate);
+FN(cuStreamBeginCapture_v2); FN(cuStreamEndCapture);
+FN(cuGraphInstantiateWithFlags); FN(cuGraphLaunch); FN(cuStreamSynchronize);
+
+static int load(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+
+	if (h == NULL) {
+		fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror());
+		return -1;
+	}
+#define LOAD(name) if (!(*(void **)&p_##name = dlsym(h, #name))) { \
+	fprintf(stderr, "no %s\n", #name); return -1; }
+	LOAD(cuInit); LOAD(cuDeviceGet); LOAD(cuDevicePrimaryCtxRetain);
+	LOAD(cuCtxSetCurrent); LOAD(cuModuleLoadData); LOAD(cuModuleGetFunction);
+	LOAD(cuMemAlloc_v2); LOAD(cuMemFree_v2); LOAD(cuMemsetD8_v2);
+	LOAD(cuLaunchKernel); LOAD(cuCtxSynchronize); LOAD(cuMemcpyHtoD_v2);
+	LOAD(cuMemcpyDtoH_v2); LOAD(cuStreamCreate); LOAD(cuStreamBeginCapture_v2);
+	LOAD(cuStreamEndCapture); LOAD(cuGraphInstantiateWithFlags);
+	LOAD(cuGraphLaunch); LOAD(cuStreamSynchronize);
+	return 0;
+}
+
+#define CK(call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) { \
+	fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, \
+		(int)r_); exit(1); } } while (0)
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static CUmodule mod;
+
+static void launch(const char *name, unsigned long long us, CUstream s)
+{
+	CUfunction f;
+	void *out = NULL;
+	void *params[] = { &us, &out };
+
+	CK(p_cuModuleGetFunction(&f, mod, name));
+	CK(p_cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+}
+
+static void graph(void)
+{
+	CUstream s;
+	CUgraph g;
+	CUgraphExec ge;
+
+	CK(p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(p_cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	for (int i = 0; i < 3; i++)
+		launch("vs_sleep", 1000, s);
+	CK(p_cuStreamEndCapture(s, &g));
+	CK(p_cuGraphInstantiateWithFlags(&ge, g, 0));
+	CK(p_cuGraphLaunch(ge, s));
+	CK(p_cuStreamSynchronize(s));
+}
+
+static void add_check(void)
+{
+	enum { N = 1024 };
+	static float a[N], b[N], c[N];
+	CUdeviceptr da, db, dc;
+	CUfunction f;
+	int n = N;
+	void *params[] = { &da, &db, &dc, &n };
+
+	for (int i = 0; i < N; i++) {
+		a[i] = (float)i;
+		b[i] = 2.0f * (float)i;
+	}
+	CK(p_cuMemAlloc_v2(&da, sizeof(a)));
+	CK(p_cuMemAlloc_v2(&db, sizeof(b)));
+	CK(p_cuMemAlloc_v2(&dc, sizeof(c)));
+	CK(p_cuMemcpyHtoD_v2(da, a, sizeof(a)));
+	CK(p_cuMemcpyHtoD_v2(db, b, sizeof(b)));
+	CK(p_cuModuleGetFunction(&f, mod, "vs_add"));
+	CK(p_cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+	CK(p_cuMemcpyDtoH_v2(c, dc, sizeof(c)));
+	for (int i = 0; i < N; i++)
+		if (c[i] != 3.0f * (float)i) {
+			fprintf(stderr, "vs_add: c[%d] = %f\n", i, (double)c[i]);
+			exit(1);
+		}
+	printf("add ok\n");
+}
+
+int main(int argc, char **argv)
+{
+	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0;
+	int opt, capture = 0, add = 0;
+	CUdevice dev;
+	CUcontext ctx;
+	CUdeviceptr buf = 0, big = 0;
+
+	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:ca")) != -1) {
+		switch (opt) {
+		case 'n': n = atol(optarg); break;
+		case 'k': us = atol(optarg); break;
+		case 'g': gap = atol(optarg); break;
+		case 'm': alloc = atol(optarg); break;
+		case 'M': grow = atol(optarg); break;
+		case 'P': pause = atol(optarg); break;
+		case 'c': capture = 1; break;
+		case 'a': add = 1; break;
+		default: return 2;
+		}
+	}
+	if (load() != 0)
+		return 1;
+	CK(p_cuInit(0));
+	CK(p_cuDeviceGet(&dev, 0));
+	CK(p_cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(p_cuCtxSetCurrent(ctx));
+	CK(p_cuModuleLoadData(&mod, "vshare test kernels"));
+	if (alloc > 0)
+		CK(p_cuMemAlloc_v2(&buf, (size_t)alloc << 20));
+	printf("first %llu\n", now_ns());
+	fflush(stdout);
+	for (long i = 0; i < n; i++) {
+		if (i == n / 2 && grow > 0)
+			CK(p_cuMemAlloc_v2(&big, (size_t)grow << 20));
+		if (i == n / 2)
+			sleep_ms(pause);
+		launch(grow > 0 && i >= n / 2 ? "vs_sleep_ts" : "vs_sleep",
+		       (unsigned long long)us, NULL);
+		CK(p_cuCtxSynchronize());
+		if (gap)
+			sleep_ms(gap);
+	}
+	if (capture)
+		graph();
+	if (add)
+		add_check();
+	if (buf)
+		CK(p_cuMemFree_v2(buf));
+	if (big)
+		CK(p_cuMemFree_v2(big));
+	return 0;
+}

@@ -1,0 +1,35 @@
+/* Helpers shared by the gate's test files. */
+#ifndef VSHARE_TEST_GATE_HELPERS_H
+#define VSHARE_TEST_GATE_HELPERS_H
+
+#include <pthread.h>
+
+#include "fake.h"
+
+#define LD(p)  __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define INC(p) __atomic_add_fetch((p), 1, __ATOMIC_SEQ_CST)
+#define DEC(p) __atomic_sub_fetch((p), 1, __ATOMIC_SEQ_CST)
+
+/* A thread that passes the gate once, stays inside for hold_ms. */
+struct entrant {
+	pthread_t thr;
+	int dev;
+	void *stream;
+	int hold_ms;
+	int tok;
+	int done;      /* atomic: through the gate */
+	int left;      /* atomic: out again */
+};
+
+void env_init(void);                 /* socket path, label, gate_init */
+int  bracket_enter(int dev, void *stream);
+void bracket_exit(int dev, int tok);
+void entrant_start(struct entrant *e, int dev, void *stream, int hold_ms);
+int  entrant_wait(struct entrant *e, int timeout_ms);  /* 0 once done */
+void entrant_join(struct entrant *e);
+/* A process holding GPU dev: scheduler up, first entry granted. */
+void granted_start(int dev);
+/* Poll an int until it reaches at least `want`; 0 if it did. */
+int  wait_at_least(int *p, int want, int timeout_ms);
+
+#endif

@@ -1,0 +1,370 @@
+/*
+ * Unit tests of the gate and the scheduler client, driven with fake CUDA
+ * operations and a fake scheduler. Each test runs in its own process:
+ * `test_gate NAME`.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "gate_int.h"
+#include "helpers.h"
+
+void env_init(void)
+{
+	fs_path();
+	setenv("VSHARE_LABEL", "gate-test", 1);
+	gate_init(&fake_ops);
+}
+
+int bracket_enter(int dev, void *stream)
+{
+	int tok;
+
+	fake_dev = dev;
+	tok = gate_enter(stream);
+	if (tok >= 0) {
+		INC(&fk.in_bracket[dev]);
+		if (LD(&fk.released[dev]))
+			INC(&fk.violations);
+	}
+	return tok;
+}
+
+void bracket_exit(int dev, int tok)
+{
+	if (tok >= 0)
+		DEC(&fk.in_bracket[dev]);
+	gate_exit(tok);
+}
+
+static void *entrant_main(void *arg)
+{
+	struct entrant *e = arg;
+
+	e->tok = bracket_enter(e->dev, e->stream);
+	INC(&fk.entries_done);
+	__atomic_store_n(&e->done, 1, __ATOMIC_SEQ_CST);
+	if (e->hold_ms)
+		sleep_ms(e->hold_ms);
+	bracket_exit(e->dev, e->tok);
+	__atomic_store_n(&e->left, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+void entrant_start(struct entrant *e, int dev, void *stream, int hold_ms)
+{
+	memset(e, 0, sizeof(*e));
+	e->dev = dev;
+	e->stream = stream;
+	e->hold_ms = hold_ms;
+	assert_int_equal(pthread_create(&e->thr, NULL, entrant_main, e), 0);
+}
+
+int wait_at_least(int *p, int want, int timeout_ms)
+{
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+
+	while (LD(p) < want) {
+		if (now_ms() >= end)
+			return -1;
+		sleep_ms(2);
+	}
+	return 0;
+}
+
+int entrant_wait(struct entrant *e, int timeout_ms)
+{
+	return wait_at_least(&e->done, 1, timeout_ms);
+}
+
+void entrant_join(struct entrant *e)
+{
+	pthread_join(e->thr, NULL);
+}
+
+void granted_start(int dev)
+{
+	struct entrant e;
+
+	fs_start();
+	env_init();
+	entrant_start(&e, dev, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
+	fs_grant(dev, 0);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+}
+
+/* The first entry attaches the GPU, reports its footprint and requests the
+ * lock, in that order, and blocks until the grant; later entries take the
+ * fast path and ask the driver for the device only once per thread. */
+static void grant_opens_gate(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+	uint8_t u[VS_UUID_LEN];
+	int before, tok;
+
+	(void)state;
+	fk.managed[0] = 5u << 20;
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_HELLO, &m, 3000), 0);
+	assert_int_equal(m.u.hello.proto_version, VS_PROTO_VERSION);
+	assert_string_equal(m.u.hello.label, "gate-test");
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, &m, 3000), 0);
+	fake_uuid(0, u);
+	assert_memory_equal(m.u.attach.uuid, u, VS_UUID_LEN);
+	assert_int_equal(m.u.attach.total_mem, 1ull << 30);
+	assert_int_equal(fs_wait(VS_MSG_FOOTPRINT, &m, 3000), 0);
+	assert_int_equal(m.u.fp.managed, 5u << 20);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, &m, 3000), 0);
+	sleep_ms(100);
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+
+	fake_dev = 0;
+	before = LD(&fk.current_device_calls);
+	for (int i = 0; i < 1000; i++) {
+		tok = gate_enter(NULL);
+		assert_int_equal(tok, 0);
+		gate_exit(tok);
+	}
+	assert_true(LD(&fk.current_device_calls) - before <= 1);
+	assert_int_equal(fs_count(VS_MSG_REQUEST), 1);
+	assert_int_equal(LD(&fk.violations), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* A drop at quantum end closes the gate at once, waits for the call in
+ * flight, synchronizes, then reports the release; the entrant that came
+ * meanwhile waits and the lock is requested again for it. */
+static void drop_quantum_drains_and_releases(void **state)
+{
+	struct entrant late;
+	int tok;
+
+	(void)state;
+	granted_start(0);
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	fs_drop(0, VS_DROP_QUANTUM);
+	sleep_ms(100);
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	assert_int_equal(LD(&fk.syncs[0]), 0);
+	entrant_start(&late, 0, NULL, 0);
+	sleep_ms(100);
+	assert_int_equal(LD(&late.done), 0);
+	bracket_exit(0, tok);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(LD(&fk.syncs[0]), 1);
+	assert_int_equal(LD(&fk.prefetch_out[0]), 0);
+	assert_int_equal(LD(&late.done), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	sleep_ms(50);
+	assert_int_equal(LD(&late.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&late, 2000), 0);
+	entrant_join(&late);
+	assert_int_equal(LD(&fk.violations), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Someone waits: the holder keeps the GPU while it keeps submitting and
+ * hands it over idle_ms after its last submission. */
+static void drop_idle_waits_for_idle(void **state)
+{
+	uint64_t last, rel;
+	int tok;
+
+	(void)state;
+	setenv("VSHARE_IDLE_MS", "200", 1);
+	granted_start(0);
+	fs_drop(0, VS_DROP_IDLE);
+	for (int i = 0; i < 10; i++) {
+		tok = bracket_enter(0, NULL);
+		assert_int_equal(tok, 0);
+		bracket_exit(0, tok);
+		sleep_ms(50);
+	}
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	tok = bracket_enter(0, NULL);
+	bracket_exit(0, tok);
+	last = now_ms();
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	rel = now_ms() - last;
+	/* The activity clock is coarse (a few ms). */
+	assert_true(rel >= 180);
+	assert_true(rel < 200 + 150);
+	assert_int_equal(LD(&fk.syncs[0]), 1);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* A call still in flight (a long synchronous copy) counts as busy. */
+static void drop_idle_busy_holder(void **state)
+{
+	uint64_t t0;
+	int tok;
+
+	(void)state;
+	setenv("VSHARE_IDLE_MS", "50", 1);
+	granted_start(0);
+	sleep_ms(100);
+	tok = bracket_enter(0, NULL);
+	t0 = now_ms();
+	fs_drop(0, VS_DROP_IDLE);
+	sleep_ms(300);
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	bracket_exit(0, tok);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_true(now_ms() - t0 >= 300 + 40);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Idle for longer than idle_ms already: the drop is honoured at once. */
+static void drop_idle_already_idle(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	setenv("VSHARE_IDLE_MS", "100", 1);
+	granted_start(0);
+	sleep_ms(300);
+	t0 = now_ms();
+	fs_drop(0, VS_DROP_IDLE);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_true(now_ms() - t0 < 80);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Launches on a stream under capture are not submissions; a release waits
+ * for the capture to end, with the gate open, instead of synchronizing. */
+static void capture_passes_and_defers_release(void **state)
+{
+	int tok;
+
+	(void)state;
+	granted_start(0);
+	gate_capture_delta(1);
+	assert_int_equal(bracket_enter(0, FAKE_CAPTURE_STREAM), GATE_TOKEN_NONE);
+	gate_exit(GATE_TOKEN_NONE);
+	fs_drop(0, VS_DROP_QUANTUM);
+	sleep_ms(150);
+	assert_int_equal(LD(&fk.syncs[0]), 0);
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	/* Still open for the capturing program's other work. */
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	bracket_exit(0, tok);
+	gate_capture_delta(-1);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(LD(&fk.syncs[0]), 1);
+	/* Closed now: a capture still passes, real work would wait. */
+	gate_capture_delta(1);
+	assert_int_equal(bracket_enter(0, FAKE_CAPTURE_STREAM), GATE_TOKEN_NONE);
+	gate_capture_delta(-1);
+	assert_int_equal(LD(&fk.violations), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* No scheduler: the program runs at once, unshared. When a scheduler
+ * appears later the process joins it: it drains, attaches and requests. */
+static void fail_open_without_scheduler(void **state)
+{
+	struct entrant e;
+	uint64_t t0 = now_ms();
+	int tok;
+
+	(void)state;
+	env_init();
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	assert_true(now_ms() - t0 < 1000);
+	bracket_exit(0, tok);
+	for (int i = 0; i < 100; i++) {
+		tok = bracket_enter(0, NULL);
+		assert_int_equal(tok, 0);
+		bracket_exit(0, tok);
+	}
+	fs_start();
+	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 5000), 0);
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 2000), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	assert_int_equal(LD(&fk.syncs[0]), 1);
+	entrant_start(&e, 0, NULL, 0);
+	sleep_ms(100);
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* VSHARE_REQUIRE_SCHEDULER=1: GPU work waits until the scheduler grants. */
+static void require_scheduler_blocks(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	setenv("VSHARE_REQUIRE_SCHEDULER", "1", 1);
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	sleep_ms(300);
+	assert_int_equal(LD(&e.done), 0);
+	fs_start();
+	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 5000), 0);
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 2000), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	sleep_ms(50);
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	gate_shutdown();
+	fs_stop();
+}
+
+extern const struct CMUnitTest gate_more_tests[];
+extern const size_t gate_more_count;
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(grant_opens_gate),
+		cmocka_unit_test(drop_quantum_drains_and_releases),
+		cmocka_unit_test(drop_idle_waits_for_idle),
+		cmocka_unit_test(drop_idle_busy_holder),
+		cmocka_unit_test(drop_idle_already_idle),
+		cmocka_unit_test(capture_passes_and_defers_release),
+		cmocka_unit_test(fail_open_without_scheduler),
+		cmocka_unit_test(require_scheduler_blocks),
+	};
+	const char *only = argc > 1 ? argv[1] : NULL;
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (only && strcmp(only, tests[i].name) == 0)
+			return _cmocka_run_group_tests(tests[i].name, &tests[i], 1,
+						       NULL, NULL);
+	for (size_t i = 0; i < gate_more_count; i++)
+		if (only && strcmp(only, gate_more_tests[i].name) == 0)
+			return _cmocka_run_group_tests(gate_more_tests[i].name,
+						       &gate_more_tests[i], 1, NULL, NULL);
+	fprintf(stderr, "usage: %s TEST (one test per process)\n", argv[0]);
+	return 2;
+}

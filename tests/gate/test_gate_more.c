@@ -1,0 +1,357 @@
+/* More gate tests: connection loss, protocol mismatch, swapping,
+ * footprints, several GPUs, shutdown, fork, and the stress test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "gate_int.h"
+#include "helpers.h"
+
+/* The scheduler goes away and comes back: the client keeps the program
+ * running unshared, reconnects, registers again and requests the GPU it
+ * used, with the gate closed until the new grant. */
+static void reconnect_after_scheduler_restart(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+	uint64_t t0;
+	int tok;
+
+	(void)state;
+	granted_start(0);
+	fs_kick();
+	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 3000), 0);
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 2000), 0);
+	assert_int_equal(fs_wait(VS_MSG_FOOTPRINT, NULL, 2000), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	assert_int_equal(fs_connections(), 2);
+	entrant_start(&e, 0, NULL, 0);
+	sleep_ms(100);
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+
+	/* Now a real restart: the socket disappears for a while. */
+	fs_stop();
+	t0 = now_ms();
+	sleep_ms(100);
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	bracket_exit(0, tok);
+	assert_true(now_ms() - t0 < 1000);
+	sleep_ms(300);
+	fs_start();
+	assert_int_equal(fs_wait(VS_MSG_HELLO, &m, 4000), 0);
+	assert_string_equal(m.u.hello.label, "gate-test");
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	fs_grant(0, 0);
+	sleep_ms(50);
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	bracket_exit(0, tok);
+	assert_int_equal(LD(&fk.violations), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+static int file_count(const char *path, const char *needle)
+{
+	char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	int count = 0;
+
+	if (f == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (char *p = buf; (p = strstr(p, needle)) != NULL; p++)
+		count++;
+	return count;
+}
+
+/* A scheduler of another protocol version answers with an error: one
+ * clear line with both versions, then the program runs unshared and does
+ * not keep knocking. */
+static void version_mismatch(void **state)
+{
+	char logpath[] = "/tmp/vsgate-log.XXXXXX";
+	struct vs_error err;
+	struct vs_hdr h;
+	struct entrant e;
+	int fd = mkstemp(logpath), saved = dup(2);
+
+	(void)state;
+	assert_true(fd >= 0);
+	dup2(fd, 2);
+	fs_no_welcome(1);
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 3000), 0);
+	memset(&err, 0, sizeof(err));
+	err.code = VS_E_VERSION;
+	err.detail = 2;
+	snprintf(err.msg, sizeof(err.msg), "protocol version 2 required");
+	vs_hdr_init(&h, VS_MSG_ERROR, sizeof(err));
+	h.version = 2;
+	fs_send_raw(&h, &err);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+	sleep_ms(500);
+	dup2(saved, 2);
+	assert_int_equal(fs_connections(), 1);
+	assert_int_equal(file_count(logpath, "protocol version 2"), 1);
+	assert_int_equal(file_count(logpath, "speaks version 1"), 1);
+	assert_int_equal(file_count(logpath, "lost the scheduler"), 0);
+	unlink(logpath);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* A grant under oversubscription swaps this process's memory in before
+ * any work of it runs. */
+static void oversub_grant_prefetches(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
+	fs_grant(0, VS_GRANTF_OVERSUB);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(LD(&fk.prefetch_in[0]), 1);
+	assert_int_equal(LD(&fk.entered_before_prefetch_in), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* VSHARE_SWAP_OUT=eager: after the synchronize, before the release. */
+static void eager_swap_out(void **state)
+{
+	(void)state;
+	setenv("VSHARE_SWAP_OUT", "eager", 1);
+	granted_start(0);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(LD(&fk.prefetch_out[0]), 1);
+	assert_int_equal(LD(&fk.sync_before_prefetch_out), 1);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Footprints go out when they move by a step, not on every change. */
+static void footprint_reports(void **state)
+{
+	struct fs_msg m;
+
+	(void)state;
+	setenv("VSHARE_FOOTPRINT_STEP", "1M", 1);
+	fk.managed[0] = 10u << 20;
+	granted_start(0);
+	assert_int_equal(fs_count(VS_MSG_FOOTPRINT), 1);
+	__atomic_store_n(&fk.managed[0], (10u << 20) + (512u << 10), __ATOMIC_SEQ_CST);
+	gate_footprint_changed(0);
+	gate_footprint_changed(1); /* a GPU never used: nothing to report */
+	sleep_ms(200);
+	assert_int_equal(fs_count(VS_MSG_FOOTPRINT), 1);
+	__atomic_store_n(&fk.managed[0], 12u << 20, __ATOMIC_SEQ_CST);
+	gate_footprint_changed(0);
+	assert_int_equal(fs_wait(VS_MSG_FOOTPRINT, &m, 2000), 0);
+	assert_int_equal(m.u.fp.managed, 12u << 20);
+	assert_int_equal(m.u.fp.pinned, 0);
+	__atomic_store_n(&fk.pinned[0], 3u << 20, __ATOMIC_SEQ_CST);
+	gate_footprint_changed(0);
+	assert_int_equal(fs_wait(VS_MSG_FOOTPRINT, &m, 2000), 0);
+	assert_int_equal(m.u.fp.pinned, 3u << 20);
+	assert_int_equal(fs_count(VS_MSG_FOOTPRINT), 3);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Two GPUs, two independent locks. */
+static void two_gpus_independent(void **state)
+{
+	struct entrant e1;
+	struct fs_msg m;
+	uint8_t u0[VS_UUID_LEN], u1[VS_UUID_LEN];
+	int tok;
+
+	(void)state;
+	fake_uuid(0, u0);
+	fake_uuid(1, u1);
+	granted_start(0);
+	entrant_start(&e1, 1, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, &m, 2000), 0);
+	assert_memory_equal(m.u.ref.uuid, u1, VS_UUID_LEN);
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	bracket_exit(0, tok);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, &m, 2000), 0);
+	assert_memory_equal(m.u.ref.uuid, u0, VS_UUID_LEN);
+	assert_int_equal(LD(&fk.syncs[1]), 0);
+	assert_int_equal(LD(&e1.done), 0);
+	fs_grant(1, 0);
+	assert_int_equal(entrant_wait(&e1, 2000), 0);
+	entrant_join(&e1);
+	assert_int_equal(LD(&fk.violations), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* VSHARE_DISABLE=1: nothing is gated and nothing connects. */
+static void disabled_passes(void **state)
+{
+	(void)state;
+	setenv("VSHARE_DISABLE", "1", 1);
+	fs_start();
+	env_init();
+	fake_dev = 0;
+	assert_int_equal(gate_enter(NULL), GATE_TOKEN_NONE);
+	gate_exit(GATE_TOKEN_NONE);
+	gate_footprint_changed(0);
+	sleep_ms(100);
+	assert_int_equal(fs_connections(), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Exit never deadlocks: a thread blocked at a gate is let through and the
+ * client thread stops. */
+static void shutdown_unblocks(void **state)
+{
+	struct entrant e;
+	uint64_t t0;
+
+	(void)state;
+	setenv("VSHARE_REQUIRE_SCHEDULER", "1", 1);
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	sleep_ms(100);
+	assert_int_equal(LD(&e.done), 0);
+	t0 = now_ms();
+	gate_shutdown();
+	assert_true(now_ms() - t0 < 1000);
+	assert_int_equal(entrant_wait(&e, 1000), 0);
+	entrant_join(&e);
+	assert_int_equal(client_started(), 0);
+}
+
+/* A forked child starts clean and leaves the parent's connection alone. */
+static void fork_child_resets(void **state)
+{
+	int status, tok;
+	pid_t pid;
+
+	(void)state;
+	granted_start(0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		gate_atfork_child();
+		_exit(gate_g.gpu[0].state == GATE_CLOSED &&
+		      gate_g.gpu[0].inflight == 0 && !gate_g.gpu[0].held &&
+		      !client_started() && !gate_g.failopen ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	tok = bracket_enter(0, NULL);
+	assert_int_equal(tok, 0);
+	bracket_exit(0, tok);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(fs_connections(), 1);
+	gate_shutdown();
+	fs_stop();
+}
+
+struct hammer {
+	pthread_t thr;
+	int stop;      /* atomic */
+	long entries;
+	long ungated;
+};
+
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+	volatile int spin;
+
+	while (!LD(&h->stop)) {
+		int tok = bracket_enter(0, NULL);
+
+		if (tok < 0)
+			h->ungated++;
+		for (spin = 0; spin < 50; spin++)
+			;
+		bracket_exit(0, tok);
+		h->entries++;
+	}
+	return NULL;
+}
+
+/* Threads hammer the gate while drops and grants arrive: no call is ever
+ * inside the bracket while the gate is closed (checked at each synchronize
+ * and from each release until the next grant). */
+static void stress_no_slip(void **state)
+{
+	enum { THREADS = 6 };
+	struct hammer h[THREADS];
+	uint64_t end;
+	long entries = 0;
+
+	(void)state;
+	setenv("VSHARE_IDLE_MS", "1", 1);
+	granted_start(0);
+	fs_auto_grant(1);
+	memset(h, 0, sizeof(h));
+	for (int i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&h[i].thr, NULL, hammer_main, &h[i]), 0);
+	end = now_ms() + 1500;
+	for (int i = 0; now_ms() < end; i++) {
+		fs_drop(0, i % 4 == 3 ? VS_DROP_IDLE : VS_DROP_QUANTUM);
+		sleep_ms(2);
+	}
+	for (int i = 0; i < THREADS; i++)
+		__atomic_store_n(&h[i].stop, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(h[i].thr, NULL);
+		entries += h[i].entries;
+		assert_int_equal(h[i].ungated, 0);
+	}
+	print_message("%ld entries, %d releases, %d syncs\n", entries,
+		      fs_count(VS_MSG_RELEASED), LD(&fk.syncs[0]));
+	assert_int_equal(LD(&fk.violations), 0);
+	assert_true(fs_count(VS_MSG_RELEASED) >= 20);
+	assert_true(entries >= 1000);
+	gate_shutdown();
+	fs_stop();
+}
+
+const struct CMUnitTest gate_more_tests[] = {
+	cmocka_unit_test(reconnect_after_scheduler_restart),
+	cmocka_unit_test(version_mismatch),
+	cmocka_unit_test(oversub_grant_prefetches),
+	cmocka_unit_test(eager_swap_out),
+	cmocka_unit_test(footprint_reports),
+	cmocka_unit_test(two_gpus_independent),
+	cmocka_unit_test(disabled_passes),
+	cmocka_unit_test(shutdown_unblocks),
+	cmocka_unit_test(fork_child_resets),
+	cmocka_unit_test(stress_no_slip),
+};
+const size_t gate_more_count = sizeof(gate_more_tests) / sizeof(gate_more_tests[0]);

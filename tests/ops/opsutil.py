@@ -1,0 +1,142 @@
+"""Shared helpers of the operations tests: where the build is, which parts
+of vshare it has, and a scheduler on a temporary socket."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+BUILD = os.environ.get("VSHARE_BUILD_DIR", "")
+SOURCE = os.environ.get("VSHARE_SOURCE_DIR", "")
+BIN = os.path.join(BUILD, "bin")
+LIB = os.path.join(BUILD, "lib")
+SHIM = os.path.join(LIB, "libvshare.so")
+TESTDRIVER_DIR = os.path.join(LIB, "testdriver")
+VSHARE_RUN = os.path.join(BIN, "vshare-run")
+SCHEDULER = os.path.join(BIN, "vshare-scheduler")
+VSHARECTL = os.path.join(BIN, "vsharectl")
+SAN_PRELOAD = os.environ.get("VSHARE_SAN_PRELOAD", "")
+# Parts the build defines (from CMake): a test that needs a part the build
+# has must fail without it, not skip.
+PARTS = set(os.environ.get("VSHARE_PARTS", "").split(","))
+
+
+def need(*parts):
+    """Skip unless the build defines every part named."""
+    missing = [p for p in parts if p not in PARTS]
+    if missing:
+        raise unittest.SkipTest("not in this build: " + ", ".join(missing))
+
+
+def base_env(**extra):
+    """A clean environment for a child: no LD_PRELOAD, VSHARE_* or
+    framework variables from the caller, the sanitizer runtime first when
+    the build is sanitized."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VSHARE_", "XLA_", "PYTORCH_", "TF_"))
+           and k != "LD_PRELOAD"}
+    if SAN_PRELOAD:
+        env["LD_PRELOAD"] = SAN_PRELOAD
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    env.update(extra)
+    return env
+
+
+def run(argv, env=None, timeout=30, **kw):
+    return subprocess.run(argv, env=env if env is not None else base_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=timeout, **kw)
+
+
+def parse_env_lines(text):
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        out[k] = v
+    return out
+
+
+class Scheduler:
+    """vshare-scheduler on a socket in a temporary directory."""
+
+    def __init__(self, tmpdir, extra_args=()):
+        self.dir = tmpdir
+        self.sock = os.path.join(tmpdir, "scheduler.sock")
+        self.log = open(os.path.join(tmpdir, "scheduler.log"), "w+")
+        self.proc = subprocess.Popen(
+            [SCHEDULER, "--socket", self.sock] + list(extra_args),
+            stdout=self.log, stderr=subprocess.STDOUT, env=base_env())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("vshare-scheduler exited: " + self.logtext())
+            if os.path.exists(self.sock) and self._connects():
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("vshare-scheduler did not listen on " + self.sock)
+
+    def _connects(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.sock)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def logtext(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def status(self):
+        r = run([VSHARECTL, "--socket", self.sock, "--json", "status"])
+        if r.returncode != 0:
+            raise RuntimeError("vsharectl status failed: %s" % r.stderr)
+        return json.loads(r.stdout)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def pids_in(doc):
+    """Every integer under a key named pid anywhere in a JSON document."""
+    found = set()
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k == "pid" and isinstance(v, int):
+                found.add(v)
+            else:
+                found |= pids_in(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            found |= pids_in(v)
+    return found
+
+
+def main():
+    if not BUILD or not os.path.isdir(BIN):
+        sys.exit("VSHARE_BUILD_DIR must name a build directory")
+    prog = unittest.main(verbosity=2, exit=False)
+    res = prog.result
+    if not res.wasSuccessful():
+        sys.exit(1)
+    # Every case skipped: tell ctest (SKIP_RETURN_CODE) rather than pass.
+    if res.testsRun and len(res.skipped) == res.testsRun:
+        sys.exit(77)
+    sys.exit(0)

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""cmake --install into a scratch DESTDIR: the GNUInstallDirs layout, an
+installed vshare-run that finds the installed shim, and a reinstall that
+keeps an edited config."""
+
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+from opsutil import BUILD, PARTS, SOURCE, base_env, main, run
+
+E = os.environ
+BINDIR = E["VSHARE_INSTALL_BINDIR"]
+PKGLIBDIR = E["VSHARE_INSTALL_PKGLIBDIR"]
+SYSCONFDIR = E["VSHARE_INSTALL_SYSCONFDIR"]
+DATADIR = E["VSHARE_INSTALL_DATADIR"]
+UNITDIR = E["VSHARE_SYSTEMD_UNITDIR"]
+TMPFILESDIR = E["VSHARE_TMPFILESDIR"]
+SYSUSERSDIR = E["VSHARE_SYSUSERSDIR"]
+HAVE_CONFIG = os.path.exists(os.path.join(SOURCE, "packaging", "scheduler.json"))
+
+
+class Install(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dest = cls.tmp.name
+        cls.install()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def install(cls):
+        r = subprocess.run([E["VSHARE_CMAKE"], "--install", BUILD],
+                           env=dict(os.environ, DESTDIR=cls.dest),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=60)
+        if r.returncode != 0:
+            raise AssertionError("cmake --install failed:\n" + r.stdout)
+        return r.stdout
+
+    def p(self, *parts):
+        return self.dest + os.path.join(*parts)
+
+    def assert_file(self, path, executable=False):
+        self.assertTrue(os.path.isfile(self.p(path)), "missing " + path)
+        if executable:
+            self.assertTrue(os.access(self.p(path), os.X_OK),
+                            path + " not executable")
+
+    def test_always_installed(self):
+        self.assert_file(os.path.join(BINDIR, "vshare-run"), executable=True)
+        self.assert_file(os.path.join(BINDIR, "vshare-kernel"), executable=True)
+        self.assert_file(os.path.join(UNITDIR, "vshare-scheduler.service"))
+        self.assert_file(os.path.join(TMPFILESDIR, "vshare.conf"))
+        self.assert_file(os.path.join(SYSUSERSDIR, "vshare.conf"))
+
+    def test_parts_installed(self):
+        if "sched" in PARTS:
+            self.assert_file(os.path.join(BINDIR, "vshare-scheduler"), True)
+        if "ctl" in PARTS:
+            self.assert_file(os.path.join(BINDIR, "vsharectl"), True)
+        if "shim" in PARTS:
+            self.assert_file(os.path.join(PKGLIBDIR, "libvshare.so"))
+        if HAVE_CONFIG:
+            self.assert_file(os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
+            self.assert_file(os.path.join(DATADIR, "vshare", "scheduler.json"))
+
+    def test_unit_runs_installed_daemon(self):
+        with open(self.p(UNITDIR, "vshare-scheduler.service")) as f:
+            text = f.read()
+        m = re.search(r"^ExecStart=(\S+) --config (\S+)$", text, re.M)
+        self.assertIsNotNone(m)
+        self.assertEqual(m.group(1), os.path.join(BINDIR, "vshare-scheduler"))
+        self.assertEqual(m.group(2),
+                         os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
+        self.assertIsNone(re.search(r"@[A-Z_]+@", text), "unsubstituted variable")
+
+    def test_installed_vshare_run_finds_installed_shim(self):
+        # The installed copy must find the shim relative to itself: here
+        # under DESTDIR, not at the final path and not in the build tree.
+        shim = self.p(PKGLIBDIR, "libvshare.so")
+        if "shim" not in PARTS:
+            os.makedirs(os.path.dirname(shim), exist_ok=True)
+            open(shim, "w").close()
+        r = run([self.p(BINDIR, "vshare-run"), "--print-env"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("LD_PRELOAD=%s\n" % os.path.realpath(shim), r.stdout)
+        # Moved away from its shim, it falls back to the configured path.
+        os.rename(shim, shim + ".moved")
+        try:
+            r = run([self.p(BINDIR, "vshare-run"), "--print-env"])
+            self.assertIn("LD_PRELOAD=%s\n" % os.path.join(PKGLIBDIR, "libvshare.so"),
+                          r.stdout)
+        finally:
+            os.rename(shim + ".moved", shim)
+
+    def test_reinstall_keeps_edited_config(self):
+        if not HAVE_CONFIG:
+            self.skipTest("no packaging/scheduler.json in this tree")
+        conf = self.p(SYSCONFDIR, "vshare", "scheduler.json")
+        with open(conf, "a") as f:
+            f.write("\n")
+        edited = open(conf).read()
+        out = self.install()
+        self.assertIn("Keeping", out)
+        self.assertEqual(open(conf).read(), edited)
+
+
+if __name__ == "__main__":
+    main()

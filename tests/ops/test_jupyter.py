@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""A Jupyter kernel under vshare, end to end with the real jupyter_client
+and ipykernel: install a kernelspec wrapping python3, start it with a
+KernelManager, and check from inside the kernel that libvshare.so is
+loaded and that the kernel registered with a running vshare-scheduler
+once it touched CUDA (the test driver when there is no GPU)."""
+
+import json
+import os
+import tempfile
+import unittest
+
+from opsutil import (SHIM, TESTDRIVER_DIR, VSHARE_RUN, VSHARECTL, Scheduler,
+                     base_env, main, need, pids_in, run)
+
+# Runs inside the kernel. Allocates and sets device memory through the
+# driver API: the memset is a gated submission, so the shim must connect,
+# register and take the GPU lock before it returns.
+KERNEL_CODE = r'''
+import ctypes, json, os, subprocess
+maps = open("/proc/self/maps").read()
+cu = ctypes.CDLL("libcuda.so.1")
+steps = []
+def call(name, *args):
+    rc = getattr(cu, name)(*args)
+    steps.append((name, rc))
+    return rc
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+call("cuInit", 0)
+call("cuDeviceGet", ctypes.byref(dev), 0)
+call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
+call("cuCtxSetCurrent", ctx)
+call("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(1 << 20))
+call("cuMemsetD8_v2", ptr, ctypes.c_ubyte(7), ctypes.c_size_t(1 << 20))
+call("cuCtxSynchronize")
+env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+st = subprocess.run([os.environ["VS_TEST_CTL"], "--socket",
+                     os.environ["VSHARE_SOCKET"], "--json", "status"],
+                    env=env, capture_output=True, text=True)
+print("RESULT " + json.dumps({
+    "pid": os.getpid(),
+    "shim_mapped": [l.split()[-1] for l in maps.splitlines()
+                    if l.endswith("/libvshare.so")],
+    "socket": os.environ.get("VSHARE_SOCKET"),
+    "label": os.environ.get("VSHARE_LABEL"),
+    "steps": steps,
+    "status_rc": st.returncode,
+    "status": st.stdout,
+}))
+'''
+
+
+class JupyterKernel(unittest.TestCase):
+    def setUp(self):
+        need("sched", "ctl", "shim", "driver")
+        self.tmp = tempfile.TemporaryDirectory()
+        t = self.tmp.name
+        self.prefix = os.path.join(t, "prefix")
+        self.sched = Scheduler(t)
+        self.addCleanup(self.sched.stop)
+        # The kernel inherits this environment from the KernelManager.
+        self.env = base_env(
+            JUPYTER_PATH=os.path.join(self.prefix, "share", "jupyter"),
+            JUPYTER_DATA_DIR=os.path.join(t, "data"),
+            JUPYTER_CONFIG_DIR=os.path.join(t, "config"),
+            JUPYTER_RUNTIME_DIR=os.path.join(t, "runtime"),
+            IPYTHONDIR=os.path.join(t, "ipython"),
+            LD_LIBRARY_PATH=TESTDRIVER_DIR,
+            VS_TEST_CTL=VSHARECTL)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def install_kernel(self):
+        env = dict(self.env)
+        env.pop("LD_PRELOAD", None)
+        r = run([VSHARE_RUN, "--socket", self.sched.sock, "--install-kernel",
+                 "--prefix", self.prefix, "--name", "vs-e2e"], env=env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def run_in_kernel(self, code):
+        from jupyter_client.manager import KernelManager
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.env)
+        try:
+            km = KernelManager(kernel_name="vs-e2e")
+            km.start_kernel()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        kc = km.client()
+        out, errors = [], []
+
+        def hook(msg):
+            c = msg["content"]
+            if msg["msg_type"] == "stream":
+                out.append(c["text"])
+            elif msg["msg_type"] == "error":
+                errors.append("\n".join(c["traceback"]))
+
+        try:
+            kc.start_channels()
+            kc.wait_for_ready(timeout=60)
+            reply = kc.execute_interactive(code, output_hook=hook, timeout=60)
+            self.assertEqual(reply["content"]["status"], "ok", errors)
+            # Outside the kernel, while it is alive: the scheduler knows it.
+            status = self.sched.status()
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+        text = "".join(out)
+        lines = [l for l in text.splitlines() if l.startswith("RESULT ")]
+        self.assertEqual(len(lines), 1, text)
+        return json.loads(lines[0][len("RESULT "):]), status
+
+    def test_kernel_runs_under_vshare(self):
+        self.install_kernel()
+        res, status = self.run_in_kernel(KERNEL_CODE)
+        self.assertEqual(res["shim_mapped"], [os.path.realpath(SHIM)])
+        self.assertEqual(res["socket"], self.sched.sock)
+        self.assertEqual(res["label"], "jupyter:vs-e2e")
+        for name, rc in res["steps"]:
+            self.assertEqual(rc, 0, "%s returned %d" % (name, rc))
+        self.assertEqual(res["status_rc"], 0, res["status"])
+        inside = json.loads(res["status"])
+        self.assertIn(res["pid"], pids_in(inside),
+                      "kernel pid %d not in status seen from the kernel: %s"
+                      % (res["pid"], res["status"]))
+        self.assertIn(res["pid"], pids_in(status),
+                      "kernel pid %d not in status: %s" % (res["pid"], status))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""vshare-run: how it composes the environment, its options and errors,
+and --check against no scheduler, a stale socket and a real one."""
+
+import os
+import socket
+import tempfile
+import unittest
+
+from opsutil import (SHIM, VSHARE_RUN, Scheduler, base_env, main, need,
+                     parse_env_lines, run)
+
+FRAMEWORK_DEFAULTS = {
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+    "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+    "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
+    "TF_FORCE_GPU_ALLOW_GROWTH": "true",
+}
+
+
+class Env(unittest.TestCase):
+    """--print-env shows exactly what would be exported."""
+
+    def printenv(self, *args, **env):
+        e = base_env(**env)
+        e.pop("LD_PRELOAD", None)  # these cases set LD_PRELOAD themselves
+        if "LD_PRELOAD" in env:
+            e["LD_PRELOAD"] = env["LD_PRELOAD"]
+        r = run([VSHARE_RUN] + list(args) + ["--print-env"], env=e)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return parse_env_lines(r.stdout), r.stderr
+
+    def test_plain_preload_is_absolute_shim(self):
+        out, _ = self.printenv()
+        self.assertEqual(out["LD_PRELOAD"], os.path.realpath(SHIM))
+        self.assertTrue(os.path.isabs(out["LD_PRELOAD"]))
+
+    def test_existing_preload_kept_in_order_shim_last(self):
+        out, _ = self.printenv(LD_PRELOAD="/opt/a.so /opt/b.so:/opt/c.so")
+        self.assertEqual(out["LD_PRELOAD"].split(":"),
+                         ["/opt/a.so", "/opt/b.so", "/opt/c.so",
+                          os.path.realpath(SHIM)])
+
+    def test_shim_never_twice(self):
+        shim = os.path.realpath(SHIM)
+        out, err = self.printenv(LD_PRELOAD="/opt/a.so:%s:/opt/b.so" % shim)
+        self.assertEqual(out["LD_PRELOAD"], "/opt/a.so:%s:/opt/b.so" % shim)
+        self.assertNotIn("vshare-run", err)
+
+    def test_other_shim_replaced_in_place(self):
+        shim = os.path.realpath(SHIM)
+        out, err = self.printenv(
+            LD_PRELOAD="/old/libvshare.so:/opt/a.so:/older/libvshare.so")
+        self.assertEqual(out["LD_PRELOAD"], "%s:/opt/a.so" % shim)
+        self.assertIn("/old/libvshare.so", err)
+
+    def test_options_become_variables(self):
+        out, _ = self.printenv(
+            "--socket", "/tmp/x.sock", "--label", "two words",
+            "--mem-limit=1.5G", "--idle-ms", "50", "--swap-out", "eager",
+            "--require-scheduler", "--no-convert", "--log-level", "debug")
+        want = {"VSHARE_SOCKET": "/tmp/x.sock", "VSHARE_LABEL": "two words",
+                "VSHARE_MEM_LIMIT": "1.5G", "VSHARE_IDLE_MS": "50",
+                "VSHARE_SWAP_OUT": "eager", "VSHARE_REQUIRE_SCHEDULER": "1",
+                "VSHARE_CONVERT": "0", "VSHARE_LOG_LEVEL": "debug"}
+        for k, v in want.items():
+            self.assertEqual(out.get(k), v, k)
+
+    def test_option_wins_over_environment(self):
+        out, _ = self.printenv("--socket", "/tmp/opt.sock",
+                               VSHARE_SOCKET="/tmp/env.sock")
+        self.assertEqual(out["VSHARE_SOCKET"], "/tmp/opt.sock")
+
+    def test_unset_options_leave_environment_alone(self):
+        out, _ = self.printenv(VSHARE_SOCKET="/tmp/env.sock")
+        self.assertNotIn("VSHARE_SOCKET", out)
+        self.assertNotIn("VSHARE_MEM_LIMIT", out)
+
+    def test_framework_defaults_when_unset(self):
+        out, _ = self.printenv()
+        for k, v in FRAMEWORK_DEFAULTS.items():
+            self.assertEqual(out.get(k), v, k)
+
+    def test_framework_user_values_respected(self):
+        user = {"XLA_PYTHON_CLIENT_PREALLOCATE": "true",
+                "XLA_PYTHON_CLIENT_ALLOCATOR": "bfc",
+                "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128",
+                "TF_FORCE_GPU_ALLOW_GROWTH": "false"}
+        out, err = self.printenv(**user)
+        for k in user:
+            self.assertNotIn(k, out, "%s overridden" % k)
+        self.assertNotIn("vshare-run", err)
+
+    def test_empty_framework_value_counts_as_unset(self):
+        out, _ = self.printenv(TF_FORCE_GPU_ALLOW_GROWTH="")
+        self.assertEqual(out.get("TF_FORCE_GPU_ALLOW_GROWTH"), "true")
+
+    def test_pytorch_expandable_segments_warned_not_changed(self):
+        out, err = self.printenv(
+            PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+        self.assertNotIn("PYTORCH_CUDA_ALLOC_CONF", out)
+        self.assertIn("expandable", err)
+
+    def test_pytorch_new_variable_respected(self):
+        out, err = self.printenv(PYTORCH_ALLOC_CONF="expandable_segments:True")
+        self.assertNotIn("PYTORCH_CUDA_ALLOC_CONF", out)
+        self.assertNotIn("PYTORCH_ALLOC_CONF", out)
+        self.assertIn("PYTORCH_ALLOC_CONF", err)
+
+    def test_no_framework_defaults(self):
+        out, _ = self.printenv("--no-framework-defaults")
+        for k in FRAMEWORK_DEFAULTS:
+            self.assertNotIn(k, out)
+        self.assertIn("LD_PRELOAD", out)
+
+
+class Usage(unittest.TestCase):
+    def assert_usage_error(self, *args, needle=""):
+        r = run([VSHARE_RUN] + list(args))
+        self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+        self.assertIn("vshare-run:", r.stderr)
+        self.assertIn(needle, r.stderr)
+        self.assertIn("--help", r.stderr)
+
+    def test_bad_arguments_exit_2(self):
+        self.assert_usage_error("--bogus", "--", "true", needle="--bogus")
+        self.assert_usage_error("--socket", needle="needs a value")
+        self.assert_usage_error("--mem-limit", "3X", "--", "true", needle="3X")
+        self.assert_usage_error("--mem-limit", "-1", "--", "true", needle="-1")
+        self.assert_usage_error("--idle-ms", "1.5", "--", "true", needle="1.5")
+        self.assert_usage_error("--swap-out", "now", "--", "true", needle="lazy")
+        self.assert_usage_error("--log-level", "loud", "--", "true",
+                                needle="loud")
+        self.assert_usage_error("--label", "x" * 64, "--", "true",
+                                needle="63 bytes")
+        self.assert_usage_error(needle="no command")
+        self.assert_usage_error("--socket", "/tmp/s", needle="no command")
+
+    def test_help_and_version(self):
+        r = run([VSHARE_RUN, "--help"])
+        self.assertEqual(r.returncode, 0)
+        for word in ("--socket", "--mem-limit", "--check", "--install-kernel",
+                     "Exit status"):
+            self.assertIn(word, r.stdout)
+        r = run([VSHARE_RUN, "--version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^vshare-run \d+\.\d+\.\d+\n$")
+
+    def test_missing_library_exit_125(self):
+        r = run([VSHARE_RUN, "--lib", "/nonexistent/libvshare.so", "--",
+                 "true"])
+        self.assertEqual(r.returncode, 125)
+        self.assertIn("/nonexistent/libvshare.so", r.stderr)
+
+
+class Exec(unittest.TestCase):
+    """The command runs with its arguments intact and its exit status."""
+
+    def setUp(self):
+        need("shim")
+
+    def test_arguments_and_status_pass_through(self):
+        r = run([VSHARE_RUN, "--label", "t", "--", "sh", "-c",
+                 'printf "%s|" "$@"; printf "%s\\n" "$VSHARE_LABEL"; exit 7',
+                 "sh", "a b", "", "*", "--x"])
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertEqual(r.stdout, "a b||*|--x|t\n")
+
+    def test_command_without_separator(self):
+        r = run([VSHARE_RUN, "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_shim_is_mapped(self):
+        r = run([VSHARE_RUN, "--", "cat", "/proc/self/maps"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(os.path.realpath(SHIM), r.stdout)
+
+    def test_command_not_found_127(self):
+        r = run([VSHARE_RUN, "--", "/nonexistent/program"])
+        self.assertEqual(r.returncode, 127)
+
+
+class Check(unittest.TestCase):
+    def check(self, sock, lib=None):
+        args = [VSHARE_RUN, "--socket", sock]
+        if lib:
+            args += ["--lib", lib]
+        return run(args + ["--check"])
+
+    def fake_lib(self, tmp):
+        path = os.path.join(tmp, "libvshare.so")
+        open(path, "w").close()
+        return path
+
+    def test_no_scheduler(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = self.check(os.path.join(tmp, "none.sock"), self.fake_lib(tmp))
+            self.assertEqual(r.returncode, 3, r.stdout)
+            self.assertIn("library: " + os.path.join(tmp, "libvshare.so"),
+                          r.stdout)
+            self.assertIn("does not exist", r.stdout)
+
+    def test_stale_socket(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "stale.sock")
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            s.close()  # the file stays, nobody listens
+            r = self.check(path, self.fake_lib(tmp))
+            self.assertEqual(r.returncode, 3, r.stdout)
+            self.assertIn("connection refused", r.stdout)
+
+    def test_missing_library_exit_1(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = self.check(os.path.join(tmp, "none.sock"),
+                           os.path.join(tmp, "libvshare.so"))
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("(missing)", r.stdout)
+
+    def test_running_scheduler(self):
+        need("sched")
+        with tempfile.TemporaryDirectory() as tmp:
+            sched = Scheduler(tmp)
+            lib = self.fake_lib(tmp)
+            try:
+                r = self.check(sched.sock, lib)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("scheduler: reachable (protocol version 1)",
+                              r.stdout)
+                self.assertIn("library: " + lib, r.stdout)
+                # The socket from the environment, as the shim reads it.
+                r = run([VSHARE_RUN, "--lib", lib, "--check"],
+                        env=base_env(VSHARE_SOCKET=sched.sock))
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                # No socket option or variable: the default path.
+                r = run([VSHARE_RUN, "--lib", lib, "--check"])
+                self.assertIn("socket: /run/vshare/scheduler.sock", r.stdout)
+            finally:
+                sched.stop()
+
+    def test_library_found_in_build_tree(self):
+        need("shim")
+        r = run([VSHARE_RUN, "--socket", "/nonexistent.sock", "--check"])
+        self.assertIn("library: " + os.path.realpath(SHIM) + "\n", r.stdout)
+        self.assertEqual(r.returncode, 3, r.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""Integration scenarios: the real vshare-scheduler on a temporary socket,
+the real vsharectl and sched_testclient. Usage: sched_it.py BINDIR SCENARIO
+(exit 0 pass, 1 fail, 77 skipped)."""
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+from schedtest import (Daemon, Fail, T, UUID, E_PROTO, E_VERSION, attach,
+                       check, closed_by_peer, events, frame, gpu_ref, hello,
+                       main, recv_frame, wait_for)
+
+
+def holders_of(d, gpu=0):
+    st = d.status()
+    return st["gpus"][gpu]["holders"] if len(st["gpus"]) > gpu else []
+
+
+def queue_of(d, gpu=0):
+    st = d.status()
+    return st["gpus"][gpu]["queue"] if len(st["gpus"]) > gpu else []
+
+
+def finish(p, what, timeout=20):
+    # communicate() closes a piped stdin, which ends a --stay client.
+    out, _ = p.communicate(input="" if p.stdin else None, timeout=timeout)
+    check(p.returncode == 0, "%s exited %s:\n%s" % (what, p.returncode, out))
+    return out
+
+
+def intervals(evs, who):
+    """[(grant_t, released_t)] of one client's holds."""
+    res, start = [], None
+    for t, w, e, _ in evs:
+        if w != who:
+            continue
+        if e == "grant":
+            start = t
+        elif e == "released" and start is not None:
+            res.append((start, t))
+            start = None
+    return res
+
+
+def t_alternate(b):
+    """Two clients alternate under a 1 s quantum, never overlapping."""
+    with Daemon(b, {"mode": "on", "tq_s": 1}) as d:
+        a = d.client("--label", "A", "--hold-ms", 2500, "--cycles", 2)
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        bb = d.client("--label", "B", "--hold-ms", 2500, "--cycles", 2)
+        evs = sorted(events(finish(a, "A")) + events(finish(bb, "B")))
+        grants = [w for t, w, e, _ in evs if e == "grant"]
+        check(grants == ["A#0", "B#0", "A#0", "B#0"],
+              "grants do not alternate: %s" % grants)
+        ia, ib = intervals(evs, "A#0"), intervals(evs, "B#0")
+        check(len(ia) == 2 and len(ib) == 2, "four holds expected")
+        for s1, e1 in ia:
+            for s2, e2 in ib:
+                check(e1 <= s2 or e2 <= s1, "holds overlap: %s %s" %
+                      ((s1, e1), (s2, e2)))
+        # Every hold but the last was cut by the quantum, not by its end.
+        for s, e in sorted(ia + ib)[:-1]:
+            check(800 <= e - s <= 1800, "hold of %.0f ms under a 1 s quantum"
+                  % (e - s))
+        drops = [kv["reason"] for t, w, e, kv in evs if e == "drop"]
+        check("1" in drops and "2" in drops, "quantum and idle drops expected")
+
+
+def t_kill_holder(b):
+    """Killing the holder hands the lock to the next client at once."""
+    with Daemon(b, {"mode": "on", "tq_s": 30}) as d:
+        a = d.client("--label", "A", "--hold-ms", 20000)
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        bb = d.client("--label", "B", "--hold-ms", 100)
+        wait_for(lambda: len(queue_of(d)) == 1, 5, "B in the queue")
+        killed = time.monotonic() * 1000
+        a.send_signal(signal.SIGKILL)
+        a.wait()
+        evs = events(finish(bb, "B"))
+        g = [t for t, w, e, _ in evs if e == "grant"]
+        check(len(g) == 1, "B was not granted")
+        check(g[0] - killed < 500, "B waited %.0f ms after the kill" %
+              (g[0] - killed))
+        st = d.status()
+        check(len(st["clients"]) == 0, "dead clients still listed")
+
+
+def t_many(b):
+    """1000 connected clients; each acquires and releases."""
+    with Daemon(b, {"mode": "on"}) as d:
+        idle = d.client("--clients", 1000, "--cycles", 0, "--stay", "--quiet",
+                        stdin=subprocess.PIPE)
+        wait_for(lambda: len(d.status()["clients"]) == 1000, 15,
+                 "1000 clients connected")
+        rc, out, err = d.ctl("status")
+        check(rc == 0 and out.count("\n") > 1000, "human status of 1000")
+        finish(idle, "idle clients")
+        wait_for(lambda: len(d.status()["clients"]) == 0, 5, "disconnects")
+        p = d.client("--clients", 1000, "--cycles", 2, "--check-exclusive",
+                     "--quiet", "--timeout-ms", 15000)
+        out = finish(p, "1000 exclusive clients")
+        check("grants=2000 max_holders=1 " in out, "summary: " + out)
+        check(d.ctl("auto")[0] == 0, "auto")
+        p = d.client("--clients", 1000, "--cycles", 2, "--quiet",
+                     "--timeout-ms", 15000)
+        out = finish(p, "1000 co-running clients")
+        check("grants=2000 " in out, "summary: " + out)
+        check(d.alive(), "daemon died")
+
+
+def expect_error_then_close(d, data, code, what):
+    s = d.raw()
+    s.sendall(data)
+    f = recv_frame(s)
+    check(f is not None and f[0] == T["ERROR"], what + ": no ERROR frame")
+    got, detail = struct.unpack("<iI", f[1][:8])
+    check(got == code, "%s: code %d, not %d" % (what, got, code))
+    check(closed_by_peer(s), what + ": connection not closed")
+    s.close()
+    return detail, f[1][8:].split(b"\0")[0].decode()
+
+
+def expect_close(d, data, what):
+    s = d.raw()
+    s.sendall(data)
+    check(closed_by_peer(s), what + ": connection not closed")
+    s.close()
+
+
+def t_garbage(b):
+    """Garbage, truncated and oversized frames cost only their connection."""
+    with Daemon(b, {"mode": "on", "tq_s": 1}) as d:
+        h = d.client("--label", "H", "--hold-ms", 1500)
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "H's grant")
+        expect_close(d, b"\xde\xad\xbe\xef" * 16, "garbage")
+        expect_close(d, frame(T["HELLO"], b"\0" * 72, magic=0x12345678),
+                     "bad magic")
+        expect_close(d, frame(T["HELLO"], length=(1 << 20) + 1),
+                     "oversized header")
+        expect_close(d, frame(T["HELLO"], b"\0" * 4096), "wrong size")
+        expect_close(d, frame(T["GRANT"], b"\0" * 32), "scheduler-only type")
+        expect_close(d, frame(0x777, b""), "unknown type")
+        expect_close(d, frame(T["HELLO"], b"\0" * 72, flags=1), "flags")
+        expect_error_then_close(
+            d, frame(T["HELLO"], struct.pack("<II64s", 1, 1, b"x")), E_PROTO,
+            "reserved field")
+        expect_error_then_close(d, gpu_ref("REQUEST"), -16, "hello first")
+        detail, msg = expect_error_then_close(
+            d, frame(T["HELLO"], b"\0" * 72, version=2), E_VERSION,
+            "header version")
+        check(detail == 1 and "version" in msg, "version error: %d %s" %
+              (detail, msg))
+        detail, msg = expect_error_then_close(d, hello(version=7), E_VERSION,
+                                              "hello version")
+        check(detail == 1, "hello version detail")
+        # Truncated: half a frame, then gone.
+        s = d.raw()
+        s.sendall(hello()[:40])
+        s.close()
+        # A header that promises more than arrives: the daemon waits,
+        # serving others meanwhile.
+        slow = d.raw()
+        slow.sendall(hello()[:20])
+        # A valid stream one byte at a time still works.
+        s = d.raw()
+        for c in hello(b"bytewise") + attach() + gpu_ref("REQUEST"):
+            s.send(bytes([c]))
+        f = recv_frame(s)
+        check(f and f[0] == T["WELCOME"], "bytewise hello: no welcome")
+        check(any(c["label"] == "bytewise" for c in d.status()["clients"]),
+              "bytewise client not listed")
+        s.close()
+        slow.close()
+        finish(h, "H")
+        c = d.client("--label", "C", "--hold-ms", 10)
+        finish(c, "C after garbage")
+        check(d.alive(), "daemon died")
+
+
+def mutate(rng, data):
+    data = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randint(0, 3)
+        if op == 0 and data:
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+        elif op == 1 and data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        elif op == 2:
+            data = data[:rng.randrange(len(data) + 1)]
+        else:
+            data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 40)))
+    return bytes(data)
+
+
+def t_fuzz(b):
+    """Randomized frames (fixed seed) against the daemon."""
+    rng = random.Random(20261122)
+    valid = [hello(), attach(), gpu_ref("REQUEST"), gpu_ref("RELEASED"),
+             frame(T["FOOTPRINT"], UUID + struct.pack("<QQ", 1 << 30, 0)),
+             frame(T["STATUS"], b"\0" * 8),
+             frame(T["SET_TQ"], UUID + struct.pack("<IIII", 1, 0, 5, 0)),
+             frame(T["SET_MODE"], UUID + struct.pack("<IIII", 0, 0, 1, 0))]
+    with Daemon(b, {"mode": "on", "tq_s": 1}) as d:
+        socks = []
+        for i in range(400):
+            s = d.raw()
+            pre = hello() + attach() if rng.random() < 0.5 else b""
+            body = b"".join(mutate(rng, rng.choice(valid))
+                            for _ in range(rng.randint(1, 5)))
+            try:
+                s.sendall(pre + body)
+            except OSError:
+                pass
+            socks.append(s)
+            if len(socks) > 50:
+                socks.pop(0).close()
+        for s in socks:
+            s.close()
+        check(d.alive(), "daemon died under random frames")
+        check(d.ctl("enable")[0] == 0, "enable")
+        check(d.ctl("set-tq", "30")[0] == 0, "set-tq")
+        c = d.client("--label", "after", "--hold-ms", 10, "--cycles", 3)
+        finish(c, "client after fuzzing")
+
+
+def t_nonadmin(b):
+    """A non-root user outside the admin group is refused admin requests."""
+    if os.geteuid() != 0:
+        print("needs root to run as nobody")
+        return 77
+    cfg = {"socket_group": "nogroup", "admin_group": "", "mode": "auto"}
+    with Daemon(b, cfg) as d:
+        st = os.stat(d.sock)
+        check(oct(st.st_mode & 0o777) == "0o660", "socket mode")
+        rc, out, err = d.ctl("status", user="nogroup")
+        check(rc == 0, "non-admin status refused: " + err)
+        for args in (["enable"], ["set-tq", "5"], ["disable", "--gpu", "0"]):
+            rc, out, err = d.ctl(*args, user="nogroup")
+            check(rc == 1 and "permission denied" in err,
+                  "%s as nobody: rc %d %s" % (args, rc, err))
+        check("refused" in d.logtext(), "refusal not logged")
+        rc, out, err = d.ctl("status", user="12345")
+        check(rc == 1 and "permission denied" in err,
+              "outside the socket group: rc %d %s" % (rc, err))
+        # A non-admin client may still request and release.
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                            "--clear-groups", d.bin("sched_testclient"),
+                            "--socket", d.sock, "--hold-ms", "10"],
+                           capture_output=True, text=True, timeout=20)
+        check(p.returncode == 0, "nobody's client: " + p.stdout)
+        check(d.status()["gpus"][0]["mode"] == "auto", "mode changed")
+    cfg = {"socket_mode": "0666", "admin_group": "nogroup",
+           "status_public": False}
+    with Daemon(b, cfg) as d:
+        rc, out, err = d.ctl("enable", user="nogroup")
+        check(rc == 0, "admin group member refused: " + err)
+        rc, out, err = d.ctl("status", user="12345")
+        check(rc == 1 and "permission denied" in err,
+              "private status shown to a non-admin")
+
+
+def t_ctl(b):
+    """vsharectl commands, output and exit codes."""
+    ctl = os.path.join(b, "vsharectl")
+    r = subprocess.run([ctl, "-s", "/nonexistent/vs.sock", "status"],
+                       capture_output=True, text=True)
+    check(r.returncode == 3 and "vshare-scheduler is not running (socket "
+          "/nonexistent/vs.sock)" in r.stderr, "not running: " + r.stderr)
+    for args in ([], ["frob"], ["set-tq"], ["set-tq", "abc"], ["set-tq", "0"],
+                 ["set-tq", "86401"], ["enable", "--gpu", "zz"],
+                 ["status", "--gpu", "0"], ["enable", "extra"], ["--bogus"]):
+        r = subprocess.run([ctl, "-s", "/nonexistent"] + args,
+                           capture_output=True, text=True)
+        check(r.returncode == 2, "usage %s: rc %d" % (args, r.returncode))
+    with Daemon(b, {"tq_s": 30}) as d:
+        rc, out, err = d.ctl("enable", "--gpu", "0")
+        check(rc == 1 and "no such GPU" in err, "no GPU yet: " + err)
+        c = d.client("--label", "watcher", "--cycles", 0, "--stay",
+                     "--managed", 1 << 30, stdin=subprocess.PIPE)
+        wait_for(lambda: len(d.status()["gpus"]) == 1, 5, "attach")
+        check(d.ctl("enable", "--gpu", "0")[0] == 0, "enable 0")
+        uuid = "GPU-00000000-0000-0000-0000-000000000001"
+        check(d.ctl("disable", "--gpu", uuid)[0] == 0, "disable uuid")
+        rc, out, err = d.ctl("--json", "auto")
+        check(rc == 0 and json.loads(out)["status"] == 0, "auto --json")
+        check(d.ctl("set-tq", "7")[0] == 0, "set-tq")
+        env = dict(os.environ, VSHARE_SOCKET=d.sock)
+        r = subprocess.run([ctl, "--json", "status"], capture_output=True,
+                           text=True, env=env)
+        check(r.returncode == 0, "VSHARE_SOCKET not used")
+        st = json.loads(r.stdout)
+        check(st["version"] == 1, "version")
+        g = st["gpus"][0]
+        for k in ("uuid", "index", "mode", "tq_s", "capacity", "footprint",
+                  "oversubscribed", "holders", "queue"):
+            check(k in g, "gpu key " + k)
+        check(g["uuid"] == uuid and g["mode"] == "auto" and g["tq_s"] == 7,
+              "gpu values %s" % g)
+        cl = st["clients"][0]
+        for k in ("id", "pid", "uid", "gid", "label", "gpus"):
+            check(k in cl, "client key " + k)
+        check(cl["pid"] == c.pid and cl["label"] == "watcher", "client")
+        m = cl["gpus"][0]
+        for k in ("uuid", "managed", "pinned", "state", "held_ms",
+                  "waited_ms"):
+            check(k in m, "client gpu key " + k)
+        check(m["managed"] == 1 << 30 and m["state"] == "idle", "member")
+        rc, out, err = d.ctl("status")
+        check(rc == 0 and uuid in out and "mode auto" in out and
+              "quantum 7 s" in out and "watcher" in out, "human status")
+        out = finish(c, "watcher")
+        modes = [kv["mode"] for t, w, e, kv in events(out) if e == "mode"]
+        check(modes == ["on", "off", "auto"], "MODE messages: %s" % modes)
+
+
+def t_socket(b):
+    """Socket directory, mode, stale file, live daemon, clean shutdown."""
+    with Daemon(b) as d:
+        check(os.stat(os.path.dirname(d.sock)).st_mode & 0o777 == 0o755,
+              "socket directory mode")
+        check(os.stat(d.sock).st_mode & 0o777 == 0o660, "socket mode")
+        second = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                                 "--config", d.conf], capture_output=True,
+                                text=True, timeout=10)
+        check(second.returncode != 0 and "another vshare-scheduler is running"
+              in second.stderr, "live socket stolen: " + second.stderr)
+        check(d.ctl("status")[0] == 0, "first daemon lost its socket")
+        check(d.stop() == 0, "SIGTERM exit status")
+        check(not os.path.exists(d.sock), "socket left after SIGTERM")
+        # A stale socket from a crash.
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(d.sock)
+        s.close()
+        d.start()
+        check("stale" in d.logtext(), "stale socket not reported")
+        d.proc.send_signal(signal.SIGINT)
+        check(d.proc.wait(timeout=10) == 0, "SIGINT exit status")
+        with open(d.sock, "w") as f:
+            f.write("not a socket")
+        r = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                            "--config", d.conf], capture_output=True,
+                           text=True, timeout=10)
+        check(r.returncode == 1 and os.path.isfile(d.sock),
+              "a regular file was replaced")
+
+
+def t_config(b):
+    """Config parsing, errors naming the key, --print-config, flags."""
+    sched = os.path.join(b, "vshare-scheduler")
+    with Daemon(b, start=False) as d:
+        def run(cfg, *args, env=None):
+            with open(d.conf, "w") as f:
+                f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+            return subprocess.run([sched, "--config", d.conf] + list(args),
+                                  capture_output=True, text=True, timeout=10,
+                                  env=env)
+        for cfg, key in (({"tq_s": 0}, "tq_s"), ({"tq_s": 86401}, "tq_s"),
+                         ({"tq_s": 1.5}, "tq_s"), ({"mode": "fast"}, "mode"),
+                         ({"capacity": "8X"}, "capacity"),
+                         ({"capacity": -1}, "capacity"),
+                         ({"grace_ms": "5"}, "grace_ms"),
+                         ({"skip_unresponsive": 1}, "skip_unresponsive"),
+                         ({"socket_mode": "0999"}, "socket_mode"),
+                         ({"socket_mode": "0066"}, "socket_mode"),
+                         ({"log_level": "loud"}, "log_level"),
+                         ({"max_clients": 0}, "max_clients"),
+                         ({"socket": "relative"}, "socket"),
+                         ({"socket_group": "no-such-group-x"}, "socket_group"),
+                         ({"gpus": {"GPU-zz": {}}}, "gpus"),
+                         ({"gpus": {"GPU-00000000-0000-0000-0000-000000000001":
+                                    {"tq_s": 0}}}, "tq_s"),
+                         ({"tqs": 5}, "tqs"), ("{", "JSON")):
+            r = run(cfg, "--print-config")
+            check(r.returncode == 1 and key in r.stderr,
+                  "%s: rc %d, %s" % (cfg, r.returncode, r.stderr))
+        r = run({"tq_s": 10, "mode": "on", "capacity": "8G", "grace_ms": 100,
+                 "socket": "/tmp/x/s.sock",
+                 "gpus": {"GPU-00000000-0000-0000-0000-000000000001":
+                          {"capacity": "1.5G", "mode": "off"}}},
+                "--print-config")
+        check(r.returncode == 0, "print-config: " + r.stderr)
+        c = json.loads(r.stdout)
+        check(c["tq_s"] == 10 and c["mode"] == "on" and
+              c["capacity"] == 8 << 30 and c["socket"] == "/tmp/x/s.sock" and
+              c["socket_mode"] == "0660" and c["skip_unresponsive"] is True,
+              "print-config values %s" % c)
+        g = c["gpus"]["GPU-00000000-0000-0000-0000-000000000001"]
+        check(g["capacity"] == 3 << 29 and g["mode"] == "off", "gpu override")
+        env = dict(os.environ, VSHARE_SOCKET="/tmp/env/s.sock")
+        r = run({}, "--print-config", env=env)
+        check(json.loads(r.stdout)["socket"] == "/tmp/env/s.sock", "env socket")
+        r = run({}, "--print-config", "--socket", "/tmp/o/s.sock", env=env)
+        check(json.loads(r.stdout)["socket"] == "/tmp/o/s.sock", "--socket")
+        r = subprocess.run([sched, "--config", "/nonexistent.json",
+                            "--print-config"], capture_output=True, text=True)
+        check(r.returncode == 1, "missing explicit config accepted")
+        for args, rc in ((["--help"], 0), (["--version"], 0),
+                         (["--log-level", "loud"], 2), (["--bogus"], 2),
+                         (["extra"], 2)):
+            r = subprocess.run([sched] + args, capture_output=True, text=True)
+            check(r.returncode == rc, "%s: rc %d" % (args, r.returncode))
+
+
+def t_grace(b):
+    """A holder that ignores a drop is skipped after the grace period."""
+    cfg = {"mode": "on", "tq_s": 1, "grace_ms": 300}
+    with Daemon(b, cfg) as d:
+        a = d.client("--label", "A", "--hold-ms", 3000, "--ignore-drops")
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        bb = d.client("--label", "B", "--hold-ms", 10)
+        evs = sorted(events(finish(a, "A")) + events(finish(bb, "B")))
+        ga = [t for t, w, e, _ in evs if w == "A#0" and e == "grant"][0]
+        gb = [t for t, w, e, _ in evs if w == "B#0" and e == "grant"][0]
+        ra = [t for t, w, e, _ in evs if w == "A#0" and e == "released"][0]
+        check(1200 <= gb - ga <= 2000, "B granted %.0f ms after A" % (gb - ga))
+        check(gb < ra, "B waited for the hung holder")
+        check("has not released" in d.logtext(), "hang not logged")
+        check(d.alive(), "daemon died")
+    cfg["skip_unresponsive"] = False
+    with Daemon(b, cfg) as d:
+        a = d.client("--label", "A", "--hold-ms", 2000, "--ignore-drops")
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        bb = d.client("--label", "B", "--hold-ms", 10)
+        evs = sorted(events(finish(a, "A")) + events(finish(bb, "B")))
+        gb = [t for t, w, e, _ in evs if w == "B#0" and e == "grant"][0]
+        ra = [t for t, w, e, _ in evs if w == "A#0" and e == "released"][0]
+        check(ra <= gb, "hung holder skipped although skip_unresponsive=false")
+        check("has not released" in d.logtext(), "hang not logged")
+
+
+def t_auto(b):
+    """Mode auto: what fits runs together, the rest waits in FCFS order."""
+    G = 1 << 30
+    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 1}) as d:
+        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 1200)
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 1200)
+        wait_for(lambda: len(holders_of(d)) == 2, 5, "B beside A")
+        c = d.client("--label", "C", "--managed", 4 * G, "--hold-ms", 10)
+        wait_for(lambda: len(queue_of(d)) == 1, 5, "C waits")
+        st = d.status()
+        check(st["gpus"][0]["capacity"] == 10 * G and
+              st["gpus"][0]["oversubscribed"], "capacity %s" % st["gpus"][0])
+        evs = sorted(events(finish(a, "A")) + events(finish(bb, "B")) +
+                     events(finish(c, "C")))
+        grant = {w: kv for t, w, e, kv in evs if e == "grant"}
+        check(grant["A#0"]["kind"] == "shared" and grant["A#0"]["flags"] == "0",
+              "A's grant %s" % grant["A#0"])
+        check(grant["C#0"]["flags"] == "1", "C's grant lacks OVERSUB")
+        idle = {w for t, w, e, kv in evs if e == "drop" and kv["reason"] == "2"}
+        check(idle == {"A#0", "B#0"}, "idle drops went to %s" % idle)
+        gc = [t for t, w, e, _ in evs if w == "C#0" and e == "grant"][0]
+        rel = min(t for t, w, e, _ in evs if e == "released")
+        check(gc >= rel, "C ran before anyone released")
+
+
+SCENARIOS = {"alternate": t_alternate, "kill_holder": t_kill_holder,
+             "many": t_many, "garbage": t_garbage, "fuzz": t_fuzz,
+             "nonadmin": t_nonadmin, "ctl": t_ctl, "socket": t_socket,
+             "config": t_config, "grace": t_grace, "auto": t_auto}
+
+if __name__ == "__main__":
+    raise SystemExit(main(SCENARIOS))

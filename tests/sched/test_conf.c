@@ -1,0 +1,212 @@
+/*
+ * Configuration parsing: defaults, every key, sizes, and bad values whose
+ * error names the key.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+
+#include "conf.h"
+#include "log.h"
+
+static void test_defaults(void **state)
+{
+	struct conf c;
+	struct sched_cfg sc;
+	(void)state;
+
+	conf_defaults(&c);
+	assert_int_equal(c.tq_s, 30);
+	assert_int_equal(c.mode, VS_MODE_AUTO);
+	assert_true(c.capacity == 0);
+	assert_int_equal(c.grace_ms, 5000);
+	assert_true(c.skip_unresponsive);
+	assert_int_equal(c.socket_mode, 0660);
+	assert_string_equal(c.socket_group, CONF_GROUP_AUTO);
+	assert_int_equal(c.log_level, LOG_LVL_INFO);
+	conf_sched_cfg(&c, &sc);
+	assert_int_equal(sc.tq_ms, 30000);
+	conf_free(&c);
+}
+
+static void test_every_key(void **state)
+{
+	struct conf c;
+	char err[256] = "";
+	const char *text =
+		"{\"tq_s\": 10, \"mode\": \"on\", \"capacity\": \"1.5G\","
+		" \"grace_ms\": 0, \"skip_unresponsive\": false,"
+		" \"socket\": \"/tmp/s.sock\", \"socket_group\": \"\","
+		" \"socket_mode\": \"0600\", \"admin_group\": \"wheel\","
+		" \"status_public\": false, \"log_level\": \"debug\","
+		" \"max_clients\": 5,"
+		" \"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\":"
+		"   {\"tq_s\": 2, \"mode\": \"off\", \"capacity\": 4096}}}";
+	(void)state;
+
+	conf_defaults(&c);
+	assert_int_equal(conf_parse(&c, text, err, sizeof(err)), 0);
+	assert_int_equal(c.tq_s, 10);
+	assert_int_equal(c.mode, VS_MODE_ON);
+	assert_true(c.capacity == 3ull << 29);
+	assert_int_equal(c.grace_ms, 0);
+	assert_false(c.skip_unresponsive);
+	assert_string_equal(c.socket, "/tmp/s.sock");
+	assert_string_equal(c.socket_group, "");
+	assert_int_equal(c.socket_mode, 0600);
+	assert_string_equal(c.admin_group, "wheel");
+	assert_false(c.status_public);
+	assert_int_equal(c.log_level, LOG_LVL_DEBUG);
+	assert_int_equal(c.max_clients, 5);
+	assert_int_equal(c.n_gpus, 1);
+	assert_int_equal(c.gpus[0].uuid[15], 0xaa);
+	assert_int_equal(c.gpus[0].set,
+			 SCHED_GCFG_TQ | SCHED_GCFG_MODE | SCHED_GCFG_CAP);
+	assert_int_equal(c.gpus[0].tq_ms, 2000);
+	assert_int_equal(c.gpus[0].mode, VS_MODE_OFF);
+	assert_true(c.gpus[0].capacity == 4096);
+	conf_free(&c);
+}
+
+static void bad(const char *text, const char *key)
+{
+	struct conf c;
+	char err[256] = "";
+
+	conf_defaults(&c);
+	assert_int_equal(conf_parse(&c, text, err, sizeof(err)), -1);
+	if (strstr(err, key) == NULL)
+		fail_msg("error for %s does not name %s: %s", text, key, err);
+	conf_free(&c);
+}
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	bad("{\"tq_s\": 0}", "tq_s");
+	bad("{\"tq_s\": 86401}", "tq_s");
+	bad("{\"tq_s\": 2.5}", "tq_s");
+	bad("{\"tq_s\": \"30\"}", "tq_s");
+	bad("{\"mode\": \"sometimes\"}", "mode");
+	bad("{\"mode\": 1}", "mode");
+	bad("{\"capacity\": -1}", "capacity");
+	bad("{\"capacity\": \"8 G\"}", "capacity");
+	bad("{\"capacity\": \"G\"}", "capacity");
+	bad("{\"capacity\": true}", "capacity");
+	bad("{\"grace_ms\": 3600001}", "grace_ms");
+	bad("{\"skip_unresponsive\": \"yes\"}", "skip_unresponsive");
+	bad("{\"status_public\": 0}", "status_public");
+	bad("{\"socket\": \"run/s.sock\"}", "socket");
+	bad("{\"socket\": \"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock\"}", "socket");
+	bad("{\"socket_mode\": 660}", "socket_mode");
+	bad("{\"socket_mode\": \"0400\"}", "socket_mode");
+	bad("{\"socket_mode\": \"01660\"}", "socket_mode");
+	bad("{\"log_level\": \"verbose\"}", "log_level");
+	bad("{\"max_clients\": 0}", "max_clients");
+	bad("{\"max_clients\": 1000000}", "max_clients");
+	bad("{\"gpus\": []}", "gpus");
+	bad("{\"gpus\": {\"nope\": {}}}", "gpus");
+	bad("{\"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\": "
+	    "{\"mode\": \"x\"}}}", "gpus.GPU-00000000-0000-0000-0000-0000000000aa.mode");
+	bad("{\"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\": "
+	    "{\"colour\": 1}}}", "colour");
+	bad("{\"quantum\": 5}", "quantum");
+	bad("[1, 2]", "object");
+	bad("{\"tq_s\": ", "JSON");
+}
+
+static void test_sizes(void **state)
+{
+	uint64_t v;
+	(void)state;
+
+	assert_int_equal(conf_parse_size("4096", &v), 0);
+	assert_true(v == 4096);
+	assert_int_equal(conf_parse_size("8G", &v), 0);
+	assert_true(v == 8ull << 30);
+	assert_int_equal(conf_parse_size("8GiB", &v), 0);
+	assert_true(v == 8ull << 30);
+	assert_int_equal(conf_parse_size("512MB", &v), 0);
+	assert_true(v == 512ull << 20);
+	assert_int_equal(conf_parse_size("1.5T", &v), 0);
+	assert_true(v == 3ull << 39);
+	assert_int_equal(conf_parse_size("64k", &v), 0);
+	assert_true(v == 65536);
+	assert_int_equal(conf_parse_size("-1", &v), -1);
+	assert_int_equal(conf_parse_size("8X", &v), -1);
+	assert_int_equal(conf_parse_size("", &v), -1);
+	assert_int_equal(conf_parse_size("99999999999T", &v), -1);
+}
+
+static void test_file_and_print(void **state)
+{
+	struct conf c;
+	char err[256], path[] = "/tmp/vshare-conf-XXXXXX";
+	const char *text = "{\"tq_s\": 12, \"mode\": \"off\"}";
+	int fd = mkstemp(path);
+	char *json;
+	cJSON *root;
+	(void)state;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	conf_defaults(&c);
+	assert_int_equal(conf_load(&c, path, 1, err, sizeof(err)), 0);
+	assert_int_equal(c.tq_s, 12);
+	json = conf_to_json(&c, "/run/x.sock");
+	root = cJSON_Parse(json);
+	assert_non_null(root);
+	assert_int_equal(cJSON_GetObjectItem(root, "tq_s")->valueint, 12);
+	assert_string_equal(cJSON_GetObjectItem(root, "mode")->valuestring, "off");
+	assert_string_equal(cJSON_GetObjectItem(root, "socket")->valuestring,
+			    "/run/x.sock");
+	assert_string_equal(cJSON_GetObjectItem(root, "socket_mode")->valuestring,
+			    "0660");
+	cJSON_Delete(root);
+	free(json);
+	unlink(path);
+	/* Missing: fine for the default file, an error for a named one. */
+	assert_int_equal(conf_load(&c, path, 0, err, sizeof(err)), 1);
+	assert_int_equal(conf_load(&c, path, 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, path));
+	conf_free(&c);
+}
+
+static void test_groups(void **state)
+{
+	gid_t gid = 12345;
+	char err[256] = "";
+	(void)state;
+
+	assert_int_equal(conf_group("", "root", &gid, "k", err, sizeof(err)), 1);
+	assert_int_equal(conf_group("root", "x", &gid, "k", err, sizeof(err)), 0);
+	assert_int_equal(gid, 0);
+	assert_int_equal(conf_group(CONF_GROUP_AUTO, "no-such-group-q", &gid,
+				    "k", err, sizeof(err)), 1);
+	assert_int_equal(conf_group("no-such-group-q", "root", &gid,
+				    "admin_group", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "admin_group"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_file_and_print),
+		cmocka_unit_test(test_groups),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
