@@ -54,7 +54,7 @@ def parse_args():
     o.lock_reps = 7 if o.quick else 15
     o.handoff_reps = 3 if o.quick else 5
     o.burst_reps = 2 if o.quick else 3
-    o.stamp_kernels, o.stamp_spin_us = 160, 5000
+    o.stamp_kernels, o.stamp_spin_us = 400, 5000
     only = [c for c in o.only.split(",") if c]
     skip = [c for c in o.skip.split(",") if c]
     bad = [c for c in only + skip if c not in CHECKS]
