@@ -51,7 +51,8 @@ def parse_args():
     o.mem_limit_bytes = parse_size(o.mem_limit)
     o.bench_reps = 2 if o.quick else 3
     o.bench_seconds = 3 if o.quick else 4
-    o.lock_reps = 7 if o.quick else 15
+    o.lock_reps = 8 if o.quick else 15
+    o.launch_reps = 3 if o.quick else 5
     o.handoff_reps = 3 if o.quick else 5
     o.burst_reps = 2 if o.quick else 3
     o.stamp_kernels, o.stamp_spin_us = 400, 5000

@@ -123,7 +123,8 @@ def mode_correct(args):
     torch.cuda.synchronize()
     probe = [p.data_ptr() for p in model.parameters()]
     probe += [p.grad.data_ptr() for p in model.parameters()]
-    probe += [x.data_ptr(), torch.empty(1 << 20, device=dev).data_ptr()]
+    fresh = torch.empty(1 << 20, device=dev)   # kept alive while probed
+    probe += [x.data_ptr(), fresh.data_ptr()]
     flags = managed_flags(probe)
     res = {"mode": "correct", "losses": losses, "weights_sum": weights_sum(model),
            "allocator": torch.cuda.get_allocator_backend(),
@@ -173,6 +174,7 @@ def mode_bench(args):
         windows.append(n / (time.monotonic() - t0))
         steps += n
     return {"mode": args.mode, "steps": steps, "windows": len(windows),
+            "window_steps_per_s": [round(w, 1) for w in windows],
             "steps_per_s": statistics.median(windows),
             "steps_per_s_max": max(windows), "loss": float(loss.item())}
 
