@@ -130,7 +130,7 @@ def run_all(env, results):
     guard.check(worst, "the suite")
 
     with Scheduler(env, "main", mode="auto", capacity=o.capacity) as sched:
-        attach_gpu(env, sched)
+        attach_gpu(env)
         modes = sched.ensure_mode()
         env.say("main scheduler GPU modes: %s" % modes)
         for key, fn, args in (("examples", X.check_examples, ()),

@@ -3,7 +3,7 @@ run."""
 import os
 import time
 
-from suite_lib import Result, Scheduler, attach_gpu, fmt, median
+from suite_lib import Result, Scheduler, attach_gpu, fmt, median, quiet_cpu
 from suite_correct import FAIL, PASS, _wait, unshared
 
 MISS = "MISS"   # measured fine, target not met
@@ -39,10 +39,12 @@ def bench_launch(env):
     argv = [env.prog("launch_bench")]
     runs = {"plain": [], "shim": []}
     fast = {"plain": [], "shim": []}
+    cpu = quiet_cpu()   # one CPU for every run: less spread between processes
     for rep in range(env.opts.launch_reps):
         for kind in ("plain", "shim"):
             e = env.base_env() if kind == "plain" else env.shim_env("launch")
-            p = unshared(env.run("launch.%s.%d" % (kind, rep), argv, e, timeout=60))
+            p = unshared(env.run("launch.%s.%d" % (kind, rep), argv, e, timeout=60,
+                                 cpu=cpu))
             if not p.ok:
                 return Result(name, "benchmark", FAIL, detail=p.why())
             runs[kind].append(p.json["ns_per_launch_p50"])
@@ -51,15 +53,26 @@ def bench_launch(env):
     delta = shim - plain
     d10 = median(fast["shim"]) - median(fast["plain"])
     spread = max(runs["plain"]) - min(runs["plain"])
+    noise = _stderr(runs["plain"]) + _stderr(runs["shim"])
     return Result(name, "benchmark", PASS if delta <= 50 else MISS,
-                  measured="%.0f ns (%+.0f ns)" % (shim, delta),
+                  measured="%.0f ns (%+.0f +- %.0f ns)" % (shim, delta, noise),
                   baseline="%.0f ns" % plain, target="<= plain + 50 ns",
-                  detail="median over %d processes each (alternating) of the p50 of "
-                         "200 batches x 256 launches; p10 delta %+.0f ns; plain "
-                         "spread between processes %.0f ns" % (
-                             env.opts.launch_reps, d10, spread),
+                  detail="median over %d processes each (alternating, CPU %s) of the "
+                         "p50 of 200 batches x 256 launches; p10 delta %+.0f ns; plain "
+                         "spread between processes %.0f ns%s" % (
+                             env.opts.launch_reps, cpu, d10, spread,
+                             "; the miss is within the noise" if delta > 50 and
+                             delta - 50 < noise else ""),
                   data={"runs": runs, "p10": fast, "delta_ns": delta,
                         "delta_p10_ns": d10})
+
+
+def _stderr(xs):
+    """Standard error of the mean, as the noise of a median of few runs."""
+    if len(xs) < 2:
+        return 0.0
+    m = sum(xs) / len(xs)
+    return (sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs)) ** 0.5
 
 
 def _reacquire(env, kind, n):
@@ -75,6 +88,7 @@ def _reacquire(env, kind, n):
             "VSHARE_IDLE_MS": "5" if label == "pinger" else "100"})
     pinger = env.start("lock.pinger." + kind, [env.prog("first_launch"), "--reacquire",
                                                str(n), "--dir", d], mk("pinger"), eager)
+    bumps = []
     for i in range(n):
         if not _wait(os.path.join(d, "ready.%d" % i), 60, [pinger]):
             break
@@ -84,32 +98,56 @@ def _reacquire(env, kind, n):
             env.kill(pinger)
             env.finish(pinger, 5)
             return bump
+        bumps.append(bump.json["first_ns"])
         time.sleep(0.02)   # the scheduler has seen the bumper's exit
         open(os.path.join(d, "go.%d" % i), "w").close()
-    return unshared(env.finish(pinger, 60))
+    res = unshared(env.finish(pinger, 60))
+    if res.json is not None:
+        res.json["bumper_first_ns"] = bumps
+    return res
 
 
 def bench_first_lock(env):
     """Uncontended acquisition: REQUEST to an idle scheduler, GRANT, gate
-    open, measured as the launch call that needed it."""
+    open, measured as the launch call that needed it. Mode on, so that
+    each bumper really takes the GPU from the pinger (in auto two small
+    processes fit together and nobody would lose the lock)."""
     name = "uncontended lock acquisition"
     n = env.opts.lock_reps
-    plain, shim = _reacquire(env, "plain", n), _reacquire(env, "shim", n)
+    plain = _reacquire(env, "plain", n)
+    with Scheduler(env, "lock", mode="on") as sched:
+        attach_gpu(env)
+        modes = sched.ensure_mode()
+        shim = _reacquire(env, "shim", n)
     for p in (plain, shim):
-        if not p.ok or len(p.json["reacquire_ns"]) != n:
+        if not p.ok or len(p.json.get("reacquire_ns", [])) != n:
             return Result(name, "benchmark", FAIL, detail=p.why())
     pr = [x / 1e3 for x in plain.json["reacquire_ns"]]
     sr = [x / 1e3 for x in shim.json["reacquire_ns"]]
+    bumps = [x / 1e6 for x in shim.json.get("bumper_first_ns", [])]
     p50, p50_plain = median(sr), median(pr)
     first = shim.json["first_ns"] / 1e3
-    return Result(name, "benchmark", PASS if p50 < 50 else MISS,
-                  measured="p50 %.1f us (max %.1f)" % (p50, max(sr)),
-                  baseline="launch %.1f us" % p50_plain, target="p50 < 50 us",
-                  detail="launch that had to acquire the lock, %d times in one "
-                         "process; a new client's first launch (connect, attach, "
-                         "request) took %.0f us (plain %.0f us)" % (
-                             n, first, plain.json["first_ns"] / 1e3),
-                  data={"reacquire_us": sr, "plain_us": pr, "first_us": first})
+    data = {"acquire_extra_us": p50 - p50_plain, "reacquire_us": sr, "plain_us": pr, "first_us": first,
+            "bumper_wait_ms": bumps, "modes": modes}
+    # In mode on a bumper runs only once the pinger has released, so every
+    # timed launch was a real acquisition, provided the mode held.
+    if not modes or any(m != "on" for m in modes):
+        return Result(name, "benchmark", FAIL, data=data,
+                      detail="the scheduler is not in mode on (%s): the pinger may "
+                             "have kept the GPU" % modes)
+    extra = p50 - p50_plain
+    return Result(name, "benchmark", PASS if extra < 50 else MISS,
+                  measured="p50 %.1f us (launch incl. %.1f us, max %.1f)" % (
+                      extra, p50, max(sr)),
+                  baseline="launch after a switch %.1f us" % p50_plain,
+                  target="p50 < 50 us",
+                  detail="launch call that had to acquire the lock (mode on, idle "
+                         "scheduler), %d times in one process, minus the same launch "
+                         "plain (after another process used the GPU); a new client's "
+                         "first launch (connect, attach, request) took %.0f us (plain "
+                         "%.0f us); bumpers waited p50 %.2f ms for the release" % (
+                             n, first, plain.json["first_ns"] / 1e3, median(bumps)),
+                  data=data)
 
 
 def bench_handoff(env, idle_ms):
@@ -118,7 +156,7 @@ def bench_handoff(env, idle_ms):
     extra = {"VSHARE_IDLE_MS": str(idle_ms)}
     hands, plain_waits = [], []
     with Scheduler(env, "handoff", mode="on") as sched:
-        attach_gpu(env, sched)
+        attach_gpu(env)
         modes = sched.ensure_mode()
         for rep in range(reps):
             d = env.fresh_dir("handoff%d" % rep)
@@ -195,7 +233,7 @@ def bench_burst(env):
     if plain is None:
         return Result(name, "benchmark", FAIL, detail="plain: " + why)
     with Scheduler(env, "burst", mode="auto", capacity=env.opts.capacity) as sched:
-        attach_gpu(env, sched)
+        attach_gpu(env)
         sched.ensure_mode()
         shim, why = _burst_beside_training(env, "shim")
         status = sched.status()

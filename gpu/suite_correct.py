@@ -170,7 +170,7 @@ def check_serialization(env, mode, tq_s):
     name = "two processes, mode %s: kernel overlap" % mode
     n, spin = env.opts.stamp_kernels, env.opts.stamp_spin_us
     with Scheduler(env, "stamp-" + mode, mode=mode, tq_s=tq_s) as sched:
-        attach_gpu(env, sched)
+        attach_gpu(env)
         modes = sched.ensure_mode()
         if tq_s:
             sched.set_tq(tq_s)
@@ -208,7 +208,7 @@ def check_oversub(env, baseline):
     d = env.fresh_dir("swap")
     f = lambda n: os.path.join(d, n)  # noqa: E731
     with Scheduler(env, "swap", mode="auto", capacity=cap) as sched:
-        attach_gpu(env, sched)
+        attach_gpu(env)
         sched.ensure_mode()
         common = ["--bytes", str(nbytes), "--go", f("go"), "--exit", f("exit")]
         a = env.start("swap-first", [env.prog("swap"), "--role", "first",

@@ -130,14 +130,17 @@ class Env:
         return os.path.join(self.gpu_bin, name)
 
     # ---- running -------------------------------------------------------
-    def start(self, name, argv, env, extra_env=None):
+    def start(self, name, argv, env, extra_env=None, cpu=None):
         if extra_env:
             env = dict(env, **extra_env)
-        self.note("$ [%s] %s%s" % (name, "(shim) " if "LD_PRELOAD" in env else "",
-                                   " ".join(argv)))
+        self.note("$ [%s] %s%s%s" % (name, "(shim) " if "LD_PRELOAD" in env else "",
+                                     "(cpu %s) " % cpu if cpu is not None else "",
+                                     " ".join(argv)))
         p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                             start_new_session=True,
+                             preexec_fn=(lambda: pin_cpu(cpu)) if cpu is not None
+                             else None)
         p.vs_name, p.vs_t0 = name, time.monotonic()
         self.live.append(p)
         return p
@@ -157,8 +160,8 @@ class Env:
                   (p.vs_name, p.returncode, secs, out, err))
         return Proc(p.vs_name, p.returncode, out, err, secs)
 
-    def run(self, name, argv, env, timeout=120, extra_env=None):
-        return self.finish(self.start(name, argv, env, extra_env), timeout)
+    def run(self, name, argv, env, timeout=120, extra_env=None, cpu=None):
+        return self.finish(self.start(name, argv, env, extra_env, cpu), timeout)
 
     def kill(self, p):
         try:
@@ -195,6 +198,23 @@ class Env:
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         return d
+
+
+def pin_cpu(cpu):
+    """In a child before exec: run on one CPU, if the system allows it."""
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        pass
+
+
+def quiet_cpu():
+    """A CPU for timing-sensitive runs: the last one this process may use
+    (away from CPU 0, which takes most interrupts)."""
+    try:
+        return max(os.sched_getaffinity(0))
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def gpu_memory():
@@ -244,10 +264,9 @@ class Scheduler:
         self.proc = None
         self.applied = {}
 
-    def _config_candidates(self):
-        """Config documents to try, most specific first. Keys that the
-        daemon rejects are dropped one by one, so a daemon that names
-        them differently still starts (and the result says what held)."""
+    def _config_doc(self):
+        """The scheduler's config keys (see --print-config): capacity in
+        bytes, default mode of every GPU, quantum in seconds."""
         doc = {}
         if self.capacity:
             doc["capacity"] = self.capacity
@@ -264,7 +283,10 @@ class Scheduler:
         return r.returncode == 0, r.stdout + r.stderr
 
     def _write_config(self):
-        doc = self._config_candidates()
+        """Write the config and check it with --print-config. A key the
+        daemon refuses is dropped (and the results say which settings
+        held), so an older or newer daemon still starts."""
+        doc = self._config_doc()
         path = self.env.path("sched-%s.json" % self.name)
         while True:
             with open(path, "w") as f:
@@ -363,7 +385,7 @@ class Scheduler:
         return False
 
 
-def attach_gpu(env, sched):
+def attach_gpu(env):
     """Have one short client attach the GPU, so that per-GPU settings
     (mode, quantum) can be applied by vsharectl before a test starts."""
     p = env.run("attach", [env.prog("first_launch")], env.shim_env("attach"),
