@@ -65,12 +65,19 @@ def parse_env_lines(text):
 class Scheduler:
     """vshare-scheduler on a socket in a temporary directory."""
 
-    def __init__(self, tmpdir, extra_args=()):
+    def __init__(self, tmpdir, config=None, binary=SCHEDULER, ctl=VSHARECTL):
+        """config: a file to use; by default an empty one, so that a
+        system-wide /etc/vshare/scheduler.json cannot change a test."""
         self.dir = tmpdir
+        self.ctl = ctl
         self.sock = os.path.join(tmpdir, "scheduler.sock")
+        if config is None:
+            config = os.path.join(tmpdir, "scheduler-empty.json")
+            with open(config, "w") as f:
+                f.write("{}\n")
         self.log = open(os.path.join(tmpdir, "scheduler.log"), "w+")
         self.proc = subprocess.Popen(
-            [SCHEDULER, "--socket", self.sock] + list(extra_args),
+            [binary, "--socket", self.sock, "--config", config],
             stdout=self.log, stderr=subprocess.STDOUT, env=base_env())
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -98,7 +105,7 @@ class Scheduler:
         return self.log.read()
 
     def status(self):
-        r = run([VSHARECTL, "--socket", self.sock, "--json", "status"])
+        r = run([self.ctl, "--socket", self.sock, "--json", "status"])
         if r.returncode != 0:
             raise RuntimeError("vsharectl status failed: %s" % r.stderr)
         return json.loads(r.stdout)

@@ -7,12 +7,15 @@ import os
 import re
 import subprocess
 import tempfile
+import time
 import unittest
 
-from opsutil import BUILD, PARTS, SOURCE, base_env, main, run
+from opsutil import (BIN, BUILD, PARTS, SOURCE, TESTDRIVER_DIR, Scheduler,
+                     base_env, main, need, run)
 
 E = os.environ
 BINDIR = E["VSHARE_INSTALL_BINDIR"]
+SCHED_DIR = E["VSHARE_INSTALL_SCHEDULER_DIR"]
 PKGLIBDIR = E["VSHARE_INSTALL_PKGLIBDIR"]
 SYSCONFDIR = E["VSHARE_INSTALL_SYSCONFDIR"]
 DATADIR = E["VSHARE_INSTALL_DATADIR"]
@@ -61,7 +64,7 @@ class Install(unittest.TestCase):
 
     def test_parts_installed(self):
         if "sched" in PARTS:
-            self.assert_file(os.path.join(BINDIR, "vshare-scheduler"), True)
+            self.assert_file(os.path.join(SCHED_DIR, "vshare-scheduler"), True)
         if "ctl" in PARTS:
             self.assert_file(os.path.join(BINDIR, "vsharectl"), True)
         if "shim" in PARTS:
@@ -75,7 +78,7 @@ class Install(unittest.TestCase):
             text = f.read()
         m = re.search(r"^ExecStart=(\S+) --config (\S+)$", text, re.M)
         self.assertIsNotNone(m)
-        self.assertEqual(m.group(1), os.path.join(BINDIR, "vshare-scheduler"))
+        self.assertEqual(m.group(1), os.path.join(SCHED_DIR, "vshare-scheduler"))
         self.assertEqual(m.group(2),
                          os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
         self.assertIsNone(re.search(r"@[A-Z_]+@", text), "unsubstituted variable")
@@ -87,17 +90,51 @@ class Install(unittest.TestCase):
         if "shim" not in PARTS:
             os.makedirs(os.path.dirname(shim), exist_ok=True)
             open(shim, "w").close()
-        r = run([self.p(BINDIR, "vshare-run"), "--print-env"])
+        # --print-env loads nothing: no sanitizer runtime needed.
+        env = base_env()
+        env.pop("LD_PRELOAD", None)
+        r = run([self.p(BINDIR, "vshare-run"), "--print-env"], env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("LD_PRELOAD=%s\n" % os.path.realpath(shim), r.stdout)
         # Moved away from its shim, it falls back to the configured path.
         os.rename(shim, shim + ".moved")
         try:
-            r = run([self.p(BINDIR, "vshare-run"), "--print-env"])
+            r = run([self.p(BINDIR, "vshare-run"), "--print-env"], env=env)
             self.assertIn("LD_PRELOAD=%s\n" % os.path.join(PKGLIBDIR, "libvshare.so"),
                           r.stdout)
         finally:
             os.rename(shim + ".moved", shim)
+
+    def test_installed_tree_works(self):
+        """The installed daemon (with the installed config), vsharectl,
+        vshare-run and shim together: a program registers."""
+        need("sched", "ctl", "shim", "driver")
+        config = self.p(SYSCONFDIR, "vshare", "scheduler.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            sched = Scheduler(tmp, config=config if HAVE_CONFIG else None,
+                              binary=self.p(SCHED_DIR, "vshare-scheduler"),
+                              ctl=self.p(BINDIR, "vsharectl"))
+            try:
+                env = base_env(LD_LIBRARY_PATH=TESTDRIVER_DIR)
+                prog = subprocess.Popen(
+                    [self.p(BINDIR, "vshare-run"), "--socket", sched.sock,
+                     "--label", "installed", "--", os.path.join(BIN, "vs-compute"),
+                     "--seconds", "3", "--kernel-ms", "10", "--mem", "1M",
+                     "--progress-ms", "0"], env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                seen = None
+                deadline = time.monotonic() + 10
+                while seen is None and time.monotonic() < deadline:
+                    for c in sched.status().get("clients", []):
+                        if c.get("label") == "installed":
+                            seen = c
+                    time.sleep(0.1)
+                out = prog.communicate(timeout=20)[0]
+                self.assertEqual(prog.returncode, 0, out)
+                self.assertIsNotNone(seen, "the program never registered")
+                self.assertEqual(seen["pid"], prog.pid)
+            finally:
+                sched.stop()
 
     def test_reinstall_keeps_edited_config(self):
         if not HAVE_CONFIG:
@@ -105,10 +142,12 @@ class Install(unittest.TestCase):
         conf = self.p(SYSCONFDIR, "vshare", "scheduler.json")
         with open(conf, "a") as f:
             f.write("\n")
-        edited = open(conf).read()
+        with open(conf) as f:
+            edited = f.read()
         out = self.install()
         self.assertIn("Keeping", out)
-        self.assertEqual(open(conf).read(), edited)
+        with open(conf) as f:
+            self.assertEqual(f.read(), edited)
 
 
 if __name__ == "__main__":

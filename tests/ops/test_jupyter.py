@@ -39,8 +39,8 @@ st = subprocess.run([os.environ["VS_TEST_CTL"], "--socket",
                     env=env, capture_output=True, text=True)
 print("RESULT " + json.dumps({
     "pid": os.getpid(),
-    "shim_mapped": [l.split()[-1] for l in maps.splitlines()
-                    if l.endswith("/libvshare.so")],
+    "shim_mapped": sorted({l.split()[-1] for l in maps.splitlines()
+                           if l.endswith("/libvshare.so")}),
     "socket": os.environ.get("VSHARE_SOCKET"),
     "label": os.environ.get("VSHARE_LABEL"),
     "steps": steps,

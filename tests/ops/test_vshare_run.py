@@ -3,12 +3,13 @@
 and --check against no scheduler, a stale socket and a real one."""
 
 import os
+import shutil
 import socket
 import tempfile
 import unittest
 
-from opsutil import (SHIM, VSHARE_RUN, Scheduler, base_env, main, need,
-                     parse_env_lines, run)
+from opsutil import (SAN_PRELOAD, SHIM, VSHARE_RUN, Scheduler, base_env, main,
+                     need, parse_env_lines, run)
 
 FRAMEWORK_DEFAULTS = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
@@ -22,13 +23,20 @@ class Env(unittest.TestCase):
     """--print-env shows exactly what would be exported."""
 
     def printenv(self, *args, **env):
+        """vshare-run's output, with the sanitizer runtime (which a
+        sanitized build puts first in LD_PRELOAD) taken out again."""
         e = base_env(**env)
-        e.pop("LD_PRELOAD", None)  # these cases set LD_PRELOAD themselves
-        if "LD_PRELOAD" in env:
-            e["LD_PRELOAD"] = env["LD_PRELOAD"]
+        if SAN_PRELOAD:
+            e["LD_PRELOAD"] = ":".join([SAN_PRELOAD] + (
+                [env["LD_PRELOAD"]] if "LD_PRELOAD" in env else []))
         r = run([VSHARE_RUN] + list(args) + ["--print-env"], env=e)
         self.assertEqual(r.returncode, 0, r.stderr)
-        return parse_env_lines(r.stdout), r.stderr
+        out = parse_env_lines(r.stdout)
+        if SAN_PRELOAD:
+            first, _, rest = out["LD_PRELOAD"].partition(":")
+            self.assertEqual(first, SAN_PRELOAD, "sanitizer runtime not first")
+            out["LD_PRELOAD"] = rest
+        return out, r.stderr
 
     def test_plain_preload_is_absolute_shim(self):
         out, _ = self.printenv()
@@ -128,6 +136,10 @@ class Usage(unittest.TestCase):
         self.assert_usage_error("--mem-limit", "3X", "--", "true", needle="3X")
         self.assert_usage_error("--mem-limit", "-1", "--", "true", needle="-1")
         self.assert_usage_error("--idle-ms", "1.5", "--", "true", needle="1.5")
+        self.assert_usage_error("--idle-ms", "3600001", "--", "true",
+                                needle="3600000")
+        self.assert_usage_error("--idle-ms", "9" * 30, "--", "true",
+                                needle="3600000")
         self.assert_usage_error("--swap-out", "now", "--", "true", needle="lazy")
         self.assert_usage_error("--log-level", "loud", "--", "true",
                                 needle="loud")
@@ -237,6 +249,30 @@ class Check(unittest.TestCase):
                 self.assertIn("socket: /run/vshare/scheduler.sock", r.stdout)
             finally:
                 sched.stop()
+
+    def test_without_python_vsharectl_probes(self):
+        need("sched", "ctl")
+        with tempfile.TemporaryDirectory() as tmp:
+            # A PATH with the tools the script uses, and no python3.
+            tools = os.path.join(tmp, "tools")
+            os.mkdir(tools)
+            for t in ("sh", "dirname", "readlink", "grep", "sed", "tr", "wc",
+                      "cat"):
+                os.symlink(shutil.which(t), os.path.join(tools, t))
+            lib = self.fake_lib(tmp)
+            env = base_env(PATH=tools)
+            sched = Scheduler(tmp)
+            try:
+                r = run([VSHARE_RUN, "--socket", sched.sock, "--lib", lib,
+                         "--check"], env=env)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertIn("reachable (vsharectl status)", r.stdout)
+            finally:
+                sched.stop()
+            r = run([VSHARE_RUN, "--socket", sched.sock, "--lib", lib,
+                     "--check"], env=env)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn("vsharectl --socket", r.stdout)
 
     def test_library_found_in_build_tree(self):
         need("shim")

@@ -1,0 +1,272 @@
+"""Correctness checks of the GPU suite: the same programs plain and under
+the shim give the same results, their memory is managed under the shim,
+two processes' kernels never overlap in mode on, and oversubscription
+against a small capacity really moves data."""
+import os
+import time
+
+from suite_lib import GIB, Result, Scheduler, attach_gpu, fmt
+
+PASS, FAIL, SKIP, WARN = "PASS", "FAIL", "SKIP", "WARN"
+
+
+def _pair(env, name, argv, timeout=120, extra_env=None, mem_limit=None):
+    plain = env.run(name + ".plain", argv, env.base_env(), timeout, extra_env)
+    shim = env.run(name + ".shim", argv, env.shim_env(name, mem_limit),
+                   timeout, extra_env)
+    unshared(shim)
+    return plain, shim
+
+
+def unshared(proc):
+    """A shim process that could not reach the scheduler runs unshared
+    (fail-open): that is a failure of the suite's set-up, not a pass."""
+    if proc.rc == 0 and "running unshared" in proc.err:
+        proc.rc = 99
+        proc.err += "\n[suite] the shim ran unshared (no scheduler)"
+    return proc
+
+
+def check_drv(env):
+    plain, shim = _pair(env, "drv_check", [env.prog("drv_check")])
+    if not (plain.ok and shim.ok):
+        return Result("driver API program (drv_check)", "correctness", FAIL,
+                      detail="; ".join(p.why() for p in (plain, shim) if not p.ok))
+    pj, sj = plain.json, shim.json
+    same = pj["checksum"] == sj["checksum"] and pj["ok"] and sj["ok"]
+    managed = all(v == 1 for v in sj["managed"].values())
+    plain_dev = all(v == 0 for v in pj["managed"].values())
+    ok = same and managed and plain_dev
+    return Result("driver API program (drv_check)", "correctness",
+                  PASS if ok else FAIL,
+                  measured="checksum %s, managed %s" % (sj["checksum"], sj["managed"]),
+                  baseline="checksum %s, managed %s" % (pj["checksum"], pj["managed"]),
+                  target="same result; managed under shim",
+                  detail="alloc/pitch/async alloc, 1D+2D copies, LaunchKernel(Ex), "
+                         "graph replay, host func", data={"plain": pj, "shim": sj})
+
+
+def check_rt(env):
+    plain, shim = _pair(env, "rt_check", [env.prog("rt_check")])
+    if not (plain.ok and shim.ok):
+        return Result("CUDA runtime program (rt_check)", "correctness", FAIL,
+                      detail="; ".join(p.why() for p in (plain, shim) if not p.ok))
+    pj, sj = plain.json, shim.json
+    mt = sj["managed_type"]
+    same = pj["checksum"] == sj["checksum"] and pj["ok"] and sj["ok"]
+    managed = all(v == mt for v in sj["types"].values())
+    plain_dev = all(v != mt for v in pj["types"].values())
+    ok = same and managed and plain_dev
+    return Result("CUDA runtime program (rt_check)", "correctness",
+                  PASS if ok else FAIL,
+                  measured="checksum %s, types %s" % (sj["checksum"], sj["types"]),
+                  baseline="checksum %s, types %s" % (pj["checksum"], pj["types"]),
+                  target="same result; cudaMemoryTypeManaged (%d)" % mt,
+                  detail="cudaMalloc, streams, graph capture+replay, cudaMallocAsync",
+                  data={"plain": pj, "shim": sj})
+
+
+def _close(a, b, rtol):
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+def check_torch(env, backend):
+    name = "PyTorch train + graph (%s)" % backend
+    extra = {}
+    if backend != "native":
+        extra["PYTORCH_CUDA_ALLOC_CONF"] = "backend:%s" % backend
+    argv = [env.opts.python, os.path.join(env.gpu_src, "torch_check.py"), "correct"]
+    plain, shim = _pair(env, "torch_" + backend, argv, timeout=240, extra_env=extra)
+    if not (plain.ok and shim.ok):
+        return Result(name, "correctness", FAIL,
+                      detail="; ".join(p.why() for p in (plain, shim) if not p.ok))
+    pj, sj = plain.json, shim.json
+    losses_same = len(pj["losses"]) == len(sj["losses"]) and all(
+        _close(a, b, 1e-6) for a, b in zip(pj["losses"], sj["losses"]))
+    weights_same = _close(pj["weights_sum"], sj["weights_sum"], 1e-9)
+    managed = sj["managed_count"] == sj["probe_count"] and sj["probe_errors"] == 0
+    plain_dev = pj["managed_count"] == 0
+    graphs = pj["graph_ok"] and sj["graph_ok"]
+    backend_ok = sj["allocator"] == backend and pj["allocator"] == backend
+    ok = losses_same and weights_same and managed and plain_dev and graphs and backend_ok
+    why = []
+    for flag, text in ((losses_same, "losses differ"), (weights_same, "weights differ"),
+                       (managed, "not all tensors managed"),
+                       (plain_dev, "plain run reported managed memory"),
+                       (graphs, "graph replay differs from eager"),
+                       (backend_ok, "allocator backend is %s" % sj["allocator"])):
+        if not flag:
+            why.append(text)
+    return Result(name, "correctness", PASS if ok else FAIL,
+                  measured="loss[-1] %.6f, managed %d/%d, graph %s" % (
+                      sj["losses"][-1], sj["managed_count"], sj["probe_count"],
+                      "ok" if sj["graph_ok"] else "BAD"),
+                  baseline="loss[-1] %.6f, managed %d/%d" % (
+                      pj["losses"][-1], pj["managed_count"], pj["probe_count"]),
+                  target="same losses; all managed; graph = eager",
+                  detail="; ".join(why), data={"plain": pj, "shim": sj})
+
+
+def _read_stamps(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            a, b = line.split()
+            out.append((int(a), int(b)))
+    return out
+
+
+def overlap_stats(ivs_a, ivs_b):
+    """Pairs of intervals (one from each list) that overlap, and the total
+    overlapping time, by a sweep over both sorted lists."""
+    a, b = sorted(ivs_a), sorted(ivs_b)
+    i = j = pairs = 0
+    ns = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo < hi:
+            pairs += 1
+            ns += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return pairs, ns
+
+
+def switches(ivs_a, ivs_b):
+    """How often the GPU went from one process's kernels to the other's."""
+    tagged = sorted([(s, 0) for s, _ in ivs_a] + [(s, 1) for s, _ in ivs_b])
+    return sum(1 for k in range(1, len(tagged)) if tagged[k][1] != tagged[k - 1][1])
+
+
+def run_two_stampers(env, sched, n, spin_us):
+    d = env.fresh_dir("stamp-%s" % sched.mode)
+    go = os.path.join(d, "go")
+    procs = []
+    for who in ("a", "b"):
+        argv = [env.prog("stamp"), "--n", str(n), "--spin-us", str(spin_us),
+                "--batch", "4", "--out", os.path.join(d, who + ".txt"),
+                "--ready", os.path.join(d, who + ".ready"), "--go", go]
+        procs.append(env.start("stamp-%s-%s" % (sched.mode, who), argv,
+                               env.shim_env("stamp-" + who)))
+    for who in ("a", "b"):
+        _wait(os.path.join(d, who + ".ready"), 60, procs)
+    open(go, "w").close()
+    res = [unshared(env.finish(p, 180)) for p in procs]
+    if not all(r.ok for r in res):
+        return None, "; ".join(r.why() for r in res if not r.ok)
+    ivs = [_read_stamps(os.path.join(d, w + ".txt")) for w in ("a", "b")]
+    pairs, ns = overlap_stats(ivs[0], ivs[1])
+    spans = [(r.json["host_start_ns"], r.json["host_end_ns"]) for r in res]
+    contended = max(spans[0][0], spans[1][0]) < min(spans[0][1], spans[1][1])
+    return {"overlap_pairs": pairs, "overlap_ms": ns / 1e6,
+            "switches": switches(ivs[0], ivs[1]), "contended": contended,
+            "kernels": [len(x) for x in ivs],
+            "managed": [r.json["managed"] for r in res]}, ""
+
+
+def check_serialization(env, mode, tq_s):
+    name = "two processes, mode %s: kernel overlap" % mode
+    n, spin = env.opts.stamp_kernels, env.opts.stamp_spin_us
+    with Scheduler(env, "stamp-" + mode, mode=mode, tq_s=tq_s) as sched:
+        attach_gpu(env)
+        modes = sched.ensure_mode()
+        if tq_s:
+            sched.set_tq(tq_s)
+        st, why = run_two_stampers(env, sched, n, spin)
+        modes_after = sched.gpu_modes()
+    if st is None:
+        return Result(name, "correctness", FAIL, detail=why)
+    st["modes"] = modes_after or modes
+    measured = "%d overlapping pairs (%.1f ms), %d switches" % (
+        st["overlap_pairs"], st["overlap_ms"], st["switches"])
+    if mode == "on":
+        ok = st["overlap_pairs"] == 0 and st["contended"] and all(st["managed"])
+        detail = "" if ok else ("kernels overlapped" if st["overlap_pairs"] else
+                                "processes did not run at the same time")
+        if modes_after and any(m != "on" for m in modes_after):
+            ok, detail = False, "scheduler reports mode %s" % modes_after
+        return Result(name, "correctness", PASS if ok else FAIL, measured=measured,
+                      target="0 overlaps (GPU %globaltimer)", detail=detail, data=st)
+    status = PASS if st["overlap_pairs"] > 0 else WARN
+    return Result(name, "correctness", status, measured=measured,
+                  target="may overlap",
+                  detail="" if st["overlap_pairs"] else
+                  "no overlap seen: the mode-on check proves less", data=st)
+
+
+def check_oversub(env, baseline):
+    """Two processes of --swap-bytes each against a capacity that holds
+    only one. "first" runs with VSHARE_SWAP_OUT=eager, "second" with the
+    default lazy swap-out, so that first's final wait holds exactly one
+    transfer: its own swap-in by prefetch on grant. See swap.c."""
+    name = "oversubscription, eager swap-out"
+    nbytes = env.opts.swap_bytes
+    cap = int(nbytes * 1.5)
+    limit = "%dM" % ((nbytes >> 20) + 256)
+    d = env.fresh_dir("swap")
+    f = lambda n: os.path.join(d, n)  # noqa: E731
+    with Scheduler(env, "swap", mode="auto", capacity=cap) as sched:
+        attach_gpu(env)
+        sched.ensure_mode()
+        common = ["--bytes", str(nbytes), "--go", f("go"), "--exit", f("exit")]
+        a = env.start("swap-first", [env.prog("swap"), "--role", "first",
+                                     "--ready", f("a.ready")] + common,
+                      env.shim_env("swap-first", limit, {"VSHARE_SWAP_OUT": "eager"}))
+        if not _wait(f("a.ready"), 60, [a]):
+            return Result(name, "correctness", FAIL,
+                          detail="first never got ready: " + env.finish(a, 5).why())
+        b = env.start("swap-second", [env.prog("swap"), "--role", "second",
+                                      "--ready", f("b.ready")] + common,
+                      env.shim_env("swap-second", limit, {"VSHARE_SWAP_OUT": "lazy"}))
+        got_b = _wait(f("b.ready"), 60, [a, b])
+        time.sleep(0.5)        # let "second" go idle past VSHARE_IDLE_MS
+        status = sched.status()
+        open(f("go"), "w").close()
+        ra = unshared(env.finish(a, 120))
+        open(f("exit"), "w").close()
+        rb = unshared(env.finish(b, 60))
+    if not (got_b and ra.ok and rb.ok):
+        return Result(name, "correctness", FAIL,
+                      detail="; ".join(p.why() for p in (ra, rb) if not p.ok) or
+                      "second never got ready")
+    ja, jb = ra.json, rb.json
+    gb = nbytes / 1e9
+    # Evidence that data moved: first's swap-out delayed second's first
+    # submission, and first's swap-in (or page faults) delayed first.
+    out_ms = 1e3 * gb / baseline["prefetch_d2h_gbs"] if baseline else None
+    in_ms = 1e3 * gb / baseline["prefetch_h2d_gbs"] if baseline else None
+    swapped_out = out_ms is not None and jb["fill_ms"] > 0.3 * out_ms
+    by_faults = ja["touch_after_grant_ms"] > 3 * ja["resident_touch_ms"]
+    by_prefetch = in_ms is not None and ja["wait_ms"] > 0.3 * in_ms and not by_faults
+    correct = ja["bad"] == 0 and jb["bad"] == 0 and ja["managed"] and jb["managed"]
+    ok = correct and swapped_out and (by_prefetch or by_faults)
+    how = ("swap-in by prefetch on grant" if by_prefetch else
+           "swap-in by page faults (no prefetch on grant)" if by_faults else
+           "no swap-in seen")
+    data = {"first": ja, "second": jb, "capacity": cap, "status": status,
+            "plain_out_ms": out_ms, "plain_in_ms": in_ms}
+    return Result(name, "correctness", PASS if ok else FAIL,
+                  measured="swap-out %.0f ms; swap-in wait %.1f ms, touch after "
+                           "%.2f ms (resident %.2f)" % (
+                               jb["fill_ms"], ja["wait_ms"],
+                               ja["touch_after_grant_ms"], ja["resident_touch_ms"]),
+                  baseline="prefetch out %s ms, in %s ms" % (fmt(out_ms), fmt(in_ms)),
+                  target="data intact; moved host<->GPU",
+                  detail=("2 x %.2f GiB, capacity %.2f GiB; %s%s" % (
+                      nbytes / GIB, cap / GIB, how,
+                      "" if swapped_out else "; no eager swap-out seen"))
+                  if correct else "data corrupted or not managed",
+                  data=data)
+
+
+def _wait(path, secs, procs=()):
+    """Wait for a handshake file; False on timeout or as soon as one of
+    procs has exited (it will never write the file then)."""
+    t_end = time.monotonic() + secs
+    while not os.path.exists(path):
+        if time.monotonic() > t_end or any(p.poll() is not None for p in procs):
+            return os.path.exists(path)
+        time.sleep(0.005)
+    return True

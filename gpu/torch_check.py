@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""PyTorch programs of the GPU suite. Each mode prints one JSON line last.
+
+  correct     a small model trains a few steps (losses, final weights), its
+              memory is checked for managed-ness through the driver
+              (cuPointerGetAttribute on tensors' data_ptr), and a captured
+              CUDA graph of a whole training step is replayed and compared
+              with the same steps run eagerly
+  bench       training steps per second of a larger model
+  background  the bench model trains until --seconds pass (a co-runner);
+              touches --ready once warm
+  burst       latency of short interactive bursts; the first one includes
+              everything after context creation (lock, library set-up)
+
+The allocator is whatever PYTORCH_CUDA_ALLOC_CONF selects; the suite runs
+each mode plain and under the shim and compares.
+"""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+import time
+
+# Deterministic cuBLAS for the plain-versus-shim comparison; must be set
+# before the first handle is created.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import torch  # noqa: E402
+
+CU_POINTER_ATTRIBUTE_IS_MANAGED = 8
+
+
+def managed_flags(ptrs):
+    """The driver's IS_MANAGED for each device pointer (None on error)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    fn = cuda.cuPointerGetAttribute
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
+    fn.restype = ctypes.c_int
+    out = []
+    for p in ptrs:
+        v = ctypes.c_uint(0)
+        rc = fn(ctypes.byref(v), CU_POINTER_ATTRIBUTE_IS_MANAGED, p)
+        out.append(None if rc != 0 else int(v.value))
+    return out
+
+
+def small_model():
+    return torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.LayerNorm(512),
+        torch.nn.Linear(512, 512), torch.nn.GELU(), torch.nn.Linear(512, 10))
+
+
+def batches(n, seed, bs=128):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(bs, 256, generator=g),
+             torch.randint(0, 10, (bs,), generator=g)) for _ in range(n)]
+
+
+def train_step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def weights_sum(model):
+    return float(sum(p.detach().double().sum().item() for p in model.parameters()))
+
+
+def graph_check(dev):
+    """Whole-step capture replayed against the same steps run eagerly."""
+    torch.manual_seed(1)
+    m_g = small_model().to(dev)
+    m_e = small_model().to(dev)
+    m_e.load_state_dict(m_g.state_dict())
+    o_g = torch.optim.SGD(m_g.parameters(), lr=0.05, momentum=0.9)
+    o_e = torch.optim.SGD(m_e.parameters(), lr=0.05, momentum=0.9)
+    data = [(x.to(dev), y.to(dev)) for x, y in batches(11, seed=7)]
+    sx, sy = data[0][0].clone(), data[0][1].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):       # warm-up, as capture requires
+        for x, y in data[:3]:
+            sx.copy_(x)
+            sy.copy_(y)
+            train_step(m_g, o_g, sx, sy)
+    torch.cuda.current_stream().wait_stream(side)
+    for x, y in data[:3]:
+        train_step(m_e, o_e, x, y)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_loss = train_step(m_g, o_g, sx, sy)
+    g_losses, e_losses = [], []
+    for x, y in data[3:]:
+        sx.copy_(x)
+        sy.copy_(y)
+        graph.replay()
+        g_losses.append(static_loss.item())
+        e_losses.append(train_step(m_e, o_e, x, y).item())
+    diff = max(abs(a - b) for a, b in zip(g_losses, e_losses))
+    wdiff = max((pg - pe).abs().max().item()
+                for pg, pe in zip(m_g.parameters(), m_e.parameters()))
+    ok = diff <= 1e-5 and wdiff <= 1e-5
+    return {"graph_ok": ok, "graph_loss_diff": diff, "graph_weight_diff": wdiff,
+            "graph_losses": g_losses}
+
+
+def mode_correct(args):
+    dev = torch.device("cuda")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    model = small_model().to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    for x, y in batches(args.steps, seed=3):
+        x, y = x.to(dev), y.to(dev)
+        losses.append(train_step(model, opt, x, y).item())
+    torch.cuda.synchronize()
+    probe = [p.data_ptr() for p in model.parameters()]
+    probe += [p.grad.data_ptr() for p in model.parameters()]
+    fresh = torch.empty(1 << 20, device=dev)   # kept alive while probed
+    probe += [x.data_ptr(), fresh.data_ptr()]
+    flags = managed_flags(probe)
+    res = {"mode": "correct", "losses": losses, "weights_sum": weights_sum(model),
+           "allocator": torch.cuda.get_allocator_backend(),
+           "managed_count": sum(1 for f in flags if f == 1),
+           "probe_count": len(flags), "probe_errors": flags.count(None)}
+    res.update(graph_check(dev))
+    res["ok"] = bool(res["graph_ok"] and all(l == l for l in losses))
+    return res
+
+
+def bench_model(dev):
+    """Sized to keep the GPU busy (about 5 ms of matrix work a step on an
+    H100, more than Python needs to issue it), so that steps/s measures the
+    GPU path rather than the host's scheduling; about 2.5 GB in all."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(3072, 3072), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(8192, 3072, device=dev)
+    y = torch.randn(8192, 3072, device=dev)
+    return model, opt, x, y
+
+
+def bench_step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = torch.nn.functional.mse_loss(model(x).float(), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def mode_bench(args):
+    dev = torch.device("cuda")
+    model, opt, x, y = bench_model(dev)
+    for _ in range(args.warmup):
+        bench_step(model, opt, x, y)
+    torch.cuda.synchronize()
+    if args.ready:
+        open(args.ready, "w").close()
+    windows, steps, t_end = [], 0, time.monotonic() + args.seconds
+    while time.monotonic() < t_end:
+        t0, n = time.monotonic(), 0
+        while n < 20:
+            loss = bench_step(model, opt, x, y)
+            n += 1
+        torch.cuda.synchronize()
+        windows.append(n / (time.monotonic() - t0))
+        steps += n
+    return {"mode": args.mode, "steps": steps, "windows": len(windows),
+            "window_steps_per_s": [round(w, 1) for w in windows],
+            "steps_per_s": statistics.median(windows),
+            "steps_per_s_max": max(windows), "loss": float(loss.item()),
+            "max_reserved_mib": torch.cuda.max_memory_reserved() >> 20}
+
+
+def burst(a_cpu, b_cpu):
+    t0 = time.monotonic()
+    a, b = a_cpu.to("cuda"), b_cpu.to("cuda")
+    for _ in range(10):
+        a = torch.tanh(a @ b) * 0.5
+    s = float(a.sum().item())
+    return (time.monotonic() - t0) * 1e3, s
+
+
+def mode_burst(args):
+    g = torch.Generator().manual_seed(5)
+    a_cpu = torch.randn(2048, 2048, generator=g)
+    b_cpu = torch.randn(2048, 2048, generator=g) / 45.0
+    torch.empty(1, device="cuda")   # context only: no submission
+    lat, sums = [], []
+    for i in range(args.bursts):
+        if i:
+            time.sleep(args.gap_ms / 1e3)
+        ms, s = burst(a_cpu, b_cpu)
+        lat.append(ms)
+        sums.append(s)
+    return {"mode": "burst", "first_ms": lat[0],
+            "later_ms_p50": statistics.median(lat[1:]) if len(lat) > 1 else None,
+            "latencies_ms": lat, "sum": sums[0]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["correct", "bench", "background", "burst"])
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--ready")
+    ap.add_argument("--bursts", type=int, default=4)
+    ap.add_argument("--gap-ms", type=float, default=400)
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print(json.dumps({"mode": args.mode, "ok": False, "error": "no CUDA"}))
+        return 2
+    fn = {"correct": mode_correct, "bench": mode_bench,
+          "background": mode_bench, "burst": mode_burst}[args.mode]
+    res = fn(args)
+    res["pid"] = os.getpid()
+    print(json.dumps(res), flush=True)
+    return 0 if res.get("ok", True) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
