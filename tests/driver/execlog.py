@@ -32,6 +32,9 @@ Op = collections.namedtuple(
     "Op", "start end pid device stream kind name bytes")
 
 DEFAULT_KINDS = ("kernel",)
+# Everything that is GPU work, and so passes the gate; advice is a
+# host-side call that runs whenever the program makes it.
+GPU_WORK_KINDS = ("kernel", "memcpy", "memset", "prefetch", "memop", "discard")
 
 
 def parse_line(line):

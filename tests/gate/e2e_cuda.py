@@ -63,7 +63,7 @@ def mode_on():
     check(len(ops()) == 60, "both programs ran all kernels")
     check(execlog.is_serialized(ops()),
           "mode on: no two processes' kernels overlap")
-    check(execlog.is_serialized(execlog.load(LOG), kinds=None),
+    check(execlog.is_serialized(execlog.load(LOG), kinds=execlog.GPU_WORK_KINDS),
           "mode on: no two processes' copies and sets overlap either")
     s.stop()
 
