@@ -5,7 +5,6 @@
  */
 #include "gate.h"
 #include "hooks.h"
-#include "mem_alloc.h"
 #include "shim_ops.h"
 
 #define H_BODY_SUBMIT(sym, stream, params, args)                          \
@@ -20,31 +19,6 @@ CUresult sym params                                                       \
 		return real_ args;                                        \
 	tok_ = gate_enter((void *)(stream));                              \
 	r_ = real_ args;                                                  \
-	gate_exit(tok_);                                                  \
-	shim_guard_leave();                                               \
-	return r_;                                                        \
-}
-
-/* The destination and length of an UPLOAD copy: its first and third
- * arguments. */
-#define UP_DST_(d, ...) (d)
-#define UP_LEN_(d, s, n, ...) (n)
-
-#define H_BODY_UPLOAD(sym, stream, params, args)                          \
-CUresult sym params                                                       \
-{                                                                         \
-	__typeof__(&sym) real_ = REAL(sym);                               \
-	CUresult r_;                                                      \
-	int tok_;                                                         \
-	if (real_ == NULL)                                                \
-		return shim_missing(#sym);                                \
-	if (!shim_guard_enter())                                          \
-		return real_ args;                                        \
-	tok_ = gate_enter((void *)(stream));                              \
-	r_ = real_ args;                                                  \
-	if (r_ == CUDA_SUCCESS)                                           \
-		mem_after_upload(UP_DST_ args, UP_LEN_ args,              \
-				 (void *)(stream));                       \
 	gate_exit(tok_);                                                  \
 	shim_guard_leave();                                               \
 	return r_;                                                        \

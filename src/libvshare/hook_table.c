@@ -5,7 +5,6 @@
 #include "log.h"
 
 #define H_FN_SUBMIT(sym)        (void *)sym
-#define H_FN_UPLOAD(sym)        (void *)sym
 #define H_FN_CAPTURE_BEGIN(sym) (void *)sym
 #define H_FN_CAPTURE_END(sym)   (void *)sym
 #define H_FN_ALLOC(sym)         (void *)sym

@@ -102,48 +102,6 @@ static CUresult alloc_pinned(CUdeviceptr *dptr, size_t size, int dev)
 	return CUDA_SUCCESS;
 }
 
-/*
- * Converted memory stands in for device memory, which the program never
- * touches from the CPU. Preferring the GPU as its home keeps the driver
- * from placing pages on the host when a copy or memset reaches them
- * first: without the hint a pageable host-to-device copy into fresh
- * managed memory populates it on the host, and the next kernel faults it
- * over again. Oversubscription still works: preferred pages are evicted
- * under memory pressure like any others.
- */
-static void prefer_device(CUdeviceptr p, size_t size, int dev)
-{
-	__typeof__(&cuMemAdvise_v2) adv2 = REAL(cuMemAdvise_v2);
-	__typeof__(&cuMemAdvise) adv1 = REAL(cuMemAdvise);
-	CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-
-	if (!shim_conf.prefer_gpu)
-		return;
-	if (adv2 != NULL) {
-		CUmemLocation loc = { .type = CU_MEM_LOCATION_TYPE_DEVICE,
-				      .id = dev };
-
-		r = adv2(p, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, loc);
-	} else if (adv1 != NULL) {
-		r = adv1(p, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev);
-	}
-	if (r != CUDA_SUCCESS)
-		log_once(LOG_LVL_INFO, "cannot set the GPU as preferred "
-			 "location of converted memory (CUDA error %d); pages "
-			 "are placed on first touch", (int)r);
-}
-
-/* Device memory turned into managed memory, within this process's limit. */
-static CUresult convert_alloc(CUdeviceptr *dptr, size_t size, int dev)
-{
-	CUresult r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
-				   dev_limit(dev));
-
-	if (r == CUDA_SUCCESS)
-		prefer_device(*dptr, size, dev);
-	return r;
-}
-
 CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 {
 	CUresult r;
@@ -155,7 +113,8 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 		return MEM_PASS; /* the driver reports the error */
 	if (!shim_conf.convert)
 		return alloc_pinned(dptr, size, dev);
-	r = convert_alloc(dptr, size, dev);
+	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
+			  dev_limit(dev));
 	if (r != CUDA_ERROR_NOT_SUPPORTED)
 		return r;
 	/* Some platforms (virtual GPUs without unified memory) have no
@@ -238,7 +197,8 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
 		return MEM_PASS;
 	/* Managed memory is usable by the stream at once, so allocating it
 	 * now keeps the stream-ordered semantics. */
-	return convert_alloc(dptr, size, dev);
+	return alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
+			     dev_limit(dev));
 }
 
 static CUresult free_now(CUdeviceptr dptr)

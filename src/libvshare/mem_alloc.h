@@ -38,10 +38,6 @@ size_t mem_defer_pending(void);
 
 /* Prefetch the managed memory of dev to it (or to host) and wait. */
 void mem_prefetch_device(int dev, int to_host);
-/* After a successful copy of len bytes to dst on stream (an UPLOAD hook):
- * if dst is managed memory of this process, prefetch the copied range to
- * its GPU on the same stream. */
-void mem_after_upload(CUdeviceptr dst, size_t len, void *stream);
 
 void mem_atfork_child(void);
 

@@ -47,7 +47,6 @@ static void shim_read_conf(void)
 	shim_conf.mem_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
 	shim_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
 	shim_conf.libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
-	shim_conf.prefer_gpu = shim_env_bool("VSHARE_PREFER_GPU", 1);
 }
 
 static void *shim_lookup(void *handle, const char *name)

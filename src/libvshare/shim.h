@@ -15,7 +15,6 @@ struct shim_conf {
 	uint64_t mem_limit;       /* VSHARE_MEM_LIMIT, 0 = none */
 	uint64_t capacity;        /* VSHARE_CAPACITY, 0 = none */
 	const char *libcuda;      /* VSHARE_LIBCUDA, default libcuda.so.1 */
-	int prefer_gpu;           /* VSHARE_PREFER_GPU, default 1 */
 };
 
 extern struct shim_conf shim_conf;
