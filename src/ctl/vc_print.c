@@ -51,20 +51,24 @@ static void fmt_ms(double ms, char *out, size_t n)
 			 (int)(ms / 60000) % 60);
 }
 
-/* "3 (pid 1234), 5 (pid 99)" for a list of client ids. */
+/* "3 train (pid 1234), 5 (pid 99)" for a list of client ids; a client
+ * left out of a very long status shows as its id alone. */
 static void print_ids(const char *title, const cJSON *ids, const cJSON *clients)
 {
-	const cJSON *id, *c;
+	const cJSON *id, *c, *found;
 	int first = 1;
 
 	printf("  %-8s", title);
 	cJSON_ArrayForEach(id, ids) {
-		int pid = -1;
-
+		found = NULL;
 		cJSON_ArrayForEach(c, clients)
 			if (num(c, "id") == id->valuedouble)
-				pid = (int)num(c, "pid");
-		printf("%s%.0f (pid %d)", first ? "" : ", ", id->valuedouble, pid);
+				found = c;
+		printf("%s%.0f", first ? "" : ", ", id->valuedouble);
+		if (found && str(found, "label")[0])
+			printf(" %s", str(found, "label"));
+		if (found)
+			printf(" (pid %.0f)", num(found, "pid"));
 		first = 0;
 	}
 	printf("%s\n", first ? "-" : "");
@@ -150,6 +154,9 @@ int vc_print_status(const char *json)
 		cJSON_ArrayForEach(it, clients)
 			print_client(it, gpus);
 	}
+	if (num(root, "clients_omitted") > 0)
+		printf("... and %.0f more clients (the status is too long to "
+		       "show them all)\n", num(root, "clients_omitted"));
 	cJSON_Delete(root);
 	return VC_EXIT_OK;
 }

@@ -69,6 +69,14 @@ def t_alternate(b):
                   % (e - s))
         drops = [kv["reason"] for t, w, e, kv in evs if e == "drop"]
         check("1" in drops and "2" in drops, "quantum and idle drops expected")
+        # The log at the default level tells who came, got the GPU and why
+        # it was asked to give it back.
+        log = d.logtext()
+        for want in ('client 1 "A" registered: pid', 'client 2 "B" registered',
+                     "first attach of GPU 0, GPU-", 'to client 1 "A" (pid',
+                     "exclusive, quantum 1 s", "drop request to client",
+                     ": quantum over", 'client 1 "A" (pid'):
+            check(want in log, "log lacks %r:\n%s" % (want, log[-2000:]))
 
 
 def t_kill_holder(b):
