@@ -2,9 +2,11 @@
 """Integration scenarios: the real vshare-scheduler on a temporary socket,
 the real vsharectl and sched_testclient. Usage: sched_it.py BINDIR SCENARIO
 (exit 0 pass, 1 fail, 77 skipped)."""
+import grp
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -486,10 +488,42 @@ def t_auto(b):
         check(gc >= rel, "C ran before anyone released")
 
 
+def t_no_chown(b):
+    """Under the systemd unit chown is forbidden (its system call filter):
+    a daemon that already runs with socket_group starts all the same, and
+    one that would need a chown says why it cannot."""
+    lib = os.environ.get("VSHARE_DENY_CHOWN")
+    if not lib:
+        print("VSHARE_DENY_CHOWN not set")
+        return 77
+    preload = " ".join(p for p in (os.environ.get("VSHARE_SAN_PRELOAD"), lib)
+                       if p)
+    env = dict(os.environ, LD_PRELOAD=preload)
+    own = grp.getgrgid(os.getegid()).gr_name
+    with Daemon(b, {"socket_group": own}, env=env) as d:
+        check(os.stat(d.sock).st_gid == os.getegid(), "socket group")
+        check(d.ctl("status")[0] == 0, "status")
+    other = [g for g in grp.getgrall() if g.gr_gid != os.getegid()]
+    if not other:
+        return 0
+    d = Daemon(b, {"socket_group": other[0].gr_name}, env=env, start=False)
+    try:
+        p = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                            "--config", d.conf], env=env, timeout=10,
+                           capture_output=True, text=True)
+        check(p.returncode == 1, "started without its group: %d" % p.returncode)
+        check("socket_group" in p.stderr and "Group=" in p.stderr,
+              "unclear message: " + p.stderr)
+    finally:
+        shutil.rmtree(d.dir, ignore_errors=True)
+    return 0
+
+
 SCENARIOS = {"alternate": t_alternate, "kill_holder": t_kill_holder,
              "many": t_many, "garbage": t_garbage, "fuzz": t_fuzz,
              "nonadmin": t_nonadmin, "ctl": t_ctl, "socket": t_socket,
-             "config": t_config, "grace": t_grace, "auto": t_auto}
+             "config": t_config, "grace": t_grace, "auto": t_auto,
+             "no_chown": t_no_chown}
 
 if __name__ == "__main__":
     raise SystemExit(main(SCENARIOS))
