@@ -5,6 +5,7 @@ the real vsharectl and sched_testclient. Usage: sched_it.py BINDIR SCENARIO
 import grp
 import json
 import os
+import pwd
 import random
 import shutil
 import signal
@@ -329,6 +330,11 @@ def t_ctl(b):
         rc, out, err = d.ctl("status")
         check(rc == 0 and uuid in out and "mode auto" in out and
               "quantum 7 s" in out and "watcher" in out, "human status")
+        # Users by name, as ps shows them.
+        name = pwd.getpwuid(os.getuid()).pw_name
+        if len(name) <= 8:
+            row = [l for l in out.splitlines() if "watcher" in l][0]
+            check(row.split()[2] == name, "user column: " + row)
         out = finish(c, "watcher")
         modes = [kv["mode"] for t, w, e, kv in events(out) if e == "mode"]
         check(modes == ["on", "off", "auto"], "MODE messages: %s" % modes)
