@@ -230,6 +230,13 @@ class Check(unittest.TestCase):
             self.assertEqual(r.returncode, 3, r.stdout)
             self.assertIn("%s is not a socket" % path, r.stdout)
 
+    def test_path_too_long(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s" * 120 + ".sock")
+            r = self.check(path, self.fake_lib(tmp))
+            self.assertEqual(r.returncode, 3, r.stdout)
+            self.assertIn("not reachable: AF_UNIX path too long", r.stdout)
+
     def test_permission_denied_names_the_group(self):
         """A user outside the socket's group is told which group to join."""
         if os.geteuid() != 0 or not shutil.which("setpriv"):

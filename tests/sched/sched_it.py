@@ -294,6 +294,9 @@ def t_ctl(b):
         r = subprocess.run([ctl, "-s", "/nonexistent"] + args,
                            capture_output=True, text=True)
         check(r.returncode == 2, "usage %s: rc %d" % (args, r.returncode))
+    r = subprocess.run([ctl, "-s", "", "status"], capture_output=True, text=True)
+    check(r.returncode == 2 and "--socket needs a path" in r.stderr,
+          "empty socket path: rc %d %s" % (r.returncode, r.stderr))
     with Daemon(b, {"tq_s": 30}) as d:
         rc, out, err = d.ctl("enable", "--gpu", "0")
         check(rc == 1 and "no such GPU" in err, "no GPU yet: " + err)
