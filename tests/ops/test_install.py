@@ -174,9 +174,18 @@ class InstallPrefix(unittest.TestCase):
                       "lib/tmpfiles.d/vshare.conf",
                       "lib/sysusers.d/vshare.conf", "bin/vshare-run"):
                 self.assertIn(os.path.join(prefix, f), files)
+            etc_conf = os.path.join(prefix, rel_etc, "vshare", "scheduler.json")
             if HAVE_CONFIG:
-                self.assertIn(os.path.join(prefix, rel_etc, "vshare",
-                                           "scheduler.json"), files)
+                self.assertIn(etc_conf, files)
+            # The unit runs the daemon and reads the config of this prefix.
+            with open(dest + os.path.join(
+                    prefix, "lib/systemd/system/vshare-scheduler.service")) as f:
+                m = re.search(r"^ExecStart=(\S+) --config (\S+)$", f.read(),
+                              re.M)
+            self.assertIsNotNone(m)
+            self.assertTrue(m.group(1).startswith(prefix + "/"), m.group(1))
+            self.assertIn(m.group(1), files)
+            self.assertEqual(m.group(2), etc_conf)
 
 
 if __name__ == "__main__":
