@@ -3,6 +3,8 @@
  * calls, the policy's outbox becomes frames, its next deadline becomes
  * the one loop timer.
  */
+#include <grp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,8 +258,23 @@ static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
 
-	log_info("signal %d: shutting down", signum);
+	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
 	srv_stop(s);
+}
+
+/* For the start-up line: the socket's group by name. */
+static const char *group_name(int has, gid_t gid)
+{
+	static char num[16];
+	const struct group *gr;
+
+	if (!has)
+		return "the daemon's own";
+	gr = getgrgid(gid);
+	if (gr != NULL)
+		return gr->gr_name;
+	snprintf(num, sizeof(num), "%u", (unsigned)gid);
+	return num;
 }
 
 int srv_start(struct srv *s)
@@ -284,8 +301,11 @@ int srv_start(struct srv *s)
 		srv_stop(s);
 		return -1;
 	}
-	log_info("listening on %s (mode %04o), quantum %u s, mode %s",
-		 s->path, s->conf->socket_mode, s->conf->tq_s,
+	log_info("listening on %s (mode %04o, group %s); admin requests from "
+		 "root%s%s; quantum %u s, mode %s", s->path,
+		 s->conf->socket_mode, group_name(s->has_sock_gid, s->sock_gid),
+		 s->has_admin_gid ? " and group " : " only",
+		 s->has_admin_gid ? s->admin_group_name : "", s->conf->tq_s,
 		 vs_mode_name(s->conf->mode));
 	return 0;
 }

@@ -75,7 +75,9 @@ def t_alternate(b):
         # The log at the default level tells who came, got the GPU and why
         # it was asked to give it back.
         log = d.logtext()
-        for want in ('client 1 "A" registered: pid', 'client 2 "B" registered',
+        for want in ("listening on %s (mode 0660, group " % d.sock,
+                     "admin requests from root",
+                     'client 1 "A" registered: pid', 'client 2 "B" registered',
                      "first attach of GPU 0, GPU-", 'to client 1 "A" (pid',
                      "exclusive, quantum 1 s", "drop request to client",
                      ": quantum over", 'client 1 "A" (pid'):
