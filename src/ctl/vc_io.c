@@ -2,10 +2,12 @@
  * vsharectl's side of the protocol: one blocking request, one reply.
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@ int vc_connect(const char *path, int *ec)
 {
 	struct sockaddr_un sa;
 	struct timeval tv = { VC_TIMEOUT_S, 0 };
+	struct stat st;
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -38,13 +41,22 @@ int vc_connect(const char *path, int *ec)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 		return fd;
-	if (errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR) {
+	if (errno == ECONNREFUSED && stat(path, &st) == 0 &&
+	    !S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "vsharectl: %s is not a socket\n", path);
+		*ec = VC_EXIT_USAGE;
+	} else if (errno == ENOENT || errno == ECONNREFUSED ||
+		   errno == ENOTDIR) {
 		fprintf(stderr, "vsharectl: vshare-scheduler is not running "
 			"(socket %s)\n", path);
 		*ec = VC_EXIT_DOWN;
 	} else if (errno == EACCES || errno == EPERM) {
+		const struct group *gr = stat(path, &st) == 0 ?
+					 getgrgid(st.st_gid) : NULL;
+
 		fprintf(stderr, "vsharectl: permission denied: cannot connect "
-			"to %s (its group may use it: ask to be added)\n", path);
+			"to %s (members of group %s may: ask to be added)\n",
+			path, gr ? gr->gr_name : "of the socket");
 		*ec = VC_EXIT_ERROR;
 	} else {
 		fprintf(stderr, "vsharectl: cannot connect to %s: %s\n", path,

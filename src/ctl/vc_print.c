@@ -1,6 +1,7 @@
 /*
  * The daemon's status document, printed for people.
  */
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,20 +52,24 @@ static void fmt_ms(double ms, char *out, size_t n)
 			 (int)(ms / 60000) % 60);
 }
 
-/* "3 (pid 1234), 5 (pid 99)" for a list of client ids. */
+/* "3 train (pid 1234), 5 (pid 99)" for a list of client ids; a client
+ * left out of a very long status shows as its id alone. */
 static void print_ids(const char *title, const cJSON *ids, const cJSON *clients)
 {
-	const cJSON *id, *c;
+	const cJSON *id, *c, *found;
 	int first = 1;
 
 	printf("  %-8s", title);
 	cJSON_ArrayForEach(id, ids) {
-		int pid = -1;
-
+		found = NULL;
 		cJSON_ArrayForEach(c, clients)
 			if (num(c, "id") == id->valuedouble)
-				pid = (int)num(c, "pid");
-		printf("%s%.0f (pid %d)", first ? "" : ", ", id->valuedouble, pid);
+				found = c;
+		printf("%s%.0f", first ? "" : ", ", id->valuedouble);
+		if (found && str(found, "label")[0])
+			printf(" %s", str(found, "label"));
+		if (found)
+			printf(" (pid %.0f)", num(found, "pid"));
 		first = 0;
 	}
 	printf("%s\n", first ? "-" : "");
@@ -101,23 +106,46 @@ static const char *gpu_index(const cJSON *gpus, const char *uuid, char *buf,
 	return "?";
 }
 
+/* The user's name when this machine knows the uid, else the number;
+ * at most 8 characters, as ps does. */
+static void fmt_user(double uid, char *out, size_t n)
+{
+	const struct passwd *pw = getpwuid((uid_t)uid);
+
+	if (pw != NULL && strlen(pw->pw_name) <= 8)
+		snprintf(out, n, "%s", pw->pw_name);
+	else
+		snprintf(out, n, "%.0f", uid);
+}
+
+/* A label cut to the column shows that it was cut ("~" at the end). */
+static void fmt_label(const char *label, char *out, size_t n)
+{
+	if (label[0] == '\0')
+		snprintf(out, n, "-");
+	else if (strlen(label) > 16)
+		snprintf(out, n, "%.15s~", label);
+	else
+		snprintf(out, n, "%s", label);
+}
+
 static void print_client(const cJSON *c, const cJSON *gpus)
 {
 	const cJSON *m;
-	char mg[32], pn[32], held[32], waited[32], idx[16];
+	char mg[32], pn[32], held[32], waited[32], idx[16], user[16], lb[20];
 
+	fmt_user(num(c, "uid"), user, sizeof(user));
+	fmt_label(str(c, "label"), lb, sizeof(lb));
 	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, "gpus")) == 0)
-		printf("%5.0f %8.0f %6.0f  %-16.16s %3s\n", num(c, "id"),
-		       num(c, "pid"), num(c, "uid"),
-		       str(c, "label")[0] ? str(c, "label") : "-", "-");
+		printf("%5.0f %8.0f %-8s  %-16s %3s\n", num(c, "id"),
+		       num(c, "pid"), user, lb, "-");
 	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "gpus")) {
 		fmt_bytes(num(m, "managed"), mg, sizeof(mg));
 		fmt_bytes(num(m, "pinned"), pn, sizeof(pn));
 		fmt_ms(num(m, "held_ms"), held, sizeof(held));
 		fmt_ms(num(m, "waited_ms"), waited, sizeof(waited));
-		printf("%5.0f %8.0f %6.0f  %-16.16s %3s  %10s %10s  %-8s %9s %9s\n",
-		       num(c, "id"), num(c, "pid"), num(c, "uid"),
-		       str(c, "label")[0] ? str(c, "label") : "-",
+		printf("%5.0f %8.0f %-8s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
+		       num(c, "id"), num(c, "pid"), user, lb,
 		       gpu_index(gpus, str(m, "uuid"), idx, sizeof(idx)),
 		       mg, pn, str(m, "state"),
 		       strcmp(str(m, "state"), "holding") ? "-" : held,
@@ -144,12 +172,15 @@ int vc_print_status(const char *json)
 	if (cJSON_GetArraySize(clients) == 0) {
 		printf("no clients\n");
 	} else {
-		printf("%5s %8s %6s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
-		       "ID", "PID", "UID", "LABEL", "GPU", "MANAGED", "PINNED",
+		printf("%5s %8s %-8s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
+		       "ID", "PID", "USER", "LABEL", "GPU", "MANAGED", "PINNED",
 		       "STATE", "HELD", "WAITED");
 		cJSON_ArrayForEach(it, clients)
 			print_client(it, gpus);
 	}
+	if (num(root, "clients_omitted") > 0)
+		printf("... and %.0f more clients (the status is too long to "
+		       "show them all)\n", num(root, "clients_omitted"));
 	cJSON_Delete(root);
 	return VC_EXIT_OK;
 }

@@ -91,6 +91,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		default: return bad("%s", "bad option");
 		}
 	}
+	if (a->socket && a->socket[0] == '\0')
+		return bad("%s", "--socket needs a path");
 	if (optind >= argc)
 		return bad("%s", "no command given");
 	a->cmd = argv[optind++];

@@ -43,10 +43,12 @@ int conf_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	double v, mult = 1;
+	size_t digits = strspn(s, "0123456789.");
 
-	errno = 0;
-	if (*s < '0' || *s > '9')
+	/* Plain decimals only: strtod would also take "0x10" and "1e3". */
+	if (*s < '0' || *s > '9' || (s[digits] && strchr("xXeEpP", s[digits])))
 		return -1;
+	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s)
 		return -1;
@@ -167,6 +169,16 @@ static int get_socket_mode(const cJSON *it, const char *key, uint32_t *out,
 	return 0;
 }
 
+/* A key given twice would silently keep the last value: refuse it, as
+ * unknown keys are refused. */
+static int dup_key(const cJSON *it, char *err, size_t errlen)
+{
+	for (const cJSON *p = it->prev; p != NULL && p->next != NULL; p = p->prev)
+		if (strcmp(p->string, it->string) == 0)
+			ERR("%s: given twice", it->string);
+	return 0;
+}
+
 static int parse_gpu(struct sched_gpu_cfg *g, const cJSON *obj,
 		     const char *uuid, char *err, size_t errlen)
 {
@@ -178,6 +190,8 @@ static int parse_gpu(struct sched_gpu_cfg *g, const cJSON *obj,
 	if (!cJSON_IsObject(obj))
 		ERR("gpus.%s: must be an object", uuid);
 	cJSON_ArrayForEach(it, obj) {
+		if (dup_key(it, err, errlen))
+			return -1;
 		snprintf(key, sizeof(key), "gpus.%s.%s", uuid, it->string);
 		if (strcmp(it->string, "tq_s") == 0) {
 			if (get_tq(it, key, &g->tq_ms, err, errlen))
@@ -214,7 +228,8 @@ static int parse_gpus(struct conf *c, const cJSON *obj, char *err,
 	if (c->gpus == NULL)
 		ERR("gpus: out of memory");
 	cJSON_ArrayForEach(it, obj) {
-		if (parse_gpu(&c->gpus[i], it, it->string, err, errlen))
+		if (dup_key(it, err, errlen) ||
+		    parse_gpu(&c->gpus[i], it, it->string, err, errlen))
 			return -1;
 		i++;
 	}
@@ -275,20 +290,47 @@ static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 	ERR("%s: unknown key", k);
 }
 
+/* "line 3, column 7" of where cJSON stopped, for a syntax error. */
+static void json_where(const char *text, char *out, size_t n)
+{
+	const char *at = cJSON_GetErrorPtr(), *p;
+	int line = 1, col = 1;
+
+	if (at == NULL || at < text || at > text + strlen(text)) {
+		snprintf(out, n, "somewhere");
+		return;
+	}
+	for (p = text; p < at; p++) {
+		col++;
+		if (*p == '\n') {
+			line++;
+			col = 1;
+		}
+	}
+	if (*at == '\0')
+		snprintf(out, n, "at the end (line %d): unfinished", line);
+	else
+		snprintf(out, n, "at line %d, column %d", line, col);
+}
+
 int conf_parse(struct conf *c, const char *text, char *err, size_t errlen)
 {
 	cJSON *root = cJSON_Parse(text), *it;
+	char where[64];
 	int rc = 0;
 
-	if (root == NULL)
-		ERR("not valid JSON (near \"%.20s\")",
-		    cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+	if (root == NULL) {
+		json_where(text, where, sizeof(where));
+		ERR("not valid JSON: error %s", where);
+	}
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
 		ERR("the top level must be a JSON object");
 	}
 	cJSON_ArrayForEach(it, root) {
-		rc = parse_key(c, it, err, errlen);
+		rc = dup_key(it, err, errlen);
+		if (rc == 0)
+			rc = parse_key(c, it, err, errlen);
 		if (rc != 0)
 			break;
 	}

@@ -122,10 +122,12 @@ static cJSON *client_json(const struct sched *s, const struct sched_client *c)
 	return o;
 }
 
-char *ctl_status_json(const struct sched *s, size_t *len)
+static char *status_text(const struct sched *s, size_t max_clients,
+			 size_t *omitted)
 {
 	cJSON *root = cJSON_CreateObject(), *gpus, *clients;
 	const struct sched_client *c;
+	size_t n = 0;
 	char *text;
 
 	if (root == NULL)
@@ -136,12 +138,35 @@ char *ctl_status_json(const struct sched *s, size_t *len)
 	for (size_t i = 0; gpus && i < sched_gpu_count(s); i++)
 		cJSON_AddItemToArray(gpus, gpu_json(sched_gpu_at(s, i)));
 	for (c = sched_client_first(s); clients && c; c = sched_client_next(s, c))
-		cJSON_AddItemToArray(clients, client_json(s, c));
+		if (n++ < max_clients)
+			cJSON_AddItemToArray(clients, client_json(s, c));
+	*omitted = n > max_clients ? n - max_clients : 0;
+	if (*omitted > 0)
+		cJSON_AddNumberToObject(root, "clients_omitted", (double)*omitted);
 	text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
-	if (text != NULL)
-		*len = strlen(text);
 	return text;
+}
+
+/* The status document, at most max bytes: with more clients than fit,
+ * the first ones (in order of arrival) and "clients_omitted", so that
+ * the GPUs, their holders and queues are always shown. */
+char *ctl_status_json(const struct sched *s, size_t max, size_t *len)
+{
+	size_t keep = sched_client_count(s), omitted;
+	char *text;
+
+	for (;;) {
+		text = status_text(s, keep, &omitted);
+		if (text == NULL)
+			return NULL;
+		*len = strlen(text);
+		if (*len <= max || keep == 0)
+			return text;
+		free(text);
+		/* Scale by the size per client, a little under to converge. */
+		keep = (size_t)((double)keep * max / (double)*len * 0.95);
+	}
 }
 
 static void describe(const struct vs_admin_set *m, char *out, size_t n)
@@ -176,14 +201,14 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 		return;
 	}
 	if (type == VS_MSG_SET_TQ) {
-		log_info("uid %u (pid %d): quantum %u s on %s", c->cred.uid,
-			 c->cred.pid, m->value, what);
-		reply_msg(c, VS_OK, "quantum %u s on %s (%d now attached)",
+		log_info("uid %u (pid %d) set the quantum to %u s for %s",
+			 c->cred.uid, c->cred.pid, m->value, what);
+		reply_msg(c, VS_OK, "quantum set to %u s for %s (%d attached)",
 			  m->value, what, rc);
 	} else {
-		log_info("uid %u (pid %d): mode %s on %s", c->cred.uid,
+		log_info("uid %u (pid %d) set mode %s for %s", c->cred.uid,
 			 c->cred.pid, vs_mode_name(m->value), what);
-		reply_msg(c, VS_OK, "mode %s on %s (%d now attached)",
+		reply_msg(c, VS_OK, "mode set to %s for %s (%d attached)",
 			  vs_mode_name(m->value), what, rc);
 	}
 }
@@ -191,7 +216,9 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 static void on_status(struct conn *c)
 {
 	size_t len = 0;
-	char *json = ctl_status_json(c->srv->sched, &len);
+	char *json = ctl_status_json(c->srv->sched,
+				     VS_MAX_PAYLOAD - sizeof(struct vs_reply),
+				     &len);
 
 	if (json == NULL) {
 		reply_msg(c, VS_E_INVAL, "out of memory");

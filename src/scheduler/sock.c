@@ -97,6 +97,28 @@ int sock_prepare(const char *path)
 	return 0;
 }
 
+/* Hand the socket to socket_group. A daemon that already runs with that
+ * group (the systemd unit's Group=vshare) makes no chown call at all: the
+ * unit's system call filter refuses chown, and a non-root daemon may only
+ * give a file to a group it is in. */
+static int give_group(const struct srv *s)
+{
+	struct stat st;
+	int e;
+
+	if (!s->has_sock_gid)
+		return 0;
+	if (stat(s->path, &st) == 0 && st.st_gid == s->sock_gid)
+		return 0;
+	if (chown(s->path, (uid_t)-1, s->sock_gid) == 0)
+		return 0;
+	e = errno;
+	log_error("cannot give %s to group %u (socket_group): %s; the daemon "
+		  "must run as root or with that group (systemd: Group=)",
+		  s->path, (unsigned)s->sock_gid, strerror(e));
+	return -e;
+}
+
 int sock_listen(struct srv *s)
 {
 	mode_t old;
@@ -116,12 +138,9 @@ int sock_listen(struct srv *s)
 		return rc;
 	}
 	s->have_socket = 1;
-	if (s->has_sock_gid && chown(s->path, (uid_t)-1, s->sock_gid) != 0) {
-		rc = -errno;
-		log_error("cannot give %s to group %u: %s", s->path,
-			  (unsigned)s->sock_gid, strerror(errno));
+	rc = give_group(s);
+	if (rc != 0)
 		return rc;
-	}
 	if (chmod(s->path, s->conf->socket_mode) != 0) {
 		rc = -errno;
 		log_error("cannot chmod %s: %s", s->path, strerror(errno));

@@ -3,6 +3,9 @@
  * calls, the policy's outbox becomes frames, its next deadline becomes
  * the one loop timer.
  */
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,31 +42,58 @@ static void rearm(struct srv *s)
 	uv_timer_start(&s->timer, on_timer, due > now ? due - now : 0, 0);
 }
 
+/* "client 3 "train" (pid 1234)" for log lines: who the policy acts on. */
+static void who(const struct conn *c, uint32_t id, char *out, size_t n)
+{
+	struct sched_client_info ci;
+
+	if (c == NULL || c->client == NULL) {
+		snprintf(out, n, "client %u", id);
+		return;
+	}
+	sched_client_info(c->client, &ci);
+	snprintf(out, n, "client %u \"%s\" (pid %d)", id, ci.label,
+		 (int)ci.cred.pid);
+}
+
+static void log_out(struct srv *s, const struct sched_out *o)
+{
+	char uuid[VS_UUID_STR_LEN], name[VS_LABEL_MAX + 48];
+	const struct vs_grant *g = &o->u.grant;
+
+	vs_uuid_format(o->uuid, uuid);
+	who(o->user, o->client_id, name, sizeof(name));
+	if (o->kind == SCHED_OUT_UNRESPONSIVE) {
+		log_warn("%s has not released %s within %u ms of a drop "
+			 "request%s", name, uuid, s->conf->grace_ms,
+			 o->revoked ? ": skipping it, the others proceed" :
+			 ": the others wait (skip_unresponsive is off)");
+		return;
+	}
+	if (o->type == VS_MSG_GRANT)
+		log_info("grant %s to %s: %s, quantum %u s%s", uuid, name,
+			 g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
+			 g->tq_ms / 1000, g->flags & VS_GRANTF_OVERSUB ?
+			 ", oversubscribed (it prefetches)" : "");
+	else if (o->type == VS_MSG_DROP)
+		log_info("drop request to %s for %s: %s", name, uuid,
+			 vs_drop_reason_name(o->u.drop.reason));
+}
+
 static void deliver(struct srv *s, const struct sched_out *o)
 {
-	char uuid[VS_UUID_STR_LEN] = "";
 	struct conn *c = o->user;
 
 	/* Formatting costs more than the rest of a grant: only for logs. */
-	if (o->kind == SCHED_OUT_UNRESPONSIVE || log_get_level() >= LOG_LVL_DEBUG)
-		vs_uuid_format(o->uuid, uuid);
-	if (o->kind == SCHED_OUT_UNRESPONSIVE) {
-		log_warn("client %u (pid %d) has not released %s within %u ms "
-			 "of a drop request%s", o->client_id,
-			 c ? c->cred.pid : -1, uuid, s->conf->grace_ms,
-			 o->revoked ? ": skipping it, the others proceed" : "");
-		return;
-	}
-	if (c == NULL)
+	if (o->kind == SCHED_OUT_UNRESPONSIVE || log_get_level() >= LOG_LVL_INFO)
+		log_out(s, o);
+	if (o->kind == SCHED_OUT_UNRESPONSIVE || c == NULL)
 		return;
 	switch (o->type) {
 	case VS_MSG_GRANT:
-		log_debug("grant %s to client %u", uuid, o->client_id);
 		conn_send(c, o->type, &o->u.grant, sizeof(o->u.grant));
 		break;
 	case VS_MSG_DROP:
-		log_debug("drop %s from client %u: %s", uuid, o->client_id,
-			  vs_drop_reason_name(o->u.drop.reason));
 		conn_send(c, o->type, &o->u.drop, sizeof(o->u.drop));
 		break;
 	case VS_MSG_MODE:
@@ -107,8 +137,12 @@ void srv_conn_gone(struct conn *c)
 {
 	if (c->client == NULL)
 		return;
-	log_debug("client %u (pid %d) disconnected",
-		  sched_client_id(c->client), c->cred.pid);
+	if (log_get_level() >= LOG_LVL_INFO) {
+		char name[VS_LABEL_MAX + 48];
+
+		who(c, sched_client_id(c->client), name, sizeof(name));
+		log_info("%s left", name);
+	}
 	sched_client_del(c->srv->sched, c->client);
 	c->client = NULL;
 }
@@ -137,12 +171,26 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 		conn_close(c);
 		return;
 	}
-	log_debug("client %u: pid %d uid %u label \"%s\"",
-		  sched_client_id(c->client), c->cred.pid, c->cred.uid, label);
+	log_info("client %u \"%s\" registered: pid %d, uid %u",
+		 sched_client_id(c->client), label, c->cred.pid, c->cred.uid);
 	memset(&w, 0, sizeof(w));
 	w.proto_version = VS_PROTO_VERSION;
 	w.client_id = sched_client_id(c->client);
 	conn_send(c, VS_MSG_WELCOME, &w, sizeof(w));
+}
+
+static void log_new_gpu(const struct sched_gpu *g)
+{
+	struct sched_gpu_info gi;
+	char uuid[VS_UUID_STR_LEN];
+
+	sched_gpu_info(g, &gi);
+	vs_uuid_format(gi.uuid, uuid);
+	log_info("first attach of GPU %u, %s: %.1f GiB, capacity %.1f GiB, "
+		 "mode %s, quantum %u s", gi.index, uuid,
+		 (double)gi.total_mem / (1 << 30),
+		 (double)gi.capacity / (1 << 30), vs_mode_name(gi.mode),
+		 gi.tq_ms / 1000);
 }
 
 /* A client request; the policy answers through the outbox, or with an
@@ -161,7 +209,11 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	switch (h->type) {
 	case VS_MSG_ATTACH: {
 		const struct vs_attach *m = payload;
+		size_t n = sched_gpu_count(sc);
+
 		rc = sched_attach(sc, c->client, m->uuid, m->total_mem);
+		if (rc >= 0 && sched_gpu_count(sc) > n)
+			log_new_gpu(sched_gpu_at(sc, n));
 		break;
 	}
 	case VS_MSG_FOOTPRINT: {
@@ -206,8 +258,23 @@ static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
 
-	log_info("signal %d: shutting down", signum);
+	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
 	srv_stop(s);
+}
+
+/* For the start-up line: the socket's group by name. */
+static const char *group_name(int has, gid_t gid)
+{
+	static char num[16];
+	const struct group *gr;
+
+	if (!has)
+		return "the daemon's own";
+	gr = getgrgid(gid);
+	if (gr != NULL)
+		return gr->gr_name;
+	snprintf(num, sizeof(num), "%u", (unsigned)gid);
+	return num;
 }
 
 int srv_start(struct srv *s)
@@ -234,8 +301,11 @@ int srv_start(struct srv *s)
 		srv_stop(s);
 		return -1;
 	}
-	log_info("listening on %s (mode %04o), quantum %u s, mode %s",
-		 s->path, s->conf->socket_mode, s->conf->tq_s,
+	log_info("listening on %s (mode %04o, group %s); admin requests from "
+		 "root%s%s; quantum %u s, mode %s", s->path,
+		 s->conf->socket_mode, group_name(s->has_sock_gid, s->sock_gid),
+		 s->has_admin_gid ? " and group " : " only",
+		 s->has_admin_gid ? s->admin_group_name : "", s->conf->tq_s,
 		 vs_mode_name(s->conf->mode));
 	return 0;
 }

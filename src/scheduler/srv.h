@@ -76,6 +76,8 @@ void srv_conn_gone(struct conn *c);  /* drop its client from the policy */
 
 /* ctl.c */
 void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload);
-char *ctl_status_json(const struct sched *sched, size_t *len);
+/* The status as JSON of at most max bytes (clients beyond it are
+ * counted in "clients_omitted"); NULL when out of memory. */
+char *ctl_status_json(const struct sched *sched, size_t max, size_t *len);
 
 #endif

@@ -23,7 +23,7 @@ class Demo(unittest.TestCase):
             self.assertIn("the CUDA test driver", out)
             self.assertIn("yes: they ran side by side", out)
             self.assertIn("yes: never two programs' kernels at once", out)
-            self.assertIn("mode on on all GPUs", out)  # vsharectl enable
+            self.assertIn("set mode on for all GPUs", out)  # vsharectl enable, in the log
             self.assertEqual(out.count("PASS"), 2, out)
             self.assertEqual(glob.glob(os.path.join(tmp, "vshare-demo.*")), [],
                              "temporary directory left behind")

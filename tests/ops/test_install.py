@@ -150,5 +150,43 @@ class Install(unittest.TestCase):
             self.assertEqual(f.read(), edited)
 
 
+class InstallPrefix(unittest.TestCase):
+    def test_prefix_holds_everything(self):
+        """`cmake --install --prefix P` puts every file under P (under a
+        DESTDIR here, so that a failure writes nothing outside it)."""
+        rel_etc = E["VSHARE_INSTALL_REL_SYSCONFDIR"]
+        if os.path.isabs(rel_etc):
+            self.skipTest("sysconfdir configured as an absolute path")
+        prefix = "/opt/vshare-prefix-test"
+        with tempfile.TemporaryDirectory() as dest:
+            r = subprocess.run([E["VSHARE_CMAKE"], "--install", BUILD,
+                                "--prefix", prefix],
+                               env=dict(os.environ, DESTDIR=dest),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout)
+            files = []
+            for d, _, names in os.walk(dest):
+                files += [os.path.join(d, n)[len(dest):] for n in names]
+            outside = [f for f in files if not f.startswith(prefix + "/")]
+            self.assertEqual(outside, [], "installed outside the prefix")
+            for f in ("lib/systemd/system/vshare-scheduler.service",
+                      "lib/tmpfiles.d/vshare.conf",
+                      "lib/sysusers.d/vshare.conf", "bin/vshare-run"):
+                self.assertIn(os.path.join(prefix, f), files)
+            etc_conf = os.path.join(prefix, rel_etc, "vshare", "scheduler.json")
+            if HAVE_CONFIG:
+                self.assertIn(etc_conf, files)
+            # The unit runs the daemon and reads the config of this prefix.
+            with open(dest + os.path.join(
+                    prefix, "lib/systemd/system/vshare-scheduler.service")) as f:
+                m = re.search(r"^ExecStart=(\S+) --config (\S+)$", f.read(),
+                              re.M)
+            self.assertIsNotNone(m)
+            self.assertTrue(m.group(1).startswith(prefix + "/"), m.group(1))
+            self.assertIn(m.group(1), files)
+            self.assertEqual(m.group(2), etc_conf)
+
+
 if __name__ == "__main__":
     main()

@@ -65,6 +65,8 @@ class Kernelspec(unittest.TestCase):
         self.assertIn("python3-vshare", r.stdout)
         self.assertTrue(spec["display_name"].endswith("(vshare)"))
         self.assertIn("--label", spec["argv"])
+        # A clean install says what it did and nothing else.
+        self.assertEqual(r.stderr, "")
 
     def test_wrapping_a_vshare_kernel_does_not_nest(self):
         self.install("--install-kernel", "--prefix", self.prefix, "--name", "a")

@@ -222,6 +222,46 @@ class Check(unittest.TestCase):
             self.assertEqual(r.returncode, 3, r.stdout)
             self.assertIn("connection refused", r.stdout)
 
+    def test_not_a_socket(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "file.sock")
+            open(path, "w").close()
+            r = self.check(path, self.fake_lib(tmp))
+            self.assertEqual(r.returncode, 3, r.stdout)
+            self.assertIn("%s is not a socket" % path, r.stdout)
+
+    def test_path_too_long(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "s" * 120 + ".sock")
+            r = self.check(path, self.fake_lib(tmp))
+            self.assertEqual(r.returncode, 3, r.stdout)
+            self.assertIn("not reachable: AF_UNIX path too long", r.stdout)
+
+    def test_permission_denied_names_the_group(self):
+        """A user outside the socket's group is told which group to join."""
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv to act as another user")
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            path = os.path.join(tmp, "s.sock")
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(path)
+            srv.listen(1)
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o660)
+            script = os.path.join(tmp, "vshare-run")
+            shutil.copy(VSHARE_RUN, script)
+            os.chmod(script, 0o755)
+            lib = self.fake_lib(tmp)
+            os.chmod(lib, 0o644)
+            r = run(["setpriv", "--reuid=12345", "--regid=12345",
+                     "--clear-groups", script, "--socket", path, "--lib", lib,
+                     "--check"])
+            srv.close()
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn("permission denied on %s (join group root" % path,
+                          r.stdout)
+
     def test_missing_library_exit_1(self):
         with tempfile.TemporaryDirectory() as tmp:
             r = self.check(os.path.join(tmp, "none.sock"),

@@ -2,9 +2,12 @@
 """Integration scenarios: the real vshare-scheduler on a temporary socket,
 the real vsharectl and sched_testclient. Usage: sched_it.py BINDIR SCENARIO
 (exit 0 pass, 1 fail, 77 skipped)."""
+import grp
 import json
 import os
+import pwd
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -69,6 +72,16 @@ def t_alternate(b):
                   % (e - s))
         drops = [kv["reason"] for t, w, e, kv in evs if e == "drop"]
         check("1" in drops and "2" in drops, "quantum and idle drops expected")
+        # The log at the default level tells who came, got the GPU and why
+        # it was asked to give it back.
+        log = d.logtext()
+        for want in ("listening on %s (mode 0660, group " % d.sock,
+                     "admin requests from root",
+                     'client 1 "A" registered: pid', 'client 2 "B" registered',
+                     "first attach of GPU 0, GPU-", 'to client 1 "A" (pid',
+                     "exclusive, quantum 1 s", "drop request to client",
+                     ": quantum over", 'client 1 "A" (pid'):
+            check(want in log, "log lacks %r:\n%s" % (want, log[-2000:]))
 
 
 def t_kill_holder(b):
@@ -251,7 +264,8 @@ def t_nonadmin(b):
                   "%s as nobody: rc %d %s" % (args, rc, err))
         check("refused" in d.logtext(), "refusal not logged")
         rc, out, err = d.ctl("status", user="12345")
-        check(rc == 1 and "permission denied" in err,
+        check(rc == 1 and "permission denied" in err and
+              "members of group nogroup may" in err,
               "outside the socket group: rc %d %s" % (rc, err))
         # A non-admin client may still request and release.
         p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
@@ -283,6 +297,13 @@ def t_ctl(b):
         r = subprocess.run([ctl, "-s", "/nonexistent"] + args,
                            capture_output=True, text=True)
         check(r.returncode == 2, "usage %s: rc %d" % (args, r.returncode))
+    r = subprocess.run([ctl, "-s", b + "/vsharectl", "status"],
+                       capture_output=True, text=True)
+    check(r.returncode == 2 and "is not a socket" in r.stderr,
+          "not a socket: rc %d %s" % (r.returncode, r.stderr))
+    r = subprocess.run([ctl, "-s", "", "status"], capture_output=True, text=True)
+    check(r.returncode == 2 and "--socket needs a path" in r.stderr,
+          "empty socket path: rc %d %s" % (r.returncode, r.stderr))
     with Daemon(b, {"tq_s": 30}) as d:
         rc, out, err = d.ctl("enable", "--gpu", "0")
         check(rc == 1 and "no such GPU" in err, "no GPU yet: " + err)
@@ -319,6 +340,11 @@ def t_ctl(b):
         rc, out, err = d.ctl("status")
         check(rc == 0 and uuid in out and "mode auto" in out and
               "quantum 7 s" in out and "watcher" in out, "human status")
+        # Users by name, as ps shows them.
+        name = pwd.getpwuid(os.getuid()).pw_name
+        if len(name) <= 8:
+            row = [l for l in out.splitlines() if "watcher" in l][0]
+            check(row.split()[2] == name, "user column: " + row)
         out = finish(c, "watcher")
         modes = [kv["mode"] for t, w, e, kv in events(out) if e == "mode"]
         check(modes == ["on", "off", "auto"], "MODE messages: %s" % modes)
@@ -478,10 +504,42 @@ def t_auto(b):
         check(gc >= rel, "C ran before anyone released")
 
 
+def t_no_chown(b):
+    """Under the systemd unit chown is forbidden (its system call filter):
+    a daemon that already runs with socket_group starts all the same, and
+    one that would need a chown says why it cannot."""
+    lib = os.environ.get("VSHARE_DENY_CHOWN")
+    if not lib:
+        print("VSHARE_DENY_CHOWN not set")
+        return 77
+    preload = " ".join(p for p in (os.environ.get("VSHARE_SAN_PRELOAD"), lib)
+                       if p)
+    env = dict(os.environ, LD_PRELOAD=preload)
+    own = grp.getgrgid(os.getegid()).gr_name
+    with Daemon(b, {"socket_group": own}, env=env) as d:
+        check(os.stat(d.sock).st_gid == os.getegid(), "socket group")
+        check(d.ctl("status")[0] == 0, "status")
+    other = [g for g in grp.getgrall() if g.gr_gid != os.getegid()]
+    if not other:
+        return 0
+    d = Daemon(b, {"socket_group": other[0].gr_name}, env=env, start=False)
+    try:
+        p = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                            "--config", d.conf], env=env, timeout=10,
+                           capture_output=True, text=True)
+        check(p.returncode == 1, "started without its group: %d" % p.returncode)
+        check("socket_group" in p.stderr and "Group=" in p.stderr,
+              "unclear message: " + p.stderr)
+    finally:
+        shutil.rmtree(d.dir, ignore_errors=True)
+    return 0
+
+
 SCENARIOS = {"alternate": t_alternate, "kill_holder": t_kill_holder,
              "many": t_many, "garbage": t_garbage, "fuzz": t_fuzz,
              "nonadmin": t_nonadmin, "ctl": t_ctl, "socket": t_socket,
-             "config": t_config, "grace": t_grace, "auto": t_auto}
+             "config": t_config, "grace": t_grace, "auto": t_auto,
+             "no_chown": t_no_chown}
 
 if __name__ == "__main__":
     raise SystemExit(main(SCENARIOS))

@@ -53,8 +53,9 @@ def gpu_ref(mtype, uuid=UUID):
 class Daemon:
     """vshare-scheduler on a socket in a temporary directory."""
 
-    def __init__(self, bindir, config=None, extra=(), start=True):
+    def __init__(self, bindir, config=None, extra=(), start=True, env=None):
         self.bindir = bindir
+        self.env = env
         self.dir = tempfile.mkdtemp(prefix="vshare-it-")
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "run", "scheduler.sock")
@@ -94,7 +95,8 @@ class Daemon:
         self.proc = subprocess.Popen(
             [self.bin("vshare-scheduler"), "--socket", self.sock,
              "--config", self.conf] + self.extra,
-            stderr=open(self.log, "a"), stdout=subprocess.DEVNULL)
+            stderr=open(self.log, "a"), stdout=subprocess.DEVNULL,
+            env=self.env)
         wait_for(lambda: self.ctl("status")[0] == 0 or self.proc.poll() is not None,
                  5, "daemon start")
         check(self.proc.poll() is None, "daemon exited at start:\n" + self.logtext())

@@ -125,6 +125,14 @@ static void test_bad_values(void **state)
 	bad("{\"quantum\": 5}", "quantum");
 	bad("[1, 2]", "object");
 	bad("{\"tq_s\": ", "JSON");
+	/* Where a syntax error is, and what was given twice. */
+	bad("{\"tq_s\": ", "at the end (line 1)");
+	bad("{\n  \"tq_s\": 5,\n  \"mode\" \"on\"\n}", "at line 3, column 10");
+	bad("{\"tq_s\": 5, \"mode\": \"on\", \"tq_s\": 10}", "tq_s: given twice");
+	bad("{\"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\": "
+	    "{\"tq_s\": 5, \"tq_s\": 6}}}", "tq_s: given twice");
+	bad("{\"capacity\": \"0x10\"}", "capacity");
+	bad("{\"capacity\": \"1e3\"}", "capacity");
 }
 
 static void test_sizes(void **state)
@@ -146,6 +154,9 @@ static void test_sizes(void **state)
 	assert_true(v == 65536);
 	assert_int_equal(conf_parse_size("-1", &v), -1);
 	assert_int_equal(conf_parse_size("8X", &v), -1);
+	assert_int_equal(conf_parse_size("0x10", &v), -1);
+	assert_int_equal(conf_parse_size("1e3G", &v), -1);
+	assert_int_equal(conf_parse_size("nan", &v), -1);
 	assert_int_equal(conf_parse_size("", &v), -1);
 	assert_int_equal(conf_parse_size("99999999999T", &v), -1);
 }
