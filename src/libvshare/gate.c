@@ -34,6 +34,14 @@ static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
 
+uint64_t gate_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t gate_now_ms(void)
 {
 	struct timespec ts;
@@ -137,6 +145,73 @@ static int gpu_learn(struct gate_gpu *g, int dev)
 	return 0;
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Busy-wait at most conf.spin_ns for the gate to open. An uncontended
+ * grant comes back within tens of microseconds, less than a sleep on the
+ * condition variable and the wake-up that ends it. */
+static void spin_open(struct gate_gpu *g)
+{
+	uint64_t end = gate_now_ns() + gate_g.conf.spin_ns;
+	unsigned n = 0;
+
+	while (__atomic_load_n(&g->state, __ATOMIC_ACQUIRE) != GATE_OPEN) {
+		cpu_relax();
+		if ((++n & 31) == 0 && gate_now_ns() >= end)
+			break;
+	}
+}
+
+/* With exactly one device every submission goes to device 0 and the fast
+ * path need not ask for the thread's context (gate.h, device_count). */
+static void learn_count(void)
+{
+	const struct gate_cuda_ops *ops = gate_g.ops;
+	int n;
+
+	if (ops->device_count == NULL || A_LOAD_RLX(&gate_g.count_known))
+		return;
+	n = ops->device_count();
+	if (n <= 0)
+		return;
+	A_STORE(&gate_g.one_dev, n == 1);
+	A_STORE(&gate_g.count_known, 1);
+}
+
+/* Wait until the gate opens: ask for the lock (directly or through the
+ * client thread), spin a little if no other waiter does, then sleep. */
+static void wait_open(struct gate_gpu *g)
+{
+	while (A_LOAD(&g->state) != GATE_OPEN) {
+		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
+			A_STORE(&g->state, GATE_OPEN);
+			break;
+		}
+		g->waiters++;
+		if (client_request_direct(g) != 0)
+			client_wake();
+		if (gate_g.conf.spin_ns > 0 && !g->spinner &&
+		    A_LOAD(&g->state) != GATE_OPEN) {
+			g->spinner = 1;
+			pthread_mutex_unlock(&g->mu);
+			spin_open(g);
+			pthread_mutex_lock(&g->mu);
+			g->spinner = 0;
+		}
+		if (A_LOAD(&g->state) != GATE_OPEN)
+			pthread_cond_wait(&g->cv_open, &g->mu);
+		g->waiters--;
+	}
+}
+
+__attribute__((noinline, cold))
 static int enter_slow(struct gate_gpu *g, int dev, int sh)
 {
 	pthread_mutex_lock(&g->mu);
@@ -144,17 +219,14 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 		pthread_mutex_unlock(&g->mu);
 		return GATE_TOKEN_NONE;
 	}
+	learn_count();
+	/* The fast path of a one-device process no longer asks for the
+	 * context; asking here keeps the ops' view of contexts seen current
+	 * (the shim tracks them for its synchronize on release). */
+	if (A_LOAD_RLX(&gate_g.one_dev))
+		(void)gate_g.ops->current_device();
 	client_start();
-	while (A_LOAD(&g->state) != GATE_OPEN) {
-		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
-			A_STORE(&g->state, GATE_OPEN);
-			break;
-		}
-		g->waiters++;
-		client_wake();
-		pthread_cond_wait(&g->cv_open, &g->mu);
-		g->waiters--;
-	}
+	wait_open(g);
 	/* The state only changes under mu, so this entry is safe from a
 	 * releaser: it cannot close the gate before it sees this count. */
 	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
@@ -168,7 +240,7 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 static void leave(struct gate_gpu *g, int sh)
 {
 	__atomic_sub_fetch(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
-	if (A_LOAD(&g->state) != GATE_OPEN) {
+	if (__builtin_expect(A_LOAD(&g->state) != GATE_OPEN, 0)) {
 		pthread_mutex_lock(&g->mu);
 		pthread_cond_broadcast(&g->cv_drain);
 		pthread_mutex_unlock(&g->mu);
@@ -186,9 +258,13 @@ int gate_enter(void *stream)
 	if (A_LOAD_RLX(&gate_g.captures) > 0 &&
 	    gate_g.ops->stream_capturing(stream))
 		return GATE_TOKEN_NONE;
-	dev = current_dev();
-	if (dev < 0 || dev >= GATE_MAX_GPUS)
-		return GATE_TOKEN_NONE;
+	if (__builtin_expect(A_LOAD_RLX(&gate_g.one_dev), 1)) {
+		dev = 0;
+	} else {
+		dev = current_dev();
+		if (dev < 0 || dev >= GATE_MAX_GPUS)
+			return GATE_TOKEN_NONE;
+	}
 	g = &gate_g.gpu[dev];
 	sh = my_shard();
 	/* Increment, then check: with the releaser's store-then-check (both

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gate_int.h"
 #include "log.h"
@@ -12,6 +13,7 @@
 
 #define GATE_IDLE_MS_DEFAULT  100u
 #define GATE_FP_STEP_DEFAULT  (64ull << 20)
+#define GATE_SPIN_US_DEFAULT  100u
 
 /* The program's name for the scheduler's status: its comm, which is what
  * ps shows and is set before any constructor runs. */
@@ -70,4 +72,10 @@ void gate_conf_read(struct gate_conf *c)
 	c->disabled = shim_env_bool("VSHARE_DISABLE", 0);
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  GATE_FP_STEP_DEFAULT);
+	/* A waiter spins only where another CPU can run the client thread
+	 * (and the scheduler) meanwhile. */
+	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
+				  10000u) * 1000u;
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		c->spin_ns = 0;
 }

@@ -128,6 +128,24 @@ uint64_t shim_ops_device_total(int dev)
 	return t;
 }
 
+/* cuDeviceGetCount is not in the hook table: the shim needs it only
+ * here, once, so it is looked up through the real cuGetProcAddress. */
+static int ops_device_count(void)
+{
+	__typeof__(&cuGetProcAddress_v2) gpa = REAL(cuGetProcAddress_v2);
+	CUresult (*count)(int *) = NULL;
+	void *fn = NULL;
+	int n = -1;
+
+	if (gpa == NULL || gpa("cuDeviceGetCount", &fn, 2000,
+			       CU_GET_PROC_ADDRESS_DEFAULT, NULL) != CUDA_SUCCESS)
+		return -1;
+	count = (CUresult (*)(int *))fn;
+	if (count == NULL || count(&n) != CUDA_SUCCESS)
+		return -1;
+	return n;
+}
+
 static int ops_stream_capturing(void *stream)
 {
 	return shim_ops_stream_capturing(stream);
@@ -195,4 +213,5 @@ const struct gate_cuda_ops shim_gate_ops = {
 	.footprint = ops_footprint,
 	.prefetch = ops_prefetch,
 	.current_context = shim_ops_current_context,
+	.device_count = ops_device_count,
 };

@@ -15,6 +15,7 @@ void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN])
 
 static void *cur_ctx(void)
 {
+	INC(&fk.current_context_calls);
 	return (void *)(uintptr_t)(0x1000 + fake_dev);
 }
 
@@ -73,6 +74,13 @@ static void prefetch(int dev, int to_host)
 	}
 }
 
+static int dev_count(void)
+{
+	int n = LD(&fk.device_count);
+
+	return n > 0 ? n : -1;
+}
+
 const struct gate_cuda_ops fake_ops = {
 	.current_device = cur_dev,
 	.stream_device = stream_dev,
@@ -82,4 +90,5 @@ const struct gate_cuda_ops fake_ops = {
 	.footprint = footprint,
 	.prefetch = prefetch,
 	.current_context = cur_ctx,
+	.device_count = dev_count,
 };

@@ -329,15 +329,16 @@ static void *hammer_main(void *arg)
 /* Threads hammer the gate while drops and grants arrive: no call is ever
  * inside the bracket while the gate is closed (checked at each synchronize
  * and from each release until the next grant). */
-static void stress_no_slip(void **state)
+static void stress(int one_dev)
 {
 	enum { THREADS = 6 };
 	struct hammer h[THREADS];
 	uint64_t end;
 	long entries = 0;
 
-	(void)state;
 	setenv("VSHARE_IDLE_MS", "1", 1);
+	if (one_dev)
+		__atomic_store_n(&fk.device_count, 1, __ATOMIC_SEQ_CST);
 	granted_start(0);
 	fs_auto_grant(1);
 	memset(h, 0, sizeof(h));
@@ -355,11 +356,62 @@ static void stress_no_slip(void **state)
 		entries += h[i].entries;
 		assert_int_equal(h[i].ungated, 0);
 	}
-	print_message("%ld entries, %d releases, %d syncs\n", entries,
-		      fs_count(VS_MSG_RELEASED), LD(&fk.syncs[0]));
+	print_message("%ld entries, %d releases, %d syncs, %d requests\n", entries,
+		      fs_count(VS_MSG_RELEASED), LD(&fk.syncs[0]),
+		      fs_count(VS_MSG_REQUEST));
 	assert_int_equal(LD(&fk.violations), 0);
+	/* Requests, some sent by the waiting threads themselves, come in
+	 * protocol order: never from the holder, never twice. */
+	assert_int_equal(LD(&fk.bad_order), 0);
 	assert_true(fs_count(VS_MSG_RELEASED) >= 20);
 	assert_true(entries >= 1000);
+	if (one_dev)
+		/* The fast path never asked for a context: only the slow
+		 * path (once per acquisition at most) did. */
+		assert_true(LD(&fk.current_context_calls) <=
+			    fs_count(VS_MSG_REQUEST) + THREADS + 2);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Threads hammer the gate while drops and grants arrive: no call is ever
+ * inside the bracket while the gate is closed (checked at each synchronize
+ * and from each release until the next grant). */
+static void stress_no_slip(void **state)
+{
+	(void)state;
+	stress(0);
+}
+
+/* The same with the one-device fast path (no context lookup). */
+static void stress_no_slip_one_dev(void **state)
+{
+	(void)state;
+	stress(1);
+}
+
+/* With one device the fast path asks the driver nothing, and a thread
+ * with no context of its own goes through device 0's gate. */
+static void one_device_fast_path(void **state)
+{
+	int before, tok;
+
+	(void)state;
+	__atomic_store_n(&fk.device_count, 1, __ATOMIC_SEQ_CST);
+	granted_start(0);
+	before = LD(&fk.current_context_calls);
+	for (int i = 0; i < 1000; i++) {
+		tok = bracket_enter(0, NULL);
+		assert_true(tok >= 0);
+		bracket_exit(0, tok);
+	}
+	assert_int_equal(LD(&fk.current_context_calls), before);
+	/* Device 1 does not exist for this process: its "context" maps to
+	 * device 0, whose gate is open. */
+	tok = bracket_enter(1, NULL);
+	assert_true(tok >= 0);
+	bracket_exit(1, tok);
+	assert_int_equal(LD(&fk.current_context_calls), before);
 	gate_shutdown();
 	fs_stop();
 }
@@ -376,5 +428,7 @@ const struct CMUnitTest gate_more_tests[] = {
 	cmocka_unit_test(shutdown_unblocks),
 	cmocka_unit_test(fork_child_resets),
 	cmocka_unit_test(stress_no_slip),
+	cmocka_unit_test(stress_no_slip_one_dev),
+	cmocka_unit_test(one_device_fast_path),
 };
 const size_t gate_more_count = sizeof(gate_more_tests) / sizeof(gate_more_tests[0]);
