@@ -6,6 +6,7 @@
  * call. Otherwise the caller takes the slow path and blocks until the
  * scheduler client opens the gate.
  */
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -164,8 +165,13 @@ static void spin_open(struct gate_gpu *g)
 
 	while (__atomic_load_n(&g->state, __ATOMIC_ACQUIRE) != GATE_OPEN) {
 		cpu_relax();
-		if ((++n & 31) == 0 && gate_now_ns() >= end)
+		if ((++n & 31) != 0)
+			continue;
+		if (gate_now_ns() >= end)
 			break;
+		/* The scheduler or the client thread, woken by this thread's
+		 * REQUEST, may be queued on this very CPU: let it run. */
+		sched_yield();
 	}
 }
 
@@ -189,13 +195,18 @@ static void learn_count(void)
  * client thread), spin a little if no other waiter does, then sleep. */
 static void wait_open(struct gate_gpu *g)
 {
+	int rc;
+
 	while (A_LOAD(&g->state) != GATE_OPEN) {
 		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
 			A_STORE(&g->state, GATE_OPEN);
 			break;
 		}
 		g->waiters++;
-		if (client_request_direct(g) != 0)
+		/* After a REQUEST of its own, the client thread is woken only
+		 * to poll for the GRANT (spinning enabled), not to send. */
+		rc = client_request_direct(g);
+		if (rc < 0 || (rc > 0 && gate_g.conf.poll_spin_ns > 0))
 			client_wake();
 		if (gate_g.conf.spin_ns > 0 && !g->spinner &&
 		    A_LOAD(&g->state) != GATE_OPEN) {

@@ -3,6 +3,7 @@
  * logged and the default used (shim_env.c); docs/gate.md lists them all.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #define GATE_IDLE_MS_DEFAULT  100u
 #define GATE_FP_STEP_DEFAULT  (64ull << 20)
 #define GATE_SPIN_US_DEFAULT  100u
+#define GATE_SPIN_MIN_CPUS    2
+#define GATE_POLL_SPIN_MIN_CPUS 4
 
 /* The program's name for the scheduler's status: its comm, which is what
  * ps shows and is set before any constructor runs. */
@@ -34,6 +37,18 @@ static void default_label(char *out, size_t n)
 		snprintf(out, n, "%s", program_invocation_short_name);
 }
 
+/* CPUs this process may run on (its affinity mask), at least 1. */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return (int)sysconf(_SC_NPROCESSORS_ONLN);
+	n = CPU_COUNT(&set);
+	return n > 0 ? n : 1;
+}
+
 /* The wire label allows printable bytes only. */
 static void label_clean(char *s)
 {
@@ -47,6 +62,7 @@ void gate_conf_read(struct gate_conf *c)
 	const char *sock = shim_env_str("VSHARE_SOCKET", VS_DEFAULT_SOCKET);
 	const char *label = shim_env_str("VSHARE_LABEL", NULL);
 	const char *swap = shim_env_str("VSHARE_SWAP_OUT", "lazy");
+	int cpus;
 
 	memset(c, 0, sizeof(*c));
 	if (strlen(sock) >= sizeof(c->socket_path)) {
@@ -72,10 +88,14 @@ void gate_conf_read(struct gate_conf *c)
 	c->disabled = shim_env_bool("VSHARE_DISABLE", 0);
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  GATE_FP_STEP_DEFAULT);
-	/* A waiter spins only where another CPU can run the client thread
-	 * (and the scheduler) meanwhile. */
+	/* Spinning pays only where the spinner leaves a CPU to those it
+	 * waits for: a waiting thread spins if the client thread (and the
+	 * scheduler) can run beside it, the client thread polls without
+	 * sleeping only if the waiter and the scheduler can too. */
 	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
 				  10000u) * 1000u;
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	cpus = usable_cpus();
+	c->poll_spin_ns = cpus >= GATE_POLL_SPIN_MIN_CPUS ? c->spin_ns : 0;
+	if (cpus < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;
 }
