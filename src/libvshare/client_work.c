@@ -32,9 +32,9 @@ static int send_request(struct gate_gpu *g, unsigned gen)
 	memcpy(m.uuid, g->uuid, VS_UUID_LEN);
 	if (client_send_on(gen, VS_MSG_REQUEST, &m, sizeof(m)))
 		return -1;
-	if (gate_g.conf.poll_spin_ns > 0)
+	if (gate_g.conf.spin_ns > 0)
 		__atomic_store_n(&client_c.spin_until_ns,
-				 gate_now_ns() + gate_g.conf.poll_spin_ns,
+				 gate_now_ns() + gate_g.conf.spin_ns,
 				 __ATOMIC_RELAXED);
 	return 0;
 }

@@ -206,7 +206,7 @@ static void wait_open(struct gate_gpu *g)
 		/* After a REQUEST of its own, the client thread is woken only
 		 * to poll for the GRANT (spinning enabled), not to send. */
 		rc = client_request_direct(g);
-		if (rc < 0 || (rc > 0 && gate_g.conf.poll_spin_ns > 0))
+		if (rc < 0 || (rc > 0 && gate_g.conf.spin_ns > 0))
 			client_wake();
 		if (gate_g.conf.spin_ns > 0 && !g->spinner &&
 		    A_LOAD(&g->state) != GATE_OPEN) {

@@ -15,8 +15,7 @@
 #define GATE_IDLE_MS_DEFAULT  100u
 #define GATE_FP_STEP_DEFAULT  (64ull << 20)
 #define GATE_SPIN_US_DEFAULT  100u
-#define GATE_SPIN_MIN_CPUS    2
-#define GATE_POLL_SPIN_MIN_CPUS 4
+#define GATE_SPIN_MIN_CPUS    4
 
 /* The program's name for the scheduler's status: its comm, which is what
  * ps shows and is set before any constructor runs. */
@@ -62,7 +61,6 @@ void gate_conf_read(struct gate_conf *c)
 	const char *sock = shim_env_str("VSHARE_SOCKET", VS_DEFAULT_SOCKET);
 	const char *label = shim_env_str("VSHARE_LABEL", NULL);
 	const char *swap = shim_env_str("VSHARE_SWAP_OUT", "lazy");
-	int cpus;
 
 	memset(c, 0, sizeof(*c));
 	if (strlen(sock) >= sizeof(c->socket_path)) {
@@ -88,14 +86,13 @@ void gate_conf_read(struct gate_conf *c)
 	c->disabled = shim_env_bool("VSHARE_DISABLE", 0);
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  GATE_FP_STEP_DEFAULT);
-	/* Spinning pays only where the spinner leaves a CPU to those it
-	 * waits for: a waiting thread spins if the client thread (and the
-	 * scheduler) can run beside it, the client thread polls without
-	 * sleeping only if the waiter and the scheduler can too. */
+	/* Spinning pays only where the spinners leave CPUs to those they
+	 * wait for (the waiter spins, the client thread polls, the scheduler
+	 * answers): by default it is off below GATE_SPIN_MIN_CPUS usable CPUs.
+	 * A VSHARE_SPIN_US given explicitly applies whatever the count. */
 	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
 				  10000u) * 1000u;
-	cpus = usable_cpus();
-	c->poll_spin_ns = cpus >= GATE_POLL_SPIN_MIN_CPUS ? c->spin_ns : 0;
-	if (cpus < GATE_SPIN_MIN_CPUS)
+	if (shim_env_str("VSHARE_SPIN_US", NULL) == NULL &&
+	    usable_cpus() < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;
 }

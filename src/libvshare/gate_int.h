@@ -72,8 +72,8 @@ struct gate_conf {
 	int      require_sched;
 	int      disabled;
 	uint64_t footprint_step;
-	uint64_t spin_ns;          /* a waiter busy-waits for its grant */
-	uint64_t poll_spin_ns;     /* the client thread busy-polls for it */
+	uint64_t spin_ns;          /* a waiter busy-waits for its grant, the
+				    * client thread busy-polls for it */
 };
 
 struct gate_global {

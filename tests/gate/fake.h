@@ -29,6 +29,8 @@ struct fake_state {
 	int current_device_calls;
 	int current_context_calls;
 	int device_count;                 /* set by tests: 0 = op says -1 */
+	int block_sync[FAKE_GPUS];        /* set by tests: sync_device waits */
+	int sync_entered[FAKE_GPUS];
 	int bad_order;                    /* fake scheduler: REQUEST while
 					   * held or requested, or before
 					   * ATTACH and FOOTPRINT */

@@ -1,4 +1,5 @@
 #include <string.h>
+#include <time.h>
 
 #include "fake.h"
 
@@ -49,6 +50,11 @@ static int capturing(void *stream)
  * inside its bracket now has slipped past. */
 static int sync_dev(int dev)
 {
+	struct timespec ms = { 0, 1000000L };
+
+	INC(&fk.sync_entered[dev]);
+	while (LD(&fk.block_sync[dev]))
+		nanosleep(&ms, NULL);
 	if (LD(&fk.in_bracket[dev]) != 0)
 		INC(&fk.violations);
 	INC(&fk.syncs[dev]);

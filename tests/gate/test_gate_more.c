@@ -234,6 +234,46 @@ static void two_gpus_independent(void **state)
 	fs_stop();
 }
 
+/* A thread at a closed gate sends its REQUEST itself: it reaches the
+ * scheduler while the client thread is busy elsewhere (here: a release of
+ * GPU 1 stuck in its synchronize), and the gate opens on the GRANT. */
+static void waiter_requests_directly(void **state)
+{
+	struct entrant e0, e1;
+	struct fs_msg m;
+	uint8_t u0[VS_UUID_LEN];
+
+	(void)state;
+	fake_uuid(0, u0);
+	granted_start(0);
+	entrant_start(&e1, 1, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	fs_grant(1, 0);
+	assert_int_equal(entrant_wait(&e1, 2000), 0);
+	entrant_join(&e1);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, &m, 2000), 0);
+	assert_memory_equal(m.u.ref.uuid, u0, VS_UUID_LEN);
+	__atomic_store_n(&fk.block_sync[1], 1, __ATOMIC_SEQ_CST);
+	fs_drop(1, VS_DROP_QUANTUM);
+	/* The client thread is now stuck in sync_dev(1). */
+	assert_int_equal(wait_at_least(&fk.sync_entered[1], 1, 2000), 0);
+	entrant_start(&e0, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, &m, 2000), 0);
+	assert_memory_equal(m.u.ref.uuid, u0, VS_UUID_LEN);
+	assert_int_equal(LD(&fk.syncs[1]), 0);   /* still stuck */
+	fs_grant(0, 0);
+	sleep_ms(50);
+	assert_int_equal(LD(&e0.done), 0);      /* only the client opens */
+	__atomic_store_n(&fk.block_sync[1], 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(entrant_wait(&e0, 2000), 0);
+	entrant_join(&e0);
+	assert_int_equal(LD(&fk.violations), 0);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
 /* VSHARE_DISABLE=1: nothing is gated and nothing connects. */
 static void disabled_passes(void **state)
 {
@@ -337,6 +377,8 @@ static void stress(int one_dev)
 	long entries = 0;
 
 	setenv("VSHARE_IDLE_MS", "1", 1);
+	/* Waiters spin (and the client thread polls) in one of the two. */
+	setenv("VSHARE_SPIN_US", one_dev ? "50" : "0", 1);
 	if (one_dev)
 		__atomic_store_n(&fk.device_count, 1, __ATOMIC_SEQ_CST);
 	granted_start(0);
@@ -424,6 +466,7 @@ const struct CMUnitTest gate_more_tests[] = {
 	cmocka_unit_test(eager_swap_out),
 	cmocka_unit_test(footprint_reports),
 	cmocka_unit_test(two_gpus_independent),
+	cmocka_unit_test(waiter_requests_directly),
 	cmocka_unit_test(disabled_passes),
 	cmocka_unit_test(shutdown_unblocks),
 	cmocka_unit_test(fork_child_resets),
