@@ -91,11 +91,18 @@ void gate_stamp(struct gate_gpu *g, uint64_t ms)
 	__atomic_store_n(&g->shard[0].last_ms, ms, __ATOMIC_RELAXED);
 }
 
-static int my_shard(void)
+__attribute__((noinline))
+static int new_shard(void)
+{
+	tcache.shard = 1 + (int)(__atomic_fetch_add(&next_shard, 1,
+				 __ATOMIC_RELAXED) % GATE_SHARDS);
+	return tcache.shard - 1;
+}
+
+static inline int my_shard(void)
 {
 	if (__builtin_expect(tcache.shard == 0, 0))
-		tcache.shard = 1 + (int)(__atomic_fetch_add(&next_shard, 1,
-					 __ATOMIC_RELAXED) % GATE_SHARDS);
+		return new_shard();
 	return tcache.shard - 1;
 }
 
@@ -258,34 +265,57 @@ static void leave(struct gate_gpu *g, int sh)
 	}
 }
 
-int gate_enter(void *stream)
+/* A gate that was not open: back out of the count, wait in the slow path. */
+__attribute__((noinline))
+static int enter_closed(struct gate_gpu *g, int dev, int sh)
 {
-	struct gate_gpu *g;
-	int dev, sh;
+	leave(g, sh);
+	return enter_slow(g, dev, sh);
+}
 
-	if (!A_LOAD_RLX(&gate_g.enabled))
-		return GATE_TOKEN_NONE;
+/* Increment, then check: with the releaser's store-then-check (both
+ * sequentially consistent) one of the two always sees the other, so no
+ * entry slips past a gate that is closing. */
+static inline int enter_dev(int dev)
+{
+	struct gate_gpu *g = &gate_g.gpu[dev];
+	int sh = my_shard();
+
+	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
+	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
+		return dev * GATE_SHARDS + sh;
+	return enter_closed(g, dev, sh);
+}
+
+/* Anything but a one-device process with no capture in progress. */
+__attribute__((noinline))
+static int enter_general(void *stream)
+{
+	int dev;
+
 	/* Work recorded into a graph is not submitted: it passes ungated. */
 	if (A_LOAD_RLX(&gate_g.captures) > 0 &&
 	    gate_g.ops->stream_capturing(stream))
 		return GATE_TOKEN_NONE;
-	if (__builtin_expect(A_LOAD_RLX(&gate_g.one_dev), 1)) {
-		dev = 0;
-	} else {
-		dev = current_dev();
-		if (dev < 0 || dev >= GATE_MAX_GPUS)
-			return GATE_TOKEN_NONE;
-	}
-	g = &gate_g.gpu[dev];
-	sh = my_shard();
-	/* Increment, then check: with the releaser's store-then-check (both
-	 * sequentially consistent) one of the two always sees the other, so
-	 * no entry slips past a gate that is closing. */
-	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
-	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
-		return dev * GATE_SHARDS + sh;
-	leave(g, sh);
-	return enter_slow(g, dev, sh);
+	if (A_LOAD_RLX(&gate_g.one_dev))
+		return enter_dev(0);
+	dev = current_dev();
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return GATE_TOKEN_NONE;
+	return enter_dev(dev);
+}
+
+/* The fast path is kept small: a one-device process with no capture in
+ * progress asks nothing of the driver and touches one cache line of its
+ * shard and the gate's state. */
+int gate_enter(void *stream)
+{
+	if (!A_LOAD_RLX(&gate_g.enabled))
+		return GATE_TOKEN_NONE;
+	if (__builtin_expect(A_LOAD_RLX(&gate_g.captures) > 0 ||
+			     !A_LOAD_RLX(&gate_g.one_dev), 0))
+		return enter_general(stream);
+	return enter_dev(0);
 }
 
 void gate_exit(int token)

@@ -14,7 +14,7 @@
 
 #define GATE_IDLE_MS_DEFAULT  100u
 #define GATE_FP_STEP_DEFAULT  (64ull << 20)
-#define GATE_SPIN_US_DEFAULT  100u
+#define GATE_SPIN_US_DEFAULT  200u
 #define GATE_SPIN_MIN_CPUS    4
 
 /* The program's name for the scheduler's status: its comm, which is what
