@@ -25,21 +25,21 @@ static int send_ref(uint16_t type, const uint8_t uuid[VS_UUID_LEN])
 
 /* A REQUEST; the client thread then polls for the GRANT without
  * sleeping for a while (client.c, spin_poll). */
-static int send_request(struct gate_gpu *g, unsigned gen)
+static int send_request(struct gate_gpu *g, unsigned gen, int spin)
 {
 	struct vs_gpu_ref m;
 
 	memcpy(m.uuid, g->uuid, VS_UUID_LEN);
 	if (client_send_on(gen, VS_MSG_REQUEST, &m, sizeof(m)))
 		return -1;
-	if (gate_g.conf.spin_ns > 0)
+	if (spin)
 		__atomic_store_n(&client_c.spin_until_ns,
 				 gate_now_ns() + gate_g.conf.spin_ns,
 				 __ATOMIC_RELAXED);
 	return 0;
 }
 
-int client_request_direct(struct gate_gpu *g)
+int client_request_direct(struct gate_gpu *g, int spin)
 {
 	unsigned gen = __atomic_load_n(&client_c.gen, __ATOMIC_RELAXED);
 	int rc;
@@ -55,7 +55,7 @@ int client_request_direct(struct gate_gpu *g)
 		return -1;
 	g->requested = 1;
 	pthread_mutex_unlock(&g->mu);
-	rc = send_request(g, gen);
+	rc = send_request(g, gen, spin);
 	pthread_mutex_lock(&g->mu);
 	/* On failure the connection is gone or going: the client thread's
 	 * client_lost clears `requested` and requests again once back. */
@@ -165,7 +165,7 @@ static int gpu_work(int dev, struct gate_gpu *g, int *timeout)
 	if (ask)
 		g->requested = 1;
 	pthread_mutex_unlock(&g->mu);
-	if (ask && send_request(g, 0))
+	if (ask && send_request(g, 0, gate_spin_ok()))
 		return -1;
 	return 0;
 }

@@ -8,6 +8,7 @@
  */
 #include <sched.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 
 #include "gate_int.h"
@@ -153,6 +154,32 @@ static int gpu_learn(struct gate_gpu *g, int dev)
 	return 0;
 }
 
+static uint64_t spin_checked_ms;   /* atomic: last load check */
+static int spin_busy;              /* atomic: CPUs were busy then */
+
+int gate_spin_ok(void)
+{
+	uint64_t now, last;
+	struct sysinfo si;
+	int busy;
+
+	if (gate_g.conf.spin_ns == 0)
+		return 0;
+	if (gate_g.conf.spin_forced)
+		return 1;
+	now = gate_now_ms();
+	last = A_LOAD_RLX(&spin_checked_ms);
+	if (last != 0 && now - last < 100)
+		return !A_LOAD_RLX(&spin_busy);
+	/* Busy: the 1-minute load leaves fewer than 3 CPUs idle (a spinner,
+	 * the client thread and the scheduler each want one). */
+	busy = sysinfo(&si) == 0 &&
+	       (si.loads[0] >> SI_LOAD_SHIFT) + 3 > (unsigned long)gate_g.conf.cpus;
+	__atomic_store_n(&spin_busy, busy, __ATOMIC_RELAXED);
+	__atomic_store_n(&spin_checked_ms, now, __ATOMIC_RELAXED);
+	return !busy;
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -202,7 +229,7 @@ static void learn_count(void)
  * client thread), spin a little if no other waiter does, then sleep. */
 static void wait_open(struct gate_gpu *g)
 {
-	int rc;
+	int rc, spin;
 
 	while (A_LOAD(&g->state) != GATE_OPEN) {
 		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
@@ -212,11 +239,11 @@ static void wait_open(struct gate_gpu *g)
 		g->waiters++;
 		/* After a REQUEST of its own, the client thread is woken only
 		 * to poll for the GRANT (spinning enabled), not to send. */
-		rc = client_request_direct(g);
-		if (rc < 0 || (rc > 0 && gate_g.conf.spin_ns > 0))
+		spin = gate_spin_ok();
+		rc = client_request_direct(g, spin);
+		if (rc < 0 || (rc > 0 && spin))
 			client_wake();
-		if (gate_g.conf.spin_ns > 0 && !g->spinner &&
-		    A_LOAD(&g->state) != GATE_OPEN) {
+		if (spin && !g->spinner && A_LOAD(&g->state) != GATE_OPEN) {
 			g->spinner = 1;
 			pthread_mutex_unlock(&g->mu);
 			spin_open(g);

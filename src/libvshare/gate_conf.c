@@ -88,11 +88,13 @@ void gate_conf_read(struct gate_conf *c)
 					  GATE_FP_STEP_DEFAULT);
 	/* Spinning pays only where the spinners leave CPUs to those they
 	 * wait for (the waiter spins, the client thread polls, the scheduler
-	 * answers): by default it is off below GATE_SPIN_MIN_CPUS usable CPUs.
-	 * A VSHARE_SPIN_US given explicitly applies whatever the count. */
+	 * answers): by default it is off below GATE_SPIN_MIN_CPUS usable CPUs
+	 * (and, gate_spin_ok, while the CPUs are busy). A VSHARE_SPIN_US given
+	 * explicitly applies as it is. */
 	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
 				  10000u) * 1000u;
-	if (shim_env_str("VSHARE_SPIN_US", NULL) == NULL &&
-	    usable_cpus() < GATE_SPIN_MIN_CPUS)
+	c->spin_forced = shim_env_str("VSHARE_SPIN_US", NULL) != NULL;
+	c->cpus = usable_cpus();
+	if (!c->spin_forced && c->cpus < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;
 }

@@ -74,6 +74,9 @@ struct gate_conf {
 	uint64_t footprint_step;
 	uint64_t spin_ns;          /* a waiter busy-waits for its grant, the
 				    * client thread busy-polls for it */
+	int      spin_forced;      /* VSHARE_SPIN_US given: spin whatever the
+				    * CPUs and their load */
+	int      cpus;             /* usable CPUs at init */
 };
 
 struct gate_global {
@@ -121,14 +124,18 @@ void client_start(void);          /* idempotent; first slow-path entry */
  * An application thread waiting at g sends REQUEST itself when it can
  * (connected, g attached with its footprint sent, not held or requested),
  * saving the client thread's wake-up. Called and returns with g->mu held
- * (drops it while sending). Returns 1 if it sent the REQUEST, 0 if one
+ * (drops it while sending); with spin, the client thread then polls for
+ * the GRANT without sleeping. Returns 1 if it sent the REQUEST, 0 if one
  * was already out, -1 if the client thread must see to it. After 1 or -1
  * the caller wakes the client thread (client_wake): to send, or to poll
  * for the GRANT while the scheduler answers.
  */
-int  client_request_direct(struct gate_gpu *g);
+int  client_request_direct(struct gate_gpu *g, int spin);
 /* Monotonic nanoseconds (vDSO). */
 uint64_t gate_now_ns(void);
+/* Whether to spin for a grant now: enabled, and the CPUs not so busy that
+ * the spinners would delay the grant (load checked at most every 100 ms). */
+int      gate_spin_ok(void);
 void client_wake(void);           /* something for the thread to do */
 void client_stop(void);           /* gate_shutdown: bounded wait */
 void client_forget(void);         /* fork child: drop inherited state */
