@@ -101,14 +101,17 @@ static void on_grant(const struct vs_grant *m)
 	if (dev < 0)
 		return;
 	g = &gate_g.gpu[dev];
-	/* Swap in before the first kernel runs: one bulk prefetch is several
-	 * times faster than the page faults it replaces. */
+	/* The grant came: no more polling for it. */
+	__atomic_store_n(&client_c.spin_until_ns, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&g->mu);
 	held = g->held;
-	pthread_mutex_unlock(&g->mu);
-	if ((m->flags & VS_GRANTF_OVERSUB) && !held)
+	if ((m->flags & VS_GRANTF_OVERSUB) && !held) {
+		/* Swap in before the first kernel runs: one bulk prefetch is
+		 * several times faster than the page faults it replaces. */
+		pthread_mutex_unlock(&g->mu);
 		gate_g.ops->prefetch(dev, 0);
-	pthread_mutex_lock(&g->mu);
+		pthread_mutex_lock(&g->mu);
+	}
 	g->held = 1;
 	g->requested = 0;
 	g->want = 0;
