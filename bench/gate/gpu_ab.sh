@@ -3,7 +3,7 @@
 # launch cost (plain, each build, the newer one with VSHARE_DISABLE=1, in
 # alternation on one CPU, no scheduler so the gate runs open) and the GPU
 # suite's lock and launch checks for each build.
-#   bench/gate/gpu_ab.sh OUT BEFORE_BUILD AFTER_BUILD GPU_BIN [CTX_COST] [REPS]
+#   bench/gate/gpu_ab.sh OUT BEFORE_BUILD AFTER_BUILD GPU_BIN [LAUNCH_COST] [REPS]
 # The builds are packed trees (scripts/gpu-check --pack: build/, gpubin/).
 # With ACQ=DIR (bench_acquire_old, bench_acquire_new, acquire.py): also the
 # acquisition through gate, client and scheduler alone, without CUDA.
@@ -33,7 +33,20 @@ run_launch() { # kind
 for r in $(seq "$reps"); do
 	for k in plain before after after-off; do run_launch "$k"; done
 done
-[ -n "$ctxcost" ] && taskset -c "$cpu" "$ctxcost" >>"$log" 2>&1
+# The hook and gate alone: launch_cost (bench/gate/launch_cost.c, built
+# against the driver) under each build.
+if [ -n "$ctxcost" ]; then
+	for r in 1 2 3; do
+		for k in plain before after; do
+			pre=""
+			[ $k = before ] && pre=$before/lib/libvshare.so
+			[ $k = after ] && pre=$after/lib/libvshare.so
+			echo "launch_cost $k $(env ${pre:+LD_PRELOAD=$pre} \
+				VSHARE_SOCKET=/nonexistent/vshare.sock VSHARE_LOG_LEVEL=error \
+				taskset -c "$cpu" "$ctxcost" 2>&1)" >>"$log"
+		done
+	done
+fi
 python3 - "$log" <<'PY' >>"$log"
 import json, statistics, sys
 runs = {}
