@@ -65,8 +65,8 @@ if [ -n "${ACQ:-}" ]; then
 		for b in old new new-nospin; do
 			bin=$ACQ/bench_acquire_${b%-nospin}
 			echo -n "acquire $b " >>"$log"
-			env VSHARE_SPIN_US=$([ $b = new-nospin ] && echo 0 || echo 100) \
-				LD_LIBRARY_PATH=$after/lib/deps python3 "$ACQ/acquire.py" \
+			sp=(); [ $b = new-nospin ] && sp=(VSHARE_SPIN_US=0)
+			env "${sp[@]}" LD_LIBRARY_PATH=$after/lib/deps python3 "$ACQ/acquire.py" \
 				"$after/bin/vshare-scheduler" "$bin" 30 1 >>"$log" 2>&1
 		done
 	done
@@ -77,8 +77,8 @@ if [ -n "${ACQ:-}" ]; then
 fi
 for b in before after after-nospin; do
 	dir=$before; [ $b != before ] && dir=$after
-	env VSHARE_SPIN_US=$([ $b = after-nospin ] && echo 0 || echo 100) \
-		bash "$suite" --out "$out/$b" --build-dir "$dir" --gpu-bin "$gpubin" \
+	sp=(); [ $b = after-nospin ] && sp=(VSHARE_SPIN_US=0)
+	env "${sp[@]}" bash "$suite" --out "$out/$b" --build-dir "$dir" --gpu-bin "$gpubin" \
 		--only lock,launch >"$out/$b.console" 2>&1
 	rm -f "$out/$b/results.json" "$out/$b.console"
 done
