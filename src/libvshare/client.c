@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -194,6 +195,10 @@ static int spin_poll(struct pollfd *pf, int n)
 		r = poll(pf, (nfds_t)n, 0);
 		if (r < 0 && errno == EINTR)
 			r = 0;
+		/* The scheduler, woken by the REQUEST, may be queued on this
+		 * CPU: let it run. */
+		if (r == 0)
+			sched_yield();
 	}
 	return r;
 }
