@@ -39,7 +39,7 @@ static int send_request(struct gate_gpu *g, unsigned gen, int spin)
 	return 0;
 }
 
-int client_request_direct(struct gate_gpu *g, int spin)
+int client_request_direct(struct gate_gpu *g)
 {
 	unsigned gen = __atomic_load_n(&client_c.gen, __ATOMIC_RELAXED);
 	int rc;
@@ -55,7 +55,7 @@ int client_request_direct(struct gate_gpu *g, int spin)
 		return -1;
 	g->requested = 1;
 	pthread_mutex_unlock(&g->mu);
-	rc = send_request(g, gen, spin);
+	rc = send_request(g, gen, 1);
 	pthread_mutex_lock(&g->mu);
 	/* On failure the connection is gone or going: the client thread's
 	 * client_lost clears `requested` and requests again once back. */

@@ -6,9 +6,7 @@
  * call. Otherwise the caller takes the slow path and blocks until the
  * scheduler client opens the gate.
  */
-#include <sched.h>
 #include <string.h>
-#include <sys/sysinfo.h>
 #include <time.h>
 
 #include "gate_int.h"
@@ -154,61 +152,6 @@ static int gpu_learn(struct gate_gpu *g, int dev)
 	return 0;
 }
 
-static uint64_t spin_checked_ms;   /* atomic: last load check */
-static int spin_busy;              /* atomic: CPUs were busy then */
-
-int gate_spin_ok(void)
-{
-	uint64_t now, last;
-	struct sysinfo si;
-	int busy;
-
-	if (gate_g.conf.spin_ns == 0)
-		return 0;
-	if (gate_g.conf.spin_forced)
-		return 1;
-	now = gate_now_ms();
-	last = A_LOAD_RLX(&spin_checked_ms);
-	if (last != 0 && now - last < 100)
-		return !A_LOAD_RLX(&spin_busy);
-	/* Busy: the 1-minute load leaves fewer than 3 CPUs idle (a spinner,
-	 * the client thread and the scheduler each want one). */
-	busy = sysinfo(&si) == 0 &&
-	       (si.loads[0] >> SI_LOAD_SHIFT) + 3 > (unsigned long)gate_g.conf.cpus;
-	__atomic_store_n(&spin_busy, busy, __ATOMIC_RELAXED);
-	__atomic_store_n(&spin_checked_ms, now, __ATOMIC_RELAXED);
-	return !busy;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
-/* Busy-wait at most conf.spin_ns for the gate to open. An uncontended
- * grant comes back within tens of microseconds, less than a sleep on the
- * condition variable and the wake-up that ends it. */
-static void spin_open(struct gate_gpu *g)
-{
-	uint64_t end = gate_now_ns() + gate_g.conf.spin_ns;
-	unsigned n = 0;
-
-	while (__atomic_load_n(&g->state, __ATOMIC_ACQUIRE) != GATE_OPEN) {
-		cpu_relax();
-		if ((++n & 31) != 0)
-			continue;
-		if (gate_now_ns() >= end)
-			break;
-		/* The scheduler or the client thread, woken by this thread's
-		 * REQUEST, may be queued on this very CPU: let it run. */
-		sched_yield();
-	}
-}
-
 /* With exactly one device every submission goes to device 0 and the fast
  * path need not ask for the thread's context (gate.h, device_count). */
 static void learn_count(void)
@@ -223,37 +166,6 @@ static void learn_count(void)
 		return;
 	A_STORE(&gate_g.one_dev, n == 1);
 	A_STORE(&gate_g.count_known, 1);
-}
-
-/* Wait until the gate opens: ask for the lock (directly or through the
- * client thread), spin a little if no other waiter does, then sleep. */
-static void wait_open(struct gate_gpu *g)
-{
-	int rc, spin;
-
-	while (A_LOAD(&g->state) != GATE_OPEN) {
-		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
-			A_STORE(&g->state, GATE_OPEN);
-			break;
-		}
-		g->waiters++;
-		/* After a REQUEST of its own, the client thread is woken only
-		 * to poll for the GRANT (spinning enabled), not to send. */
-		spin = gate_spin_ok();
-		rc = client_request_direct(g, spin);
-		if (rc < 0 || (rc > 0 && spin))
-			client_wake();
-		if (spin && !g->spinner && A_LOAD(&g->state) != GATE_OPEN) {
-			g->spinner = 1;
-			pthread_mutex_unlock(&g->mu);
-			spin_open(g);
-			pthread_mutex_lock(&g->mu);
-			g->spinner = 0;
-		}
-		if (A_LOAD(&g->state) != GATE_OPEN)
-			pthread_cond_wait(&g->cv_open, &g->mu);
-		g->waiters--;
-	}
 }
 
 __attribute__((noinline, cold))
@@ -271,7 +183,7 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 	if (A_LOAD_RLX(&gate_g.one_dev))
 		(void)gate_g.ops->current_device();
 	client_start();
-	wait_open(g);
+	gate_wait_open(g);
 	/* The state only changes under mu, so this entry is safe from a
 	 * releaser: it cannot close the gate before it sees this count. */
 	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);

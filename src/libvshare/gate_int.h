@@ -106,6 +106,8 @@ long     gate_inflight(struct gate_gpu *g);
 uint64_t gate_last_ms(struct gate_gpu *g);
 void     gate_stamp(struct gate_gpu *g, uint64_t ms);
 
+/* Wait until g opens (gate_wait.c). Called and returns with g->mu held. */
+void gate_wait_open(struct gate_gpu *g);
 /* Open a gate: mark held or unshared, wake entrants. Takes g->mu. */
 void gate_open(struct gate_gpu *g);
 /* Open every gate: running unshared (no scheduler, shutdown). */
@@ -124,13 +126,13 @@ void client_start(void);          /* idempotent; first slow-path entry */
  * An application thread waiting at g sends REQUEST itself when it can
  * (connected, g attached with its footprint sent, not held or requested),
  * saving the client thread's wake-up. Called and returns with g->mu held
- * (drops it while sending); with spin, the client thread then polls for
- * the GRANT without sleeping. Returns 1 if it sent the REQUEST, 0 if one
- * was already out, -1 if the client thread must see to it. After 1 or -1
- * the caller wakes the client thread (client_wake): to send, or to poll
- * for the GRANT while the scheduler answers.
+ * (drops it while sending); the client thread then polls for the GRANT
+ * without sleeping. Returns 1 if it sent the REQUEST, 0 if one was already
+ * out, -1 if the client thread must see to it. After 1 or -1 the caller
+ * wakes the client thread (client_wake): to poll for the GRANT while the
+ * scheduler answers, or to send.
  */
-int  client_request_direct(struct gate_gpu *g, int spin);
+int  client_request_direct(struct gate_gpu *g);
 /* Monotonic nanoseconds (vDSO). */
 uint64_t gate_now_ns(void);
 /* Whether to spin for a grant now: enabled, and the CPUs not so busy that

@@ -244,6 +244,7 @@ static void waiter_requests_directly(void **state)
 	uint8_t u0[VS_UUID_LEN];
 
 	(void)state;
+	setenv("VSHARE_SPIN_US", "50", 1);   /* a waiter that spins requests */
 	fake_uuid(0, u0);
 	granted_start(0);
 	entrant_start(&e1, 1, NULL, 0);
