@@ -5,8 +5,9 @@
 # suite's lock and launch checks for each build.
 #   bench/gate/gpu_ab.sh OUT BEFORE_BUILD AFTER_BUILD GPU_BIN [LAUNCH_COST] [REPS]
 # The builds are packed trees (scripts/gpu-check --pack: build/, gpubin/).
-# With ACQ=DIR (bench_acquire_old, bench_acquire_new, acquire.py): also the
-# acquisition through gate, client and scheduler alone, without CUDA.
+# With ACQ=DIR (bench_acquire_old, bench_acquire_new: build/bin/bench_acquire
+# of each tree, and acquire.py): also the acquisition through gate, client
+# and scheduler alone, without CUDA.
 set -u
 out=$1 before=$2 after=$3 gpubin=$4 ctxcost=${5:-} reps=${6:-7}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
