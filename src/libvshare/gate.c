@@ -166,6 +166,9 @@ static void learn_count(void)
 		return;
 	A_STORE(&gate_g.one_dev, n == 1);
 	A_STORE(&gate_g.count_known, 1);
+	log_debug("this process sees %d CUDA device%s", n,
+		  n == 1 ? ": submissions go to its gate without a context "
+			   "lookup" : "s");
 }
 
 __attribute__((noinline, cold))
