@@ -74,7 +74,6 @@ static int footprint(int dev, struct gate_gpu *g)
 {
 	struct vs_footprint m;
 	uint64_t step = gate_g.conf.footprint_step;
-
 	int valid = __atomic_load_n(&g->fp_valid, __ATOMIC_RELAXED);
 
 	if (!__atomic_exchange_n(&g->fp_dirty, 0, __ATOMIC_SEQ_CST) && valid)
