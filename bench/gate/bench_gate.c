@@ -3,7 +3,11 @@
  * against an empty loop, on one thread and on several threads sharing one
  * GPU. Runs without a scheduler (the gate opens unshared), with CUDA
  * operations that do nothing.
- *   bench_gate [ITERATIONS] [THREADS]
+ *   bench_gate [ITERATIONS] [THREADS] [DEVICES]
+ * DEVICES (default 1) is what the fake device_count answers: with 1 the
+ * fast path skips the context lookup, with more it asks for the context
+ * on every entry (here a trivial function; the driver's cuCtxGetCurrent
+ * costs more).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +17,7 @@
 #include "gate.h"
 
 static int ctx_token;
+static int devices = 1;
 
 static void *cur_ctx(void) { return &ctx_token; }
 static int cur_dev(void) { return 0; }
@@ -20,6 +25,7 @@ static int stream_dev(void *s) { (void)s; return 0; }
 static int capturing(void *s) { (void)s; return 0; }
 static int sync_dev(int d) { (void)d; return 0; }
 static void prefetch(int d, int h) { (void)d; (void)h; }
+static int dev_count(void) { return devices; }
 
 static int dev_info(int dev, uint8_t uuid[16], uint64_t *total)
 {
@@ -39,7 +45,7 @@ static const struct gate_cuda_ops ops = {
 	.current_device = cur_dev, .stream_device = stream_dev,
 	.device_info = dev_info, .stream_capturing = capturing,
 	.sync_device = sync_dev, .footprint = footprint, .prefetch = prefetch,
-	.current_context = cur_ctx,
+	.current_context = cur_ctx, .device_count = dev_count,
 };
 
 static long iters = 20000000;
@@ -88,6 +94,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		iters = atol(argv[1]);
+	if (argc > 3 && atoi(argv[3]) > 0)
+		devices = atoi(argv[3]);
 	if (threads < 1 || threads > 64)
 		threads = 4;
 	setenv("VSHARE_SOCKET", "/nonexistent/vshare-bench.sock", 0);
@@ -96,7 +104,8 @@ int main(int argc, char **argv)
 	empty = run_empty();
 	gate = run_gate();
 	printf("empty loop:            %6.2f ns/iteration\n", empty);
-	printf("gate_enter+gate_exit:  %6.2f ns/pair (1 thread)\n", gate);
+	printf("gate_enter+gate_exit:  %6.2f ns/pair (1 thread, %d device%s)\n",
+	       gate, devices, devices > 1 ? "s" : "");
 	for (int i = 0; i < threads; i++)
 		pthread_create(&thr[i], NULL, thread_main, &res[i]);
 	for (int i = 0; i < threads; i++) {

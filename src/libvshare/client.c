@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -67,8 +68,7 @@ void client_lost(const char *why)
 {
 	int held[GATE_MAX_GPUS];
 
-	close(client_c.sock);
-	client_c.sock = -1;
+	client_set_sock(-1);
 	client_c.rlen = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
 		struct gate_gpu *g = &gate_g.gpu[i];
@@ -160,7 +160,7 @@ static void try_connect(void)
 		connect_failed(err);
 		return;
 	}
-	client_c.sock = fd;
+	client_set_sock(fd);
 	if (client_c.warned && !client_c.version_seen)
 		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
 	client_c.warned = 0;
@@ -183,11 +183,31 @@ static int next_timeout(int work)
 	return work < 0 || t < work ? t : work;
 }
 
+/* Right after a REQUEST the GRANT is usually a few tens of microseconds
+ * away: poll without sleeping until then, so that the grant does not wait
+ * for this thread to wake up. Returns poll's result (0: nothing yet). */
+static int spin_poll(struct pollfd *pf, int n)
+{
+	uint64_t until = A_LOAD(&client_c.spin_until_ns);
+	int r = 0;
+
+	while (r == 0 && gate_now_ns() < until) {
+		r = poll(pf, (nfds_t)n, 0);
+		if (r < 0 && errno == EINTR)
+			r = 0;
+		/* The scheduler, woken by the REQUEST, may be queued on this
+		 * CPU: let it run. */
+		if (r == 0)
+			sched_yield();
+	}
+	return r;
+}
+
 static void *client_main(void *arg)
 {
 	struct pollfd pf[2];
 	uint64_t junk;
-	int t;
+	int t, n, r;
 
 	(void)arg;
 	while (!A_LOAD(&gate_g.shutting)) {
@@ -198,17 +218,20 @@ static void *client_main(void *arg)
 		t = next_timeout(t);
 		pf[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = client_c.sock, .events = POLLIN };
-		if (poll(pf, client_c.sock >= 0 ? 2 : 1, t) < 0 && errno != EINTR)
+		n = client_c.sock >= 0 ? 2 : 1;
+		r = spin_poll(pf, n);
+		if (r == 0)
+			r = poll(pf, (nfds_t)n, t);
+		if (r < 0 && errno != EINTR)
 			break;
-		if (pf[0].revents & POLLIN)
-			(void)!read(wake_fd, &junk, sizeof(junk));
+		/* Frames first: a GRANT opens its gate before anything else. */
 		if (client_c.sock >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    client_read() != 0)
 			client_lost("connection closed");
+		if (pf[0].revents & POLLIN)
+			(void)!read(wake_fd, &junk, sizeof(junk));
 	}
-	if (client_c.sock >= 0)
-		close(client_c.sock);
-	client_c.sock = -1;
+	client_set_sock(-1);
 	pthread_mutex_lock(&start_mu);
 	thread_done = 1;
 	pthread_cond_broadcast(&done_cv);
@@ -290,6 +313,7 @@ void client_forget(void)
 	wake_fd = -1;
 	memset(&client_c, 0, sizeof(client_c));
 	client_c.sock = -1;
+	pthread_mutex_init(&client_send_mu, NULL);
 	pthread_mutex_init(&start_mu, NULL);
 	pthread_cond_init(&done_cv, NULL);
 	thread_done = 0;

@@ -6,6 +6,7 @@
 #ifndef VSHARE_CLIENT_INT_H
 #define VSHARE_CLIENT_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,8 +14,18 @@
 #define CLIENT_BACKOFF_MAX_MS 2000u
 #define CLIENT_RBUF           4096u
 
+/*
+ * Sending: the client thread and application threads (a REQUEST, see
+ * client_request_direct) write frames under client_send_mu; the socket and
+ * its generation change only under it too. Reading stays with the client
+ * thread.
+ */
 struct client_conn {
 	int      sock;            /* -1 when not connected */
+	unsigned gen;             /* atomic: +1 at each connect and each close
+				   * (odd: connected) */
+	uint64_t spin_until_ns;   /* atomic: a REQUEST went out; the thread
+				   * busy-polls for the GRANT until then */
 	int      version_dead;    /* protocol mismatch: stay unshared */
 	int      version_seen;    /* the mismatch was logged (once) */
 	int      warned;          /* the outage was logged */
@@ -26,12 +37,19 @@ struct client_conn {
 };
 
 extern struct client_conn client_c;
+extern pthread_mutex_t client_send_mu;
 
 /* client.c */
 void client_lost(const char *why);
 
 /* client_msg.c */
+/* Send one frame on the connection of generation gen (0: the current
+ * one); -1 if it failed or the connection is gone. */
+int  client_send_on(unsigned gen, uint16_t type, const void *payload,
+		    uint32_t len);
 int  client_send(uint16_t type, const void *payload, uint32_t len);
+/* Replace the socket (fd, or -1 after closing it). */
+void client_set_sock(int fd);
 int  client_hello(void);
 /* Attach, footprints, requests and drops of every GPU; returns the
  * longest time in ms the thread may sleep (-1: until woken). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "client_int.h"
 #include "gate_int.h"
@@ -13,15 +14,26 @@
 #define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
-int client_send(uint16_t type, const void *payload, uint32_t len)
-{
-	unsigned char buf[sizeof(struct vs_hdr) + 256];
-	size_t n = sizeof(struct vs_hdr) + len, off = 0;
+pthread_mutex_t client_send_mu = PTHREAD_MUTEX_INITIALIZER;
 
-	if (client_c.sock < 0 || len > sizeof(buf) - sizeof(struct vs_hdr))
-		return -1;
-	vs_hdr_init((struct vs_hdr *)buf, type, len);
-	memcpy(buf + sizeof(struct vs_hdr), payload, len);
+void client_set_sock(int fd)
+{
+	pthread_mutex_lock(&client_send_mu);
+	if (fd < 0 && client_c.sock < 0) {
+		pthread_mutex_unlock(&client_send_mu);
+		return;
+	}
+	if (client_c.sock >= 0)
+		close(client_c.sock);
+	client_c.sock = fd;
+	__atomic_store_n(&client_c.gen, client_c.gen + 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&client_send_mu);
+}
+
+static int send_all(const unsigned char *buf, size_t n)
+{
+	size_t off = 0;
+
 	while (off < n) {
 		ssize_t w = send(client_c.sock, buf + off, n - off, MSG_NOSIGNAL);
 
@@ -32,6 +44,28 @@ int client_send(uint16_t type, const void *payload, uint32_t len)
 		off += (size_t)w;
 	}
 	return 0;
+}
+
+int client_send_on(unsigned gen, uint16_t type, const void *payload,
+		   uint32_t len)
+{
+	unsigned char buf[sizeof(struct vs_hdr) + 256];
+	int rc = -1;
+
+	if (len > sizeof(buf) - sizeof(struct vs_hdr))
+		return -1;
+	vs_hdr_init((struct vs_hdr *)buf, type, len);
+	memcpy(buf + sizeof(struct vs_hdr), payload, len);
+	pthread_mutex_lock(&client_send_mu);
+	if (client_c.sock >= 0 && (gen == 0 || gen == client_c.gen))
+		rc = send_all(buf, sizeof(struct vs_hdr) + len);
+	pthread_mutex_unlock(&client_send_mu);
+	return rc;
+}
+
+int client_send(uint16_t type, const void *payload, uint32_t len)
+{
+	return client_send_on(0, type, payload, len);
 }
 
 int client_hello(void)
@@ -67,14 +101,17 @@ static void on_grant(const struct vs_grant *m)
 	if (dev < 0)
 		return;
 	g = &gate_g.gpu[dev];
-	/* Swap in before the first kernel runs: one bulk prefetch is several
-	 * times faster than the page faults it replaces. */
+	/* The grant came: no more polling for it. */
+	__atomic_store_n(&client_c.spin_until_ns, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&g->mu);
 	held = g->held;
-	pthread_mutex_unlock(&g->mu);
-	if ((m->flags & VS_GRANTF_OVERSUB) && !held)
+	if ((m->flags & VS_GRANTF_OVERSUB) && !held) {
+		/* Swap in before the first kernel runs: one bulk prefetch is
+		 * several times faster than the page faults it replaces. */
+		pthread_mutex_unlock(&g->mu);
 		gate_g.ops->prefetch(dev, 0);
-	pthread_mutex_lock(&g->mu);
+		pthread_mutex_lock(&g->mu);
+	}
 	g->held = 1;
 	g->requested = 0;
 	g->want = 0;

@@ -34,6 +34,14 @@ static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
 
+uint64_t gate_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t gate_now_ms(void)
 {
 	struct timespec ts;
@@ -82,11 +90,18 @@ void gate_stamp(struct gate_gpu *g, uint64_t ms)
 	__atomic_store_n(&g->shard[0].last_ms, ms, __ATOMIC_RELAXED);
 }
 
-static int my_shard(void)
+__attribute__((noinline))
+static int new_shard(void)
+{
+	tcache.shard = 1 + (int)(__atomic_fetch_add(&next_shard, 1,
+				 __ATOMIC_RELAXED) % GATE_SHARDS);
+	return tcache.shard - 1;
+}
+
+static inline int my_shard(void)
 {
 	if (__builtin_expect(tcache.shard == 0, 0))
-		tcache.shard = 1 + (int)(__atomic_fetch_add(&next_shard, 1,
-					 __ATOMIC_RELAXED) % GATE_SHARDS);
+		return new_shard();
 	return tcache.shard - 1;
 }
 
@@ -137,6 +152,26 @@ static int gpu_learn(struct gate_gpu *g, int dev)
 	return 0;
 }
 
+/* With exactly one device every submission goes to device 0 and the fast
+ * path need not ask for the thread's context (gate.h, device_count). */
+static void learn_count(void)
+{
+	const struct gate_cuda_ops *ops = gate_g.ops;
+	int n;
+
+	if (ops->device_count == NULL || A_LOAD_RLX(&gate_g.count_known))
+		return;
+	n = ops->device_count();
+	if (n <= 0)
+		return;
+	A_STORE(&gate_g.one_dev, n == 1);
+	A_STORE(&gate_g.count_known, 1);
+	log_debug("this process sees %d CUDA device%s", n,
+		  n == 1 ? ": submissions go to its gate without a context "
+			   "lookup" : "s");
+}
+
+__attribute__((noinline, cold))
 static int enter_slow(struct gate_gpu *g, int dev, int sh)
 {
 	pthread_mutex_lock(&g->mu);
@@ -144,17 +179,14 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 		pthread_mutex_unlock(&g->mu);
 		return GATE_TOKEN_NONE;
 	}
+	learn_count();
+	/* The fast path of a one-device process no longer asks for the
+	 * context; asking here keeps the ops' view of contexts seen current
+	 * (the shim tracks them for its synchronize on release). */
+	if (A_LOAD_RLX(&gate_g.one_dev))
+		(void)gate_g.ops->current_device();
 	client_start();
-	while (A_LOAD(&g->state) != GATE_OPEN) {
-		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
-			A_STORE(&g->state, GATE_OPEN);
-			break;
-		}
-		g->waiters++;
-		client_wake();
-		pthread_cond_wait(&g->cv_open, &g->mu);
-		g->waiters--;
-	}
+	gate_wait_open(g);
 	/* The state only changes under mu, so this entry is safe from a
 	 * releaser: it cannot close the gate before it sees this count. */
 	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
@@ -168,37 +200,64 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 static void leave(struct gate_gpu *g, int sh)
 {
 	__atomic_sub_fetch(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
-	if (A_LOAD(&g->state) != GATE_OPEN) {
+	if (__builtin_expect(A_LOAD(&g->state) != GATE_OPEN, 0)) {
 		pthread_mutex_lock(&g->mu);
 		pthread_cond_broadcast(&g->cv_drain);
 		pthread_mutex_unlock(&g->mu);
 	}
 }
 
-int gate_enter(void *stream)
+/* A gate that was not open: back out of the count, wait in the slow path. */
+__attribute__((noinline))
+static int enter_closed(struct gate_gpu *g, int dev, int sh)
 {
-	struct gate_gpu *g;
-	int dev, sh;
+	leave(g, sh);
+	return enter_slow(g, dev, sh);
+}
 
-	if (!A_LOAD_RLX(&gate_g.enabled))
-		return GATE_TOKEN_NONE;
+/* Increment, then check: with the releaser's store-then-check (both
+ * sequentially consistent) one of the two always sees the other, so no
+ * entry slips past a gate that is closing. */
+static inline int enter_dev(int dev)
+{
+	struct gate_gpu *g = &gate_g.gpu[dev];
+	int sh = my_shard();
+
+	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
+	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
+		return dev * GATE_SHARDS + sh;
+	return enter_closed(g, dev, sh);
+}
+
+/* Anything but a one-device process with no capture in progress. */
+__attribute__((noinline))
+static int enter_general(void *stream)
+{
+	int dev;
+
 	/* Work recorded into a graph is not submitted: it passes ungated. */
 	if (A_LOAD_RLX(&gate_g.captures) > 0 &&
 	    gate_g.ops->stream_capturing(stream))
 		return GATE_TOKEN_NONE;
+	if (A_LOAD_RLX(&gate_g.one_dev))
+		return enter_dev(0);
 	dev = current_dev();
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return GATE_TOKEN_NONE;
-	g = &gate_g.gpu[dev];
-	sh = my_shard();
-	/* Increment, then check: with the releaser's store-then-check (both
-	 * sequentially consistent) one of the two always sees the other, so
-	 * no entry slips past a gate that is closing. */
-	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
-	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
-		return dev * GATE_SHARDS + sh;
-	leave(g, sh);
-	return enter_slow(g, dev, sh);
+	return enter_dev(dev);
+}
+
+/* The fast path is kept small: a one-device process with no capture in
+ * progress asks nothing of the driver and touches one cache line of its
+ * shard and the gate's state. */
+int gate_enter(void *stream)
+{
+	if (!A_LOAD_RLX(&gate_g.enabled))
+		return GATE_TOKEN_NONE;
+	if (__builtin_expect(A_LOAD_RLX(&gate_g.captures) > 0 ||
+			     !A_LOAD_RLX(&gate_g.one_dev), 0))
+		return enter_general(stream);
+	return enter_dev(0);
 }
 
 void gate_exit(int token)

@@ -40,6 +40,12 @@ struct gate_cuda_ops {
 	 * context other than the thread's last one. Without it the gate calls
 	 * current_device on every submission. */
 	void *(*current_context)(void);
+	/* Optional (may be NULL): how many devices this process sees, or -1
+	 * while the driver cannot tell (not initialized). Asked on the slow
+	 * path until it answers; with exactly one device the fast path skips
+	 * current_context altogether (every submission goes to device 0; one
+	 * from a thread with no context fails in the driver anyway). */
+	int (*device_count)(void);
 };
 
 /* Called once from the shim's init, after the real driver is resolved. */

@@ -3,8 +3,10 @@
  * logged and the default used (shim_env.c); docs/gate.md lists them all.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gate_int.h"
 #include "log.h"
@@ -12,6 +14,8 @@
 
 #define GATE_IDLE_MS_DEFAULT  100u
 #define GATE_FP_STEP_DEFAULT  (64ull << 20)
+#define GATE_SPIN_US_DEFAULT  200u
+#define GATE_SPIN_MIN_CPUS    4
 
 /* The program's name for the scheduler's status: its comm, which is what
  * ps shows and is set before any constructor runs. */
@@ -30,6 +34,18 @@ static void default_label(char *out, size_t n)
 	out[len] = '\0';
 	if (len == 0)
 		snprintf(out, n, "%s", program_invocation_short_name);
+}
+
+/* CPUs this process may run on (its affinity mask), at least 1. */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return (int)sysconf(_SC_NPROCESSORS_ONLN);
+	n = CPU_COUNT(&set);
+	return n > 0 ? n : 1;
 }
 
 /* The wire label allows printable bytes only. */
@@ -70,4 +86,15 @@ void gate_conf_read(struct gate_conf *c)
 	c->disabled = shim_env_bool("VSHARE_DISABLE", 0);
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  GATE_FP_STEP_DEFAULT);
+	/* Spinning pays only where the spinners leave CPUs to those they
+	 * wait for (the waiter spins, the client thread polls, the scheduler
+	 * answers): by default it is off below GATE_SPIN_MIN_CPUS usable CPUs
+	 * (and, gate_spin_ok, while the CPUs are busy). A VSHARE_SPIN_US given
+	 * explicitly applies as it is. */
+	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
+				  10000u) * 1000u;
+	c->spin_forced = shim_env_str("VSHARE_SPIN_US", NULL) != NULL;
+	c->cpus = usable_cpus();
+	if (!c->spin_forced && c->cpus < GATE_SPIN_MIN_CPUS)
+		c->spin_ns = 0;
 }

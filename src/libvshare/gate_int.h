@@ -42,6 +42,7 @@ struct gate_gpu {
 	pthread_cond_t  cv_open;   /* entrants wait for the gate to open */
 	pthread_cond_t  cv_drain;  /* the releaser waits for in-flight 0 */
 	int      waiters;          /* threads blocked in the slow path */
+	int      spinner;          /* a waiter is spinning (at most one) */
 
 	/* Set once by the first slow-path entrant (device_info). */
 	int      known;
@@ -49,12 +50,15 @@ struct gate_gpu {
 	uint64_t total_mem;
 
 	/* Scheduler view, owned by the client thread (under mu). */
-	int      attached;         /* ATTACH sent on this connection */
+	int      attached;         /* ATTACH sent on this connection (set
+				    * once it went out: an application thread
+				    * may then send REQUEST itself) */
 	int      requested;        /* REQUEST sent, no GRANT yet */
-	int      held;             /* granted and not released */
+	int      held;             /* granted, RELEASED not yet sent */
 	uint32_t drop;             /* pending VS_DROP_* reason, 0 if none */
 	int      want;             /* request even with no waiter (reconnect) */
-	int      fp_valid;         /* a footprint was sent on this connection */
+	int      fp_valid;         /* atomic: a footprint was sent on this
+				    * connection */
 	uint64_t fp_managed, fp_pinned;
 	int      fp_dirty;         /* atomic: footprint changed since sent */
 } __attribute__((aligned(64)));
@@ -68,6 +72,11 @@ struct gate_conf {
 	int      require_sched;
 	int      disabled;
 	uint64_t footprint_step;
+	uint64_t spin_ns;          /* a waiter busy-waits for its grant, the
+				    * client thread busy-polls for it */
+	int      spin_forced;      /* VSHARE_SPIN_US given: spin whatever the
+				    * CPUs and their load */
+	int      cpus;             /* usable CPUs at init */
 };
 
 struct gate_global {
@@ -77,6 +86,8 @@ struct gate_global {
 	int      captures;         /* atomic: stream captures in progress */
 	int      failopen;         /* atomic: running unshared (no scheduler) */
 	int      shutting;         /* atomic: gate_shutdown began */
+	int      one_dev;          /* atomic: the process sees one device */
+	int      count_known;      /* atomic: ops->device_count answered */
 	pthread_mutex_t cap_mu;    /* capture count reaching 0 */
 	pthread_cond_t  cap_cv;
 	struct gate_gpu gpu[GATE_MAX_GPUS];
@@ -95,6 +106,8 @@ long     gate_inflight(struct gate_gpu *g);
 uint64_t gate_last_ms(struct gate_gpu *g);
 void     gate_stamp(struct gate_gpu *g, uint64_t ms);
 
+/* Wait until g opens (gate_wait.c). Called and returns with g->mu held. */
+void gate_wait_open(struct gate_gpu *g);
 /* Open a gate: mark held or unshared, wake entrants. Takes g->mu. */
 void gate_open(struct gate_gpu *g);
 /* Open every gate: running unshared (no scheduler, shutdown). */
@@ -109,6 +122,22 @@ int  gate_drain(int dev);
 
 /* Client thread (client.c). */
 void client_start(void);          /* idempotent; first slow-path entry */
+/*
+ * An application thread waiting at g sends REQUEST itself when it can
+ * (connected, g attached with its footprint sent, not held or requested),
+ * saving the client thread's wake-up. Called and returns with g->mu held
+ * (drops it while sending); the client thread then polls for the GRANT
+ * without sleeping. Returns 1 if it sent the REQUEST, 0 if one was already
+ * out, -1 if the client thread must see to it. After 1 or -1 the caller
+ * wakes the client thread (client_wake): to poll for the GRANT while the
+ * scheduler answers, or to send.
+ */
+int  client_request_direct(struct gate_gpu *g);
+/* Monotonic nanoseconds (vDSO). */
+uint64_t gate_now_ns(void);
+/* Whether to spin for a grant now: enabled, and the CPUs not so busy that
+ * the spinners would delay the grant (load checked at most every 100 ms). */
+int      gate_spin_ok(void);
 void client_wake(void);           /* something for the thread to do */
 void client_stop(void);           /* gate_shutdown: bounded wait */
 void client_forget(void);         /* fork child: drop inherited state */

@@ -128,6 +128,30 @@ uint64_t shim_ops_device_total(int dev)
 	return t;
 }
 
+/* cuDeviceGetCount is not in the hook table: the shim needs it only
+ * here, once, so it is looked up through the real cuGetProcAddress. */
+static int ops_device_count(void)
+{
+	__typeof__(&cuGetProcAddress_v2) gpa2 = REAL(cuGetProcAddress_v2);
+	__typeof__(&cuGetProcAddress) gpa1 = REAL(cuGetProcAddress);
+	CUresult (*count)(int *) = NULL;
+	CUresult r = CUDA_ERROR_NOT_FOUND;
+	void *fn = NULL;
+	int n = -1;
+
+	if (gpa2 != NULL)
+		r = gpa2("cuDeviceGetCount", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT,
+			 NULL);
+	else if (gpa1 != NULL)   /* a driver older than CUDA 12 */
+		r = gpa1("cuDeviceGetCount", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT);
+	if (r != CUDA_SUCCESS)
+		return -1;
+	count = (CUresult (*)(int *))fn;
+	if (count == NULL || count(&n) != CUDA_SUCCESS)
+		return -1;
+	return n;
+}
+
 static int ops_stream_capturing(void *stream)
 {
 	return shim_ops_stream_capturing(stream);
@@ -195,4 +219,5 @@ const struct gate_cuda_ops shim_gate_ops = {
 	.footprint = ops_footprint,
 	.prefetch = ops_prefetch,
 	.current_context = shim_ops_current_context,
+	.device_count = ops_device_count,
 };

@@ -57,9 +57,12 @@ def first_start(pid):
 def mode_on():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
-    a = prog("-n", 30, "-k", 10000, "-g", 5, "-m", 16)
+    a = prog("-n", 30, "-k", 10000, "-g", 5, "-m", 16,
+             VSHARE_LOG_LEVEL="debug")
     b = prog("-n", 30, "-k", 10000, "-g", 5, "-m", 16)
     ok_exit(a, b)
+    check("sees 1 CUDA device: submissions go to its gate without a context"
+          in a.err, "one device: the fast path skips the context lookup")
     check(len(ops()) == 60, "both programs ran all kernels")
     check(execlog.is_serialized(ops()),
           "mode on: no two processes' kernels overlap")
@@ -152,6 +155,16 @@ def status_pids(sock):
     return sorted(c.get("pid") for c in json.loads(out.stdout)["clients"])
 
 
+def status_gpus(sock):
+    """UUIDs of the GPUs each client (by pid) has attached."""
+    out = subprocess.run([CTL, "-s", sock, "--json", "status"],
+                         capture_output=True, text=True, timeout=5)
+    if out.returncode != 0:
+        return {}
+    return {c.get("pid"): [g.get("uuid") for g in c.get("gpus", [])]
+            for c in json.loads(out.stdout)["clients"]}
+
+
 def sched_restart():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
@@ -172,6 +185,42 @@ def sched_restart():
     later = [o for o in ops() if o.start > restarted + 1_000_000_000]
     check(len(later) > 20 and execlog.is_serialized(later),
           "serialized again after the restart (%d kernels)" % len(later))
+    s.stop()
+
+
+def two_devices():
+    """Two devices: the gate follows each thread's context. Two programs
+    on device 1 take turns; one on device 0 runs beside them."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    env = {"VSHARE_TD_DEVICES": 2}
+    a = prog("-d", 1, "-n", 20, "-k", 10000, "-g", 5, **env)
+    b = prog("-d", 1, "-n", 20, "-k", 10000, "-g", 5, **env)
+    c = prog("-d", 0, "-n", 60, "-k", 10000, "-g", 1, VSHARE_LOG_LEVEL="debug",
+             **env)
+    seen = {}
+    while any(p.poll() is None for p in (a, b, c)):
+        for pid, uuids in status_gpus(s.sock).items():
+            seen.setdefault(pid, set()).update(uuids)
+        time.sleep(0.03)
+    ok_exit(a, b, c)
+    check("sees 2 CUDA devices" in c.err, "the process counts two devices")
+    ua, ub, uc = (seen.get(p.pid, set()) for p in (a, b, c))
+    check(len(ua) == 1 and ua == ub and len(uc) == 1 and ua != uc,
+          "the scheduler saw each program attach its own device only "
+          "(%s %s %s)" % (ua, ub, uc))
+    check(len(ops(pid=a.pid)) == 20 and len(ops(pid=b.pid)) == 20
+          and len(ops(pid=c.pid)) == 60, "all kernels ran")
+    check(all(o.device == 1 for o in ops(pid=a.pid) + ops(pid=b.pid))
+          and all(o.device == 0 for o in ops(pid=c.pid)),
+          "each program's kernels ran on its device")
+    check(execlog.is_serialized(ops(), device=1),
+          "device 1: the two programs' kernels never overlap")
+    ab = ops(pid=a.pid) + ops(pid=b.pid)
+    beside = [x for x in ops(pid=c.pid)
+              if any(x.start < y.end and y.start < x.end for y in ab)]
+    check(len(beside) > 0,
+          "device 0 has a lock of its own: its kernels ran beside device 1's")
     s.stop()
 
 
@@ -227,6 +276,7 @@ SCENARIOS = {
     "idle_handover": idle_handover, "busy_quantum": busy_quantum,
     "holder_killed": holder_killed, "sched_restart": sched_restart,
     "no_scheduler": no_scheduler, "capture_graph": capture_graph,
+    "two_devices": two_devices,
 }
 
 try:

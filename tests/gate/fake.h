@@ -27,6 +27,13 @@ struct fake_state {
 	int entered_before_prefetch_in;   /* oversub: order check */
 	int entries_done;                 /* set by tests: entrants through */
 	int current_device_calls;
+	int current_context_calls;
+	int device_count;                 /* set by tests: 0 = op says -1 */
+	int block_sync[FAKE_GPUS];        /* set by tests: sync_device waits */
+	int sync_entered[FAKE_GPUS];
+	int bad_order;                    /* fake scheduler: REQUEST while
+					   * held or requested, or before
+					   * ATTACH and FOOTPRINT */
 	uint64_t managed[FAKE_GPUS], pinned[FAKE_GPUS];
 };
 

@@ -1,4 +1,5 @@
 #include <string.h>
+#include <time.h>
 
 #include "fake.h"
 
@@ -15,6 +16,7 @@ void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN])
 
 static void *cur_ctx(void)
 {
+	INC(&fk.current_context_calls);
 	return (void *)(uintptr_t)(0x1000 + fake_dev);
 }
 
@@ -48,6 +50,11 @@ static int capturing(void *stream)
  * inside its bracket now has slipped past. */
 static int sync_dev(int dev)
 {
+	struct timespec ms = { 0, 1000000L };
+
+	INC(&fk.sync_entered[dev]);
+	while (LD(&fk.block_sync[dev]))
+		nanosleep(&ms, NULL);
 	if (LD(&fk.in_bracket[dev]) != 0)
 		INC(&fk.violations);
 	INC(&fk.syncs[dev]);
@@ -73,6 +80,13 @@ static void prefetch(int dev, int to_host)
 	}
 }
 
+static int dev_count(void)
+{
+	int n = LD(&fk.device_count);
+
+	return n > 0 ? n : -1;
+}
+
 const struct gate_cuda_ops fake_ops = {
 	.current_device = cur_dev,
 	.stream_device = stream_dev,
@@ -82,4 +96,5 @@ const struct gate_cuda_ops fake_ops = {
 	.footprint = footprint,
 	.prefetch = prefetch,
 	.current_context = cur_ctx,
+	.device_count = dev_count,
 };

@@ -32,6 +32,9 @@ static struct {
 	int auto_grant;
 	int no_welcome;
 	int conns;
+	/* The client's protocol state per GPU, on this connection (atomics). */
+	int attached[FAKE_GPUS], reported[FAKE_GPUS];
+	int held[FAKE_GPUS], asked[FAKE_GPUS];
 	int counts[0x110];
 	struct fs_msg q[QCAP];
 	unsigned qhead, qtail;
@@ -99,6 +102,8 @@ static void grant_fd(int dev, uint32_t flags)
 	vs_hdr_init(&h, VS_MSG_GRANT, sizeof(m));
 	/* From here on the client may open its gate. */
 	__atomic_store_n(&fk.released[dev], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&fs.held[dev], 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&fs.asked[dev], 0, __ATOMIC_SEQ_CST);
 	fs_send_raw(&h, &m);
 }
 
@@ -141,9 +146,32 @@ static int dev_of(const uint8_t *uuid)
 	return -1;
 }
 
+/* What the real scheduler would refuse: a REQUEST from the holder, a
+ * second one, or one for a GPU not attached with its footprint. */
+static void check_order(const struct fs_msg *m, int dev)
+{
+	if (dev < 0)
+		return;
+	if (m->type == VS_MSG_ATTACH)
+		__atomic_store_n(&fs.attached[dev], 1, __ATOMIC_SEQ_CST);
+	if (m->type == VS_MSG_FOOTPRINT)
+		__atomic_store_n(&fs.reported[dev], 1, __ATOMIC_SEQ_CST);
+	if (m->type == VS_MSG_RELEASED)
+		__atomic_store_n(&fs.held[dev], 0, __ATOMIC_SEQ_CST);
+	if (m->type != VS_MSG_REQUEST)
+		return;
+	if (__atomic_load_n(&fs.held[dev], __ATOMIC_SEQ_CST) ||
+	    __atomic_exchange_n(&fs.asked[dev], 1, __ATOMIC_SEQ_CST) ||
+	    !__atomic_load_n(&fs.attached[dev], __ATOMIC_SEQ_CST) ||
+	    !__atomic_load_n(&fs.reported[dev], __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&fk.bad_order, 1, __ATOMIC_SEQ_CST);
+}
+
 static void got(const struct fs_msg *m)
 {
 	int dev = m->len >= VS_UUID_LEN ? dev_of(m->u.ref.uuid) : -1;
+
+	check_order(m, dev);
 
 	if (m->type == VS_MSG_RELEASED && dev >= 0) {
 		/* Nothing of the client may run from now until the next grant. */
@@ -238,6 +266,12 @@ static void *fs_main(void *arg)
 
 			if (fd >= 0) {
 				close_conn();
+				for (int d = 0; d < FAKE_GPUS; d++) {
+					__atomic_store_n(&fs.attached[d], 0, __ATOMIC_SEQ_CST);
+					__atomic_store_n(&fs.reported[d], 0, __ATOMIC_SEQ_CST);
+					__atomic_store_n(&fs.held[d], 0, __ATOMIC_SEQ_CST);
+					__atomic_store_n(&fs.asked[d], 0, __ATOMIC_SEQ_CST);
+				}
 				__atomic_store_n(&fs.cfd, fd, __ATOMIC_SEQ_CST);
 				pthread_mutex_lock(&fs.mu);
 				fs.conns++;

@@ -5,7 +5,7 @@
  * shim's hooks. Kernels are the test driver's built-in vs_sleep (and
  * vs_sleep_ts after a growth, so the log tells the phases apart).
  *   gate_cuprog [-n KERNELS] [-k KERNEL_US] [-g GAP_MS] [-m ALLOC_MB]
- *               [-M GROW_MB] [-P PAUSE_MS] [-c] [-a]
+ *               [-M GROW_MB] [-P PAUSE_MS] [-d DEVICE] [-c] [-a]
  * -c: also capture three kernels into a graph and launch it;
  * -a: check results with vs_add after the kernels.
  * Prints "first NS" (CLOCK_MONOTONIC) just before its first launch.
@@ -126,12 +126,12 @@ static void add_check(void)
 int main(int argc, char **argv)
 {
 	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0;
-	int opt, capture = 0, add = 0;
+	int opt, capture = 0, add = 0, ordinal = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr buf = 0, big = 0;
 
-	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:ca")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:d:ca")) != -1) {
 		switch (opt) {
 		case 'n': n = atol(optarg); break;
 		case 'k': us = atol(optarg); break;
@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 		case 'm': alloc = atol(optarg); break;
 		case 'M': grow = atol(optarg); break;
 		case 'P': pause = atol(optarg); break;
+		case 'd': ordinal = atoi(optarg); break;
 		case 'c': capture = 1; break;
 		case 'a': add = 1; break;
 		default: return 2;
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
 	if (load() != 0)
 		return 1;
 	CK(p_cuInit(0));
-	CK(p_cuDeviceGet(&dev, 0));
+	CK(p_cuDeviceGet(&dev, ordinal));
 	CK(p_cuDevicePrimaryCtxRetain(&ctx, dev));
 	CK(p_cuCtxSetCurrent(ctx));
 	CK(p_cuModuleLoadData(&mod, "vshare test kernels"));

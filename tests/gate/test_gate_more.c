@@ -234,6 +234,47 @@ static void two_gpus_independent(void **state)
 	fs_stop();
 }
 
+/* A thread at a closed gate sends its REQUEST itself: it reaches the
+ * scheduler while the client thread is busy elsewhere (here: a release of
+ * GPU 1 stuck in its synchronize), and the gate opens on the GRANT. */
+static void waiter_requests_directly(void **state)
+{
+	struct entrant e0, e1;
+	struct fs_msg m;
+	uint8_t u0[VS_UUID_LEN];
+
+	(void)state;
+	setenv("VSHARE_SPIN_US", "50", 1);   /* a waiter that spins requests */
+	fake_uuid(0, u0);
+	granted_start(0);
+	entrant_start(&e1, 1, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	fs_grant(1, 0);
+	assert_int_equal(entrant_wait(&e1, 2000), 0);
+	entrant_join(&e1);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, &m, 2000), 0);
+	assert_memory_equal(m.u.ref.uuid, u0, VS_UUID_LEN);
+	__atomic_store_n(&fk.block_sync[1], 1, __ATOMIC_SEQ_CST);
+	fs_drop(1, VS_DROP_QUANTUM);
+	/* The client thread is now stuck in sync_dev(1). */
+	assert_int_equal(wait_at_least(&fk.sync_entered[1], 1, 2000), 0);
+	entrant_start(&e0, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, &m, 2000), 0);
+	assert_memory_equal(m.u.ref.uuid, u0, VS_UUID_LEN);
+	assert_int_equal(LD(&fk.syncs[1]), 0);   /* still stuck */
+	fs_grant(0, 0);
+	sleep_ms(50);
+	assert_int_equal(LD(&e0.done), 0);      /* only the client opens */
+	__atomic_store_n(&fk.block_sync[1], 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(entrant_wait(&e0, 2000), 0);
+	entrant_join(&e0);
+	assert_int_equal(LD(&fk.violations), 0);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	gate_shutdown();
+	fs_stop();
+}
+
 /* VSHARE_DISABLE=1: nothing is gated and nothing connects. */
 static void disabled_passes(void **state)
 {
@@ -329,15 +370,18 @@ static void *hammer_main(void *arg)
 /* Threads hammer the gate while drops and grants arrive: no call is ever
  * inside the bracket while the gate is closed (checked at each synchronize
  * and from each release until the next grant). */
-static void stress_no_slip(void **state)
+static void stress(int one_dev)
 {
 	enum { THREADS = 6 };
 	struct hammer h[THREADS];
 	uint64_t end;
 	long entries = 0;
 
-	(void)state;
 	setenv("VSHARE_IDLE_MS", "1", 1);
+	/* Waiters spin (and the client thread polls) in one of the two. */
+	setenv("VSHARE_SPIN_US", one_dev ? "50" : "0", 1);
+	if (one_dev)
+		__atomic_store_n(&fk.device_count, 1, __ATOMIC_SEQ_CST);
 	granted_start(0);
 	fs_auto_grant(1);
 	memset(h, 0, sizeof(h));
@@ -355,11 +399,62 @@ static void stress_no_slip(void **state)
 		entries += h[i].entries;
 		assert_int_equal(h[i].ungated, 0);
 	}
-	print_message("%ld entries, %d releases, %d syncs\n", entries,
-		      fs_count(VS_MSG_RELEASED), LD(&fk.syncs[0]));
+	print_message("%ld entries, %d releases, %d syncs, %d requests\n", entries,
+		      fs_count(VS_MSG_RELEASED), LD(&fk.syncs[0]),
+		      fs_count(VS_MSG_REQUEST));
 	assert_int_equal(LD(&fk.violations), 0);
+	/* Requests, some sent by the waiting threads themselves, come in
+	 * protocol order: never from the holder, never twice. */
+	assert_int_equal(LD(&fk.bad_order), 0);
 	assert_true(fs_count(VS_MSG_RELEASED) >= 20);
 	assert_true(entries >= 1000);
+	if (one_dev)
+		/* The fast path never asked for a context: only the slow
+		 * path (once per acquisition at most) did. */
+		assert_true(LD(&fk.current_context_calls) <=
+			    fs_count(VS_MSG_REQUEST) + THREADS + 2);
+	gate_shutdown();
+	fs_stop();
+}
+
+/* Threads hammer the gate while drops and grants arrive: no call is ever
+ * inside the bracket while the gate is closed (checked at each synchronize
+ * and from each release until the next grant). */
+static void stress_no_slip(void **state)
+{
+	(void)state;
+	stress(0);
+}
+
+/* The same with the one-device fast path (no context lookup). */
+static void stress_no_slip_one_dev(void **state)
+{
+	(void)state;
+	stress(1);
+}
+
+/* With one device the fast path asks the driver nothing, and a thread
+ * with no context of its own goes through device 0's gate. */
+static void one_device_fast_path(void **state)
+{
+	int before, tok;
+
+	(void)state;
+	__atomic_store_n(&fk.device_count, 1, __ATOMIC_SEQ_CST);
+	granted_start(0);
+	before = LD(&fk.current_context_calls);
+	for (int i = 0; i < 1000; i++) {
+		tok = bracket_enter(0, NULL);
+		assert_true(tok >= 0);
+		bracket_exit(0, tok);
+	}
+	assert_int_equal(LD(&fk.current_context_calls), before);
+	/* Device 1 does not exist for this process: its "context" maps to
+	 * device 0, whose gate is open. */
+	tok = bracket_enter(1, NULL);
+	assert_true(tok >= 0);
+	bracket_exit(1, tok);
+	assert_int_equal(LD(&fk.current_context_calls), before);
 	gate_shutdown();
 	fs_stop();
 }
@@ -372,9 +467,12 @@ const struct CMUnitTest gate_more_tests[] = {
 	cmocka_unit_test(eager_swap_out),
 	cmocka_unit_test(footprint_reports),
 	cmocka_unit_test(two_gpus_independent),
+	cmocka_unit_test(waiter_requests_directly),
 	cmocka_unit_test(disabled_passes),
 	cmocka_unit_test(shutdown_unblocks),
 	cmocka_unit_test(fork_child_resets),
 	cmocka_unit_test(stress_no_slip),
+	cmocka_unit_test(stress_no_slip_one_dev),
+	cmocka_unit_test(one_device_fast_path),
 };
 const size_t gate_more_count = sizeof(gate_more_tests) / sizeof(gate_more_tests[0]);
