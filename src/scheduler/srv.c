@@ -258,6 +258,11 @@ static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
 
+	if (signum == SIGHUP) {
+		log_info("SIGHUP: reloading %s", s->conf_path);
+		srv_reload(s);
+		return;
+	}
 	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
 	srv_stop(s);
 }
@@ -289,10 +294,12 @@ int srv_start(struct srv *s)
 		return -1;
 	uv_timer_init(s->loop, &s->timer);
 	s->timer.data = s;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
+		static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+
 		uv_signal_init(s->loop, &s->sig[i]);
 		s->sig[i].data = s;
-		uv_signal_start(&s->sig[i], on_signal, i ? SIGINT : SIGTERM);
+		uv_signal_start(&s->sig[i], on_signal, signums[i]);
 	}
 	rc = sock_prepare(s->path);
 	if (rc == 0)
@@ -328,6 +335,6 @@ void srv_stop(struct srv *s)
 	if (s->listener.loop != NULL)
 		uv_close((uv_handle_t *)&s->listener, NULL);
 	uv_close((uv_handle_t *)&s->timer, NULL);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&s->sig[i], NULL);
 }

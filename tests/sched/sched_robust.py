@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Robustness scenarios against the real vshare-scheduler on a temporary
+socket: signals, resource limits, peers that misbehave. Usage:
+sched_robust.py BINDIR SCENARIO (exit 0 pass, 1 fail, 77 skipped)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from schedtest import Daemon, check, wait_for, main
+
+
+def write_conf(d, cfg):
+    with open(d.conf, "w") as f:
+        f.write(cfg if isinstance(cfg, str) else json.dumps(cfg))
+
+
+def hup(d):
+    d.proc.send_signal(signal.SIGHUP)
+
+
+def t_sighup(b):
+    """SIGHUP reloads the config file; a bad file keeps the old one."""
+    with Daemon(b, {"tq_s": 30, "mode": "auto"}) as d:
+        a = d.client("--label", "A", "--cycles", 0, "--stay",
+                     stdin=subprocess.PIPE)
+        wait_for(lambda: len(d.status()["gpus"]) == 1, 5, "A's attach")
+        write_conf(d, {"tq_s": 7, "mode": "on"})
+        hup(d)
+        wait_for(lambda: "reloaded" in d.logtext(), 5, "the reload")
+        check(d.alive(), "SIGHUP ended the daemon")
+        g = d.status()["gpus"][0]
+        check(g["tq_s"] == 7 and g["mode"] == "on", "not applied: %s" % g)
+        # A vsharectl change survives a reload that leaves tq_s alone.
+        check(d.ctl("set-tq", "9")[0] == 0, "set-tq")
+        write_conf(d, {"tq_s": 7, "mode": "on", "grace_ms": 1000})
+        hup(d)
+        wait_for(lambda: d.logtext().count("reloaded") == 2, 5, "reload 2")
+        check(d.status()["gpus"][0]["tq_s"] == 9, "reload undid set-tq")
+        # A bad file: logged, nothing changes, the daemon serves on.
+        write_conf(d, {"tq_s": 0})
+        hup(d)
+        wait_for(lambda: "the running configuration stays" in d.logtext(),
+                 5, "the refusal")
+        write_conf(d, "{ not json")
+        hup(d)
+        wait_for(lambda: d.logtext().count("configuration stays") == 2, 5,
+                 "the second refusal")
+        check(d.alive(), "a bad file ended the daemon")
+        g = d.status()["gpus"][0]
+        check(g["tq_s"] == 9 and g["mode"] == "on", "changed: %s" % g)
+        check("tq_s" in d.logtext(), "the error does not name the key")
+        a.communicate(input="", timeout=10)
+        check(d.stop() == 0, "shutdown after reloads")
+        check(not os.path.exists(d.sock), "socket left")
+
+
+SCENARIOS = {
+    "sighup": t_sighup,
+}
+
+if __name__ == "__main__":
+    sys.exit(main(SCENARIOS))
