@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 
-from schedtest import Daemon, check, wait_for, main
+from schedtest import (Daemon, T, check, closed_by_peer, hello, main,
+                       recv_frame, frame, wait_for)
+import struct
 
 
 def write_conf(d, cfg):
@@ -57,7 +59,36 @@ def t_sighup(b):
         check(not os.path.exists(d.sock), "socket left")
 
 
+def t_max_clients(b):
+    """Past max_clients a connection is refused with a reason; the others
+    are served, and a place that frees up is taken again."""
+    with Daemon(b, {"max_clients": 3}) as d:
+        held = [d.raw() for _ in range(3)]
+        wait_for(lambda: d.ctl("status")[0] == 1, 5, "the limit reached")
+        rc, out, err = d.ctl("status")
+        check(rc == 1 and "max_clients 3" in err and out == "",
+              "vsharectl past the limit: rc %d, %r %r" % (rc, out, err))
+        rc, out, err = d.ctl("--json", "status")
+        check(rc == 1 and "max_clients" in err and out == "",
+              "--json past the limit: rc %d, %r" % (rc, out))
+        s = d.raw()
+        f = recv_frame(s)
+        check(f is not None and f[0] == T["ERROR"], "no ERROR frame")
+        code, detail = struct.unpack("<iI", f[1][:8])
+        check(detail == 3 and b"max_clients" in f[1], "error %r" % (f,))
+        check(closed_by_peer(s), "refused connection left open")
+        # The connections within the limit are served.
+        held[0].sendall(hello(b"in"))
+        f = recv_frame(held[0])
+        check(f is not None and f[0] == T["WELCOME"], "held conn not served")
+        held[1].close()
+        wait_for(lambda: d.ctl("status")[0] == 0, 5, "a place freed")
+        for h in held:
+            h.close()
+
+
 SCENARIOS = {
+    "max_clients": t_max_clients,
     "sighup": t_sighup,
 }
 
