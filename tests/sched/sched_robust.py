@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-from schedtest import (Daemon, T, check, closed_by_peer, hello, main,
-                       recv_frame, frame, wait_for)
+from schedtest import (Daemon, T, check, closed_by_peer, gpu_ref, hello,
+                       main, recv_frame, wait_for)
 import struct
 
 
@@ -87,7 +87,35 @@ def t_max_clients(b):
             h.close()
 
 
+def t_no_reader(b):
+    """A peer that makes the daemon answer but never reads is dropped once
+    its queue passes the cap; the daemon's memory stays bounded and the
+    others are served meanwhile."""
+    with Daemon(b, {"mode": "on"}) as d:
+        s = d.raw()
+        s.sendall(hello(b"deaf"))
+        # Each REQUEST for a GPU never attached earns a 152-byte ERROR.
+        burst = gpu_ref("REQUEST") * 4096
+        sent, dropped = 0, False
+        s.settimeout(5)
+        try:
+            while sent < 200000:
+                s.sendall(burst)
+                sent += 4096
+        except (BrokenPipeError, ConnectionResetError):
+            dropped = True
+        check(dropped, "still connected after %d unread answers" % sent)
+        check("does not read its messages" in d.logtext(), "not logged")
+        c = d.client("--label", "C", "--hold-ms", 10)
+        out, _ = c.communicate(timeout=10)
+        check(c.returncode == 0, "a reader was not served: " + out)
+        rss = int([l for l in open("/proc/%d/status" % d.proc.pid)
+                   if l.startswith("VmRSS")][0].split()[1])
+        check(rss < 64 * 1024, "daemon RSS %d KiB" % rss)
+
+
 SCENARIOS = {
+    "no_reader": t_no_reader,
     "max_clients": t_max_clients,
     "sighup": t_sighup,
 }
