@@ -81,8 +81,11 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 		return;
 	o->type = VS_MSG_GRANT;
 	memcpy(o->u.grant.uuid, g->uuid, VS_UUID_LEN);
-	o->u.grant.kind = g->mode == VS_MODE_ON ? VS_GRANT_EXCLUSIVE
-						: VS_GRANT_SHARED;
+	/* In auto, a client larger than the capacity runs alone: nobody,
+	 * not even a client of no footprint, is admitted beside it. */
+	o->u.grant.kind = g->mode == VS_MODE_ON ||
+			  (g->mode == VS_MODE_AUTO && m->fp > g->capacity) ?
+			  VS_GRANT_EXCLUSIVE : VS_GRANT_SHARED;
 	/* Oversubscribed: the working sets of everyone attached do not fit,
 	 * so pages of the new holder may have been evicted: prefetch them. */
 	o->u.grant.flags = g->total_fp > g->capacity ? VS_GRANTF_OVERSUB : 0;
@@ -314,12 +317,30 @@ static struct sched_gpu *gpu_new(struct sched *s,
 			cap = gc->capacity;
 	}
 	g->total_mem = total_mem;
+	g->cap_cfg = cap;
 	g->capacity = capacity_of(total_mem, cap);
 	dl_init(&g->members);
 	dl_init(&g->queue);
 	dl_init(&g->holders);
 	s->gpus[s->n_gpus++] = g;
 	return g;
+}
+
+/* Clients of one GPU may report different totals (a first client that
+ * could not read it reports 0). The smallest known total counts: a
+ * capacity that is too large would let co-runners overcommit the card. */
+static void retotal(struct sched *s, struct sched_gpu *g, uint64_t total_mem)
+{
+	uint64_t old = g->capacity;
+
+	if (total_mem == 0 || (g->total_mem != 0 && total_mem >= g->total_mem))
+		return;
+	g->total_mem = total_mem;
+	g->capacity = capacity_of(total_mem, g->cap_cfg);
+	if (g->capacity < old)
+		enforce_fit(s, g, VS_DROP_CAPACITY);
+	else if (g->capacity > old)
+		admit(s, g);
 }
 
 int sched_attach(struct sched *s, struct sched_client *c,
@@ -345,6 +366,7 @@ int sched_attach(struct sched *s, struct sched_client *c,
 	}
 	if (g == NULL && (g = gpu_new(s, uuid, total_mem)) == NULL)
 		return VS_E_INVAL;
+	retotal(s, g, total_mem);
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return VS_E_INVAL;

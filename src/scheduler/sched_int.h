@@ -67,6 +67,7 @@ struct sched_gpu {
 	uint32_t tq_ms;
 	uint64_t total_mem;
 	uint64_t capacity;
+	uint64_t cap_cfg;         /* configured cap, 0: none */
 	uint64_t total_fp;        /* every member */
 	uint64_t held_fp;         /* holders */
 	struct dlink members, queue, holders;

@@ -193,6 +193,16 @@ static void log_new_gpu(const struct sched_gpu *g)
 		 gi.tq_ms / 1000);
 }
 
+static uint64_t gpu_total(const struct sched_gpu *g)
+{
+	struct sched_gpu_info gi;
+
+	if (g == NULL)
+		return 0;
+	sched_gpu_info(g, &gi);
+	return gi.total_mem;
+}
+
 /* A client request; the policy answers through the outbox, or with an
  * error code that the client hears as VS_MSG_ERROR. */
 static void on_client_msg(struct conn *c, const struct vs_hdr *h,
@@ -210,10 +220,17 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	case VS_MSG_ATTACH: {
 		const struct vs_attach *m = payload;
 		size_t n = sched_gpu_count(sc);
+		uint64_t total = gpu_total(sched_gpu_find(sc, m->uuid));
 
 		rc = sched_attach(sc, c->client, m->uuid, m->total_mem);
 		if (rc >= 0 && sched_gpu_count(sc) > n)
 			log_new_gpu(sched_gpu_at(sc, n));
+		else if (rc >= 0 && gpu_total(sched_gpu_find(sc, m->uuid)) != total)
+			log_warn("client %u reports %llu bytes on a GPU known "
+				 "with %llu: the smaller total now counts",
+				 sched_client_id(c->client),
+				 (unsigned long long)m->total_mem,
+				 (unsigned long long)total);
 		break;
 	}
 	case VS_MSG_FOOTPRINT: {
