@@ -4,14 +4,18 @@ socket: signals, resource limits, peers that misbehave. Usage:
 sched_robust.py BINDIR SCENARIO (exit 0 pass, 1 fail, 77 skipped)."""
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
+import struct
 import sys
+import tempfile
+import threading
 import time
 
 from schedtest import (Daemon, T, check, closed_by_peer, gpu_ref, hello,
-                       main, recv_frame, wait_for)
-import struct
+                       main, recv_frame, recv_n, wait_for, frame, HDR)
 
 
 def write_conf(d, cfg):
@@ -114,7 +118,88 @@ def t_no_reader(b):
         check(rss < 64 * 1024, "daemon RSS %d KiB" % rss)
 
 
+def fake_daemon(path, answers):
+    """Serve one connection per answer: read the request, send the answer
+    (bytes), close."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(8)
+
+    def run():
+        for a in answers:
+            c, _ = srv.accept()
+            h = recv_n(c, HDR.size)
+            if h:
+                recv_n(c, HDR.unpack(h)[4])
+            c.sendall(a)
+            c.close()
+        srv.close()
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    return th
+
+
+def reply(status, text):
+    body = text.encode()
+    return frame(T["REPLY"], struct.pack("<iI", status, len(body)) + body)
+
+
+def error(code, msg):
+    return frame(T["ERROR"], struct.pack("<iI128s", code, 0, msg.encode()))
+
+
+def t_ctl_errors(b):
+    """vsharectl: every failure is a message on stderr and a documented
+    exit code; with --json stdout holds valid JSON or nothing."""
+    tmp = tempfile.mkdtemp(prefix="vshare-ctl-")
+    sock = os.path.join(tmp, "s.sock")
+    ctl = os.path.join(b, "vsharectl")
+    cases = [  # (answer, args, exit, stderr wants, stdout is JSON)
+        (reply(0, "{not json"), ["--json", "status"], 1, "not valid JSON",
+         False),
+        (reply(0, "{not json"), ["status"], 1, "not valid JSON", False),
+        (error(-16, "too many connections"), ["--json", "status"], 1,
+         "too many connections", False),
+        (b"", ["--json", "status"], 1, "closed the connection", False),
+        (b"\0" * 32, ["--json", "status"], 1, "malformed reply", False),
+        (reply(-22, "quantum must be 1 to 86400 seconds"),
+         ["--json", "set-tq", "5"], 1, "quantum must be", True),
+        (reply(-1, "permission denied: admin requests need root"),
+         ["--json", "enable"], 1, "permission denied", True),
+        (reply(0, '{"gpus": [], "clients": []}'), ["--json", "status"], 0,
+         "", True),
+    ]
+    try:
+        th = fake_daemon(sock, [c[0] for c in cases])
+        for ans, args, ec, want, is_json in cases:
+            r = subprocess.run([ctl, "-s", sock] + args, capture_output=True,
+                               text=True, timeout=20)
+            what = "%s -> %r" % (args, ans[:24])
+            check(r.returncode == ec, "%s: exit %d, not %d (%s)" %
+                  (what, r.returncode, ec, r.stderr))
+            check(want in r.stderr and (ec == 0) == (r.stderr == ""),
+                  "%s: stderr %r" % (what, r.stderr))
+            if is_json:
+                json.loads(r.stdout)
+            else:
+                check(r.stdout == "", "%s: stdout %r" % (what, r.stdout))
+        th.join(5)
+        # Usage errors and a missing daemon: text, nothing on stdout.
+        for args, ec in ((["--json", "frobnicate"], 2),
+                         (["--json", "set-tq", "0"], 2),
+                         (["--json", "status", "--gpu", "x"], 2),
+                         (["--json", "status"], 3)):
+            r = subprocess.run([ctl, "-s", sock] + args, capture_output=True,
+                               text=True, timeout=20)
+            check(r.returncode == ec and r.stdout == "" and r.stderr,
+                  "%s: exit %d, %r %r" % (args, r.returncode, r.stdout,
+                                          r.stderr))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 SCENARIOS = {
+    "ctl_errors": t_ctl_errors,
     "no_reader": t_no_reader,
     "max_clients": t_max_clients,
     "sighup": t_sighup,
