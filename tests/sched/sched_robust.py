@@ -198,7 +198,27 @@ def t_ctl_errors(b):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def t_set_tq_running(b):
+    """A shorter quantum set while a holder runs and another waits takes
+    effect at once: the daemon's timer follows the new deadline."""
+    with Daemon(b, {"mode": "on", "tq_s": 60}) as d:
+        a = d.client("--label", "A", "--hold-ms", 20000)
+        wait_for(lambda: len(d.status()["gpus"]) == 1 and
+                 len(d.status()["gpus"][0]["holders"]) == 1, 5, "A holds")
+        w = d.client("--label", "W", "--hold-ms", 10)
+        wait_for(lambda: len(d.status()["gpus"][0]["queue"]) == 1, 5,
+                 "W waits")
+        t0 = time.monotonic()
+        check(d.ctl("set-tq", "1")[0] == 0, "set-tq")
+        out, _ = w.communicate(timeout=10)
+        check(w.returncode == 0, "W: " + out)
+        check(time.monotonic() - t0 < 3, "W waited %.1f s after set-tq 1" %
+              (time.monotonic() - t0))
+        a.communicate(timeout=25)
+
+
 SCENARIOS = {
+    "set_tq_running": t_set_tq_running,
     "ctl_errors": t_ctl_errors,
     "no_reader": t_no_reader,
     "max_clients": t_max_clients,
