@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-from schedtest import (Daemon, T, check, closed_by_peer, gpu_ref, hello,
+from schedtest import (Daemon, Fail, T, check, closed_by_peer, gpu_ref, hello,
                        main, recv_frame, recv_n, wait_for, frame, HDR)
 
 
@@ -217,7 +217,38 @@ def t_set_tq_running(b):
         a.communicate(timeout=25)
 
 
+def t_label_utf8(b):
+    """Labels that are not UTF-8 are cleaned at HELLO: the status stays
+    valid JSON (UTF-8) for every consumer."""
+    labels = {b"job-\xff\xfe-x": "job-??-x", b"caf\xc3\xa9": "caf\u00e9",
+              b"cut-\xe2\x82": "cut-??", b"sur-\xed\xa0\x80": "sur-???",
+              b"long-\xf0\x80\x80\x80": "long-????",
+              b"\xc3\xa9" * 10: "\u00e9" * 10}
+    with Daemon(b) as d:
+        conns = []
+        for raw in labels:
+            s = d.raw()
+            s.sendall(hello(raw))
+            f = recv_frame(s)
+            check(f is not None and f[0] == T["WELCOME"], "no welcome")
+            conns.append(s)
+        for args in (["--json", "status"], ["status"]):
+            r = subprocess.run([d.bin("vsharectl"), "-s", d.sock] + args,
+                               capture_output=True, timeout=20)
+            check(r.returncode == 0, "status: %r" % r.stderr)
+            try:
+                text = r.stdout.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise Fail("%s output is not UTF-8: %s" % (args, e))
+            if args[0] == "--json":
+                got = sorted(c["label"] for c in json.loads(text)["clients"])
+                check(got == sorted(labels.values()), "labels %r" % got)
+        for s in conns:
+            s.close()
+
+
 SCENARIOS = {
+    "label_utf8": t_label_utf8,
     "set_tq_running": t_set_tq_running,
     "ctl_errors": t_ctl_errors,
     "no_reader": t_no_reader,
