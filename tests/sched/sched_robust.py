@@ -247,7 +247,30 @@ def t_label_utf8(b):
             s.close()
 
 
+def t_sigterm_busy(b):
+    """SIGTERM in the middle of heavy lock traffic: a clean exit (status 0,
+    sanitizers quiet), the socket removed, every client told by EOF."""
+    with Daemon(b, {"mode": "on", "log_level": "warn"}) as d:
+        load = [d.client("--clients", 200, "--cycles", 1000000, "--hold-ms",
+                         0, "--quiet", "--timeout-ms", 30000)
+                for _ in range(2)]
+        wait_for(lambda: len(d.status()["clients"]) >= 300, 10, "the load")
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        rc = d.stop()
+        check(rc == 0, "exit status %s:\n%s" % (rc, d.logtext()[-2000:]))
+        check(time.monotonic() - t0 < 5, "shutdown took %.1f s" %
+              (time.monotonic() - t0))
+        check(not os.path.exists(d.sock), "socket left behind")
+        log = d.logtext()
+        check("Sanitizer" not in log and "runtime error" not in log, log)
+        for p in load:
+            p.communicate(timeout=10)
+            check(p.returncode != 0, "a client did not notice the end")
+
+
 SCENARIOS = {
+    "sigterm_busy": t_sigterm_busy,
     "label_utf8": t_label_utf8,
     "set_tq_running": t_set_tq_running,
     "ctl_errors": t_ctl_errors,
