@@ -281,13 +281,25 @@ static uint64_t capacity_of(uint64_t total_mem, uint64_t cap)
 	return cap < total_mem ? cap : total_mem;
 }
 
-static struct sched_gpu *gpu_new(struct sched *s,
-				 const uint8_t uuid[VS_UUID_LEN],
-				 uint64_t total_mem)
+/* A zeroed GPU with its index. GPUs are kept after their last client
+ * leaves (their index and settings stay); only a full table reuses the
+ * slot of a GPU nobody is attached to, so that peers attaching made-up
+ * UUIDs cannot lock real GPUs out for good. */
+static struct sched_gpu *gpu_slot(struct sched *s)
 {
 	struct sched_gpu *g;
-	uint64_t cap = s->cfg.capacity;
 
+	if (s->n_gpus >= SCHED_MAX_GPUS) {
+		for (size_t i = 0; i < s->n_gpus; i++) {
+			g = s->gpus[i];
+			if (g->n_members == 0) {
+				memset(g, 0, sizeof(*g));
+				g->index = (uint32_t)i;
+				return g;
+			}
+		}
+		return NULL;
+	}
 	if (s->n_gpus == s->cap_gpus) {
 		size_t n = s->cap_gpus ? s->cap_gpus * 2 : 8;
 		struct sched_gpu **p = realloc(s->gpus, n * sizeof(*p));
@@ -300,8 +312,21 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)
 		return NULL;
-	memcpy(g->uuid, uuid, VS_UUID_LEN);
 	g->index = (uint32_t)s->n_gpus;
+	s->gpus[s->n_gpus++] = g;
+	return g;
+}
+
+static struct sched_gpu *gpu_new(struct sched *s,
+				 const uint8_t uuid[VS_UUID_LEN],
+				 uint64_t total_mem)
+{
+	struct sched_gpu *g = gpu_slot(s);
+	uint64_t cap = s->cfg.capacity;
+
+	if (g == NULL)
+		return NULL;
+	memcpy(g->uuid, uuid, VS_UUID_LEN);
 	g->mode = s->cfg.mode;
 	g->tq_ms = s->cfg.tq_ms;
 	for (size_t i = 0; i < s->cfg.n_gpus; i++) {
@@ -322,7 +347,6 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	dl_init(&g->members);
 	dl_init(&g->queue);
 	dl_init(&g->holders);
-	s->gpus[s->n_gpus++] = g;
 	return g;
 }
 
@@ -352,8 +376,7 @@ int sched_attach(struct sched *s, struct sched_client *c,
 
 	if (member_find(c, uuid) != NULL)
 		return 0; /* attaching twice is harmless */
-	if (c->n_m >= SCHED_MAX_CLIENT_GPUS ||
-	    (g == NULL && s->n_gpus >= SCHED_MAX_GPUS))
+	if (c->n_m >= SCHED_MAX_CLIENT_GPUS)
 		return VS_E_INVAL;
 	if (c->n_m == c->cap_m) {
 		size_t n = c->cap_m ? c->cap_m * 2 : 2;

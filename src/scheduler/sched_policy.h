@@ -24,8 +24,10 @@
  * of a GPU cannot overflow 64 bits (16 TiB per client; see max_clients). */
 #define SCHED_FP_MAX      (1ull << 44)
 #define SCHED_NO_DEADLINE UINT64_MAX
-/* GPUs are never forgotten (their index is the order of first attach), so
- * a peer attaching made-up UUIDs must not grow the table without bound. */
+/* GPUs are kept after their last client leaves (their index is the order
+ * of first attach), so a peer attaching made-up UUIDs must not grow the
+ * table without bound; a full table reuses the slot of a GPU that has no
+ * client. */
 #define SCHED_MAX_GPUS        1024
 #define SCHED_MAX_CLIENT_GPUS 64
 
@@ -110,7 +112,8 @@ uint32_t sched_client_id(const struct sched_client *c);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses
- * with VS_E_INVAL past SCHED_MAX_CLIENT_GPUS or SCHED_MAX_GPUS. */
+ * with VS_E_INVAL past SCHED_MAX_CLIENT_GPUS, or when SCHED_MAX_GPUS
+ * GPUs all have clients. */
 int sched_attach(struct sched *s, struct sched_client *c,
 		 const uint8_t uuid[VS_UUID_LEN], uint64_t total_mem);
 int sched_footprint(struct sched *s, struct sched_client *c,

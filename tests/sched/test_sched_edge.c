@@ -246,6 +246,39 @@ static void test_two_gpus_held_then_gone(void **state)
 	sched_free(s);
 }
 
+/* Made-up UUIDs fill the GPU table; once their clients are gone, a real
+ * GPU still gets a place (the slot of a GPU nobody uses). */
+static void test_gpu_table_full(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_cred cred = { 1, 0, 0 };
+	struct sched_client *fake[SCHED_MAX_GPUS / SCHED_MAX_CLIENT_GPUS];
+	struct sched_client *real = sched_client_new(s, &cred, "real", NULL);
+	uint8_t u[VS_UUID_LEN] = { 0 };
+	size_t nf = sizeof(fake) / sizeof(fake[0]);
+	(void)state;
+
+	for (size_t i = 0; i < nf; i++) {
+		fake[i] = sched_client_new(s, &cred, "fake", NULL);
+		for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
+			u[0] = (uint8_t)i;
+			u[1] = (uint8_t)j;
+			u[2] = 0xff;
+			assert_int_equal(sched_attach(s, fake[i], u, GiB), 0);
+		}
+	}
+	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
+	assert_int_equal(sched_attach(s, real, GPU_A, 10 * GiB), VS_E_INVAL);
+	sched_client_del(s, fake[3]);
+	assert_int_equal(sched_attach(s, real, GPU_A, 10 * GiB), 0);
+	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
+	assert_non_null(sched_gpu_find(s, GPU_A));
+	assert_int_equal(sched_request(s, real, GPU_A), 0);
+	assert_int_equal(st(real), SCHED_ST_HOLDING);
+	assert_int_equal(capacity(s), 10 * GiB);
+	sched_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_waiter_footprint_changes),
 		cmocka_unit_test(test_revoked_comes_back),
 		cmocka_unit_test(test_two_gpus_held_then_gone),
+		cmocka_unit_test(test_gpu_table_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
