@@ -269,7 +269,48 @@ def t_sigterm_busy(b):
             check(p.returncode != 0, "a client did not notice the end")
 
 
+def t_start_errors(b):
+    """Start-up errors: exit status 1 and a line that says why."""
+    tmp = tempfile.mkdtemp(prefix="vshare-start-")
+    os.chmod(tmp, 0o755)
+    prog = os.path.join(b, "vshare-scheduler")
+    conf = os.path.join(tmp, "c.json")
+    with open(conf, "w") as f:
+        f.write("{}")
+    with open(os.path.join(tmp, "file"), "w") as f:
+        f.write("x")
+    ro = os.path.join(tmp, "ro")
+    os.mkdir(ro, 0o555)
+    cases = [
+        (["--socket", os.path.join(tmp, "x" * 120)], "too long"),
+        (["--socket", os.path.join(tmp, "file", "s.sock")],
+         "Not a directory"),
+        (["--config", tmp], "is a directory"),
+        (["--config", os.path.join(tmp, "none.json")], "No such file"),
+    ]
+    if os.geteuid() == 0:
+        # Root ignores directory permissions: be nobody.
+        cases.append((["--socket", os.path.join(ro, "s.sock")],
+                      "permission denied"))
+    try:
+        for args, want in cases:
+            cmd = [prog, "--config", conf] + args
+            if "permission denied" == want:
+                pub = os.path.join(tmp, "vshare-scheduler")
+                shutil.copy(prog, pub)
+                os.chmod(pub, 0o755)
+                cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup",
+                       "--clear-groups", pub, "--config", conf] + args
+            r = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=10)
+            check(r.returncode == 1 and want in r.stderr,
+                  "%s: exit %d, %r" % (args, r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 SCENARIOS = {
+    "start_errors": t_start_errors,
     "sigterm_busy": t_sigterm_busy,
     "label_utf8": t_label_utf8,
     "set_tq_running": t_set_tq_running,
