@@ -42,11 +42,16 @@ int srv_reload(struct srv *s)
 	struct conf nc;
 	struct sched_cfg cfg;
 	char err[512];
-	gid_t admin_gid = 0;
+	gid_t admin_gid = 0, sock_gid;
 	int rc, has_admin = 0;
 
 	conf_defaults(&nc);
 	rc = conf_load(&nc, s->conf_path, s->conf_must_exist, err, sizeof(err));
+	/* socket_group applies at the next restart, but a group that does
+	 * not exist is refused now rather than then. */
+	if (rc >= 0)
+		rc = conf_group(nc.socket_group, CONF_DEF_SOCKET_GROUP, &sock_gid,
+				"socket_group", err, sizeof(err));
 	if (rc >= 0) {
 		rc = conf_group(nc.admin_group, CONF_DEF_ADMIN_GROUP, &admin_gid,
 				"admin_group", err, sizeof(err));

@@ -41,26 +41,6 @@ struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 	return s;
 }
 
-int sched_reconfigure(struct sched *s, const struct sched_cfg *cfg)
-{
-	struct sched_gpu_cfg *t = NULL;
-
-	if (cfg->n_gpus > 0) {
-		t = calloc(cfg->n_gpus, sizeof(*t));
-		if (t == NULL)
-			return -1;
-		memcpy(t, cfg->gpus, cfg->n_gpus * sizeof(*t));
-	}
-	free(s->gcfg);
-	s->gcfg = t;
-	s->cfg.gpus = t;
-	s->cfg.n_gpus = cfg->n_gpus;
-	s->cfg.capacity = cfg->capacity;
-	s->cfg.grace_ms = cfg->grace_ms;
-	s->cfg.skip_unresponsive = cfg->skip_unresponsive;
-	return 0;
-}
-
 static struct sched_member *member_find(const struct sched_client *c,
 					const uint8_t uuid[VS_UUID_LEN])
 {
@@ -474,6 +454,22 @@ int sched_released(struct sched *s, struct sched_client *c,
 	}
 	admit(s, m->g);
 	return 0;
+}
+
+/* For sched_conf.c. */
+void sched_admit(struct sched *s, struct sched_gpu *g)
+{
+	admit(s, g);
+}
+
+void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
+{
+	enforce_fit(s, g, reason);
+}
+
+uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap)
+{
+	return capacity_of(total_mem, cap);
 }
 
 /* ---- time ---- */

@@ -94,9 +94,10 @@ enum sched_state { SCHED_ST_IDLE = 0, SCHED_ST_WAITING, SCHED_ST_HOLDING };
 struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 			void *clock_arg);
 void sched_free(struct sched *s);
-/* A reloaded configuration: capacity, grace, skip_unresponsive and the
- * per-GPU table take effect (the table and capacity for GPUs attached
- * from now on); the default quantum and mode change only through
+/* A reloaded configuration: grace, skip_unresponsive and the per-GPU
+ * table take effect; a GPU whose capacity setting (its own, or the
+ * default) differs between the old and the new configuration gets the
+ * new one at once. The default quantum and mode change only through
  * sched_set_tq/sched_set_mode. 0, or -1 when out of memory (nothing
  * changed). */
 int sched_reconfigure(struct sched *s, const struct sched_cfg *cfg);

@@ -54,6 +54,10 @@ def t_sighup(b):
         hup(d)
         wait_for(lambda: d.logtext().count("configuration stays") == 2, 5,
                  "the second refusal")
+        write_conf(d, {"tq_s": 5, "socket_group": "no-such-group-x"})
+        hup(d)
+        wait_for(lambda: d.logtext().count("configuration stays") == 3, 5,
+                 "the refusal of an unknown group")
         check(d.alive(), "a bad file ended the daemon")
         g = d.status()["gpus"][0]
         check(g["tq_s"] == 9 and g["mode"] == "on", "changed: %s" % g)

@@ -279,6 +279,41 @@ static void test_gpu_table_full(void **state)
 	sched_free(s);
 }
 
+/* A reload that changes the capacity setting applies it to the GPUs
+ * already known: what no longer fits drops, what fits again runs. */
+static void test_reconfigure_capacity(void **state)
+{
+	struct sched *s = mk(VS_MODE_AUTO, 0);
+	struct sched_client *a = cl(s, 10 * GiB, 4), *b = cl(s, 10 * GiB, 4);
+	struct sched_cfg cfg;
+	(void)state;
+
+	sched_request(s, a, GPU_A);
+	sched_request(s, b, GPU_A);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	sched_out_clear(s);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.capacity = 6 * GiB;
+	cfg.grace_ms = 500;
+	assert_int_equal(sched_reconfigure(s, &cfg), 0);
+	assert_int_equal(capacity(s), 6 * GiB);
+	assert_int_equal(msg(s, VS_MSG_DROP, b)->u.drop.reason,
+			 VS_DROP_CAPACITY);
+	assert_null(msg(s, VS_MSG_DROP, a));
+	sched_released(s, b, GPU_A);
+	sched_request(s, b, GPU_A);
+	assert_int_equal(st(b), SCHED_ST_WAITING);
+	/* Unchanged setting: nothing happens. */
+	sched_out_clear(s);
+	assert_int_equal(sched_reconfigure(s, &cfg), 0);
+	assert_int_equal(sched_out_count(s), 0);
+	cfg.capacity = 0;
+	assert_int_equal(sched_reconfigure(s, &cfg), 0);
+	assert_int_equal(capacity(s), 10 * GiB);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	sched_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +325,7 @@ int main(void)
 		cmocka_unit_test(test_revoked_comes_back),
 		cmocka_unit_test(test_two_gpus_held_then_gone),
 		cmocka_unit_test(test_gpu_table_full),
+		cmocka_unit_test(test_reconfigure_capacity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
