@@ -257,12 +257,13 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	switch (h->type) {
 	case VS_MSG_ATTACH: {
 		const struct vs_attach *m = payload;
-		size_t n = sched_gpu_count(sc);
-		uint64_t total = gpu_total(sched_gpu_find(sc, m->uuid));
+		const struct sched_gpu *known = sched_gpu_find(sc, m->uuid);
+		uint64_t total = gpu_total(known);
 
 		rc = sched_attach(sc, c->client, m->uuid, m->total_mem);
-		if (rc >= 0 && sched_gpu_count(sc) > n)
-			log_new_gpu(sched_gpu_at(sc, n));
+		/* A new GPU may take the slot of an unused one: by UUID. */
+		if (rc >= 0 && known == NULL)
+			log_new_gpu(sched_gpu_find(sc, m->uuid));
 		else if (rc >= 0 && gpu_total(sched_gpu_find(sc, m->uuid)) != total)
 			log_warn("client %u reports %llu bytes on a GPU known "
 				 "with %llu: the smaller total now counts",
