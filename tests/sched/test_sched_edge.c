@@ -314,6 +314,48 @@ static void test_reconfigure_capacity(void **state)
 	sched_free(s);
 }
 
+static int n_unresponsive(struct sched *s)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sched_out_count(s); i++)
+		n += sched_out_at(s, i)->kind == SCHED_OUT_UNRESPONSIVE;
+	return n;
+}
+
+/* Messages that cross on the wire: a RELEASED that crosses a hard DROP
+ * ends the grant (no hang is reported later); one that crosses a GRANT
+ * (the waiter gave up) gives that grant back and the next runs. */
+static void test_crossing_messages(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_client *a = cl(s, 10 * GiB, 1), *b = cl(s, 10 * GiB, 1);
+	struct sched_client *c = cl(s, 10 * GiB, 1);
+	(void)state;
+
+	sched_request(s, a, GPU_A);
+	sched_request(s, b, GPU_A);
+	fake_now = 1000;
+	sched_tick(s);                 /* DROP QUANTUM to a ... */
+	assert_int_equal(sched_released(s, a, GPU_A), 0); /* ... crossed */
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	sched_request(s, c, GPU_A);
+	sched_out_clear(s);
+	fake_now = 1600;               /* past a's grace */
+	sched_tick(s);
+	assert_int_equal(n_unresponsive(s), 0);
+	/* b's quantum: c is granted when b releases; c gave up meanwhile. */
+	fake_now = 2000;
+	sched_tick(s);
+	sched_released(s, b, GPU_A);
+	assert_int_equal(st(c), SCHED_ST_HOLDING);
+	sched_request(s, a, GPU_A);
+	assert_int_equal(sched_released(s, c, GPU_A), 0);
+	assert_int_equal(st(c), SCHED_ST_IDLE);
+	assert_int_equal(st(a), SCHED_ST_HOLDING);
+	sched_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_two_gpus_held_then_gone),
 		cmocka_unit_test(test_gpu_table_full),
 		cmocka_unit_test(test_reconfigure_capacity),
+		cmocka_unit_test(test_crossing_messages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
