@@ -23,24 +23,10 @@ static void keep_socket_settings(const struct conf *old, struct conf *nc)
 	nc->socket_mode = old->socket_mode;
 }
 
-/* Quantum and mode of the file apply to every GPU only when the file's
- * value changed, so that a reload for another key does not undo what
- * vsharectl set. */
-static void apply_defaults(struct srv *s, const struct conf *old,
-			   const struct conf *nc)
-{
-	static const uint8_t none[VS_UUID_LEN];
-
-	if (nc->tq_s != old->tq_s)
-		sched_set_tq(s->sched, VS_TARGET_ALL, 0, none, nc->tq_s);
-	if (nc->mode != old->mode)
-		sched_set_mode(s->sched, VS_TARGET_ALL, 0, none, nc->mode);
-}
-
 int srv_reload(struct srv *s)
 {
 	struct conf nc;
-	struct sched_cfg cfg;
+	struct sched_cfg cfg, old;
 	char err[512];
 	gid_t admin_gid = 0, sock_gid;
 	int rc, has_admin = 0;
@@ -64,13 +50,13 @@ int srv_reload(struct srv *s)
 	}
 	keep_socket_settings(s->conf, &nc);
 	conf_sched_cfg(&nc, &cfg);
-	if (sched_reconfigure(s->sched, &cfg) != 0) {
+	conf_sched_cfg(s->conf, &old);
+	if (sched_reconfigure(s->sched, &old, &cfg) != 0) {
 		log_error("reload: out of memory; the running configuration "
 			  "stays");
 		conf_free(&nc);
 		return -1;
 	}
-	apply_defaults(s, s->conf, &nc);
 	if (s->log_level_arg >= 0)
 		nc.log_level = s->log_level_arg;
 	log_set_level((enum log_level)nc.log_level);

@@ -456,22 +456,6 @@ int sched_released(struct sched *s, struct sched_client *c,
 	return 0;
 }
 
-/* For sched_conf.c. */
-void sched_admit(struct sched *s, struct sched_gpu *g)
-{
-	admit(s, g);
-}
-
-void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
-{
-	enforce_fit(s, g, reason);
-}
-
-uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap)
-{
-	return capacity_of(total_mem, cap);
-}
-
 /* ---- time ---- */
 
 /* Deadline of one holder, or SCHED_NO_DEADLINE. */
@@ -630,6 +614,27 @@ int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
 	if (target & VS_TARGET_ALL)
 		s->cfg.mode = mode;
 	return for_targets(s, target, index, uuid, gpu_set_mode, mode);
+}
+
+/* For sched_conf.c. */
+void sched_admit(struct sched *s, struct sched_gpu *g)
+{
+	admit(s, g);
+}
+
+void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
+{
+	enforce_fit(s, g, reason);
+}
+
+uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap)
+{
+	return capacity_of(total_mem, cap);
+}
+
+void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode)
+{
+	gpu_set_mode(s, g, mode);
 }
 
 void sched_free(struct sched *s)

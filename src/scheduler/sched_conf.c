@@ -1,46 +1,73 @@
 /*
- * A configuration reloaded while the policy runs (SIGHUP): the settings
- * that may change under running clients, and the GPUs they affect now.
+ * A configuration reloaded while the policy runs (SIGHUP). A setting
+ * applies to the GPUs already known only where its value in the file
+ * changed, so that a reload does not undo what an admin set at run time.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched_int.h"
 
-/* The capacity setting a configuration gives one GPU (0: none). */
-static uint64_t cap_setting(const struct sched_gpu_cfg *t, size_t n,
-			    uint64_t dflt, const uint8_t uuid[VS_UUID_LEN])
+struct eff {
+	uint32_t tq_ms, mode;
+	uint64_t cap;
+};
+
+/* What a configuration gives one GPU: its own entry over the defaults. */
+static struct eff effective(const struct sched_cfg *c,
+			    const uint8_t uuid[VS_UUID_LEN])
 {
-	for (size_t i = 0; i < n; i++)
-		if ((t[i].set & SCHED_GCFG_CAP) &&
-		    memcmp(t[i].uuid, uuid, VS_UUID_LEN) == 0)
-			return t[i].capacity;
-	return dflt;
+	struct eff e = { c->tq_ms, c->mode, c->capacity };
+
+	for (size_t i = 0; i < c->n_gpus; i++) {
+		const struct sched_gpu_cfg *gc = &c->gpus[i];
+
+		if (memcmp(gc->uuid, uuid, VS_UUID_LEN) != 0)
+			continue;
+		if (gc->set & SCHED_GCFG_TQ)
+			e.tq_ms = gc->tq_ms;
+		if (gc->set & SCHED_GCFG_MODE)
+			e.mode = gc->mode;
+		if (gc->set & SCHED_GCFG_CAP)
+			e.cap = gc->capacity;
+	}
+	return e;
 }
 
-/* A GPU whose capacity setting changed gets it now: what no longer fits
- * is dropped, what now fits is admitted. */
-static void recap(struct sched *s, const struct sched_cfg *cfg)
+/* A new capacity: what no longer fits is dropped, what fits is admitted. */
+static void recap(struct sched *s, struct sched_gpu *g, uint64_t cap)
+{
+	uint64_t old = g->capacity;
+
+	g->cap_cfg = cap;
+	g->capacity = sched_capacity_of(g->total_mem, cap);
+	if (g->capacity < old)
+		sched_enforce_fit(s, g, VS_DROP_CAPACITY);
+	sched_admit(s, g);
+}
+
+static void apply(struct sched *s, const struct sched_cfg *old,
+		  const struct sched_cfg *cfg)
 {
 	for (size_t i = 0; i < s->n_gpus; i++) {
 		struct sched_gpu *g = s->gpus[i];
-		uint64_t was = cap_setting(s->gcfg, s->cfg.n_gpus,
-					   s->cfg.capacity, g->uuid);
-		uint64_t cap = cap_setting(cfg->gpus, cfg->n_gpus,
-					   cfg->capacity, g->uuid), old;
+		struct eff o = effective(old, g->uuid), n = effective(cfg, g->uuid);
 
-		if (cap == was)
-			continue;
-		old = g->capacity;
-		g->cap_cfg = cap;
-		g->capacity = sched_capacity_of(g->total_mem, cap);
-		if (g->capacity < old)
-			sched_enforce_fit(s, g, VS_DROP_CAPACITY);
-		sched_admit(s, g);
+		if (n.cap != o.cap)
+			recap(s, g, n.cap);
+		if (n.tq_ms != o.tq_ms)
+			g->tq_ms = n.tq_ms;
+		if (n.mode != o.mode)
+			sched_gpu_mode(s, g, n.mode);
 	}
+	if (cfg->tq_ms != old->tq_ms)
+		s->cfg.tq_ms = cfg->tq_ms;
+	if (cfg->mode != old->mode)
+		s->cfg.mode = cfg->mode;
 }
 
-int sched_reconfigure(struct sched *s, const struct sched_cfg *cfg)
+int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
+		      const struct sched_cfg *cfg)
 {
 	struct sched_gpu_cfg *t = NULL;
 
@@ -50,7 +77,7 @@ int sched_reconfigure(struct sched *s, const struct sched_cfg *cfg)
 			return -1;
 		memcpy(t, cfg->gpus, cfg->n_gpus * sizeof(*t));
 	}
-	recap(s, cfg);
+	apply(s, old, cfg);
 	free(s->gcfg);
 	s->gcfg = t;
 	s->cfg.gpus = t;

@@ -94,6 +94,7 @@ struct sched {
 void sched_admit(struct sched *s, struct sched_gpu *g);
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
 uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap);
+void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

@@ -94,13 +94,14 @@ enum sched_state { SCHED_ST_IDLE = 0, SCHED_ST_WAITING, SCHED_ST_HOLDING };
 struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 			void *clock_arg);
 void sched_free(struct sched *s);
-/* A reloaded configuration: grace, skip_unresponsive and the per-GPU
- * table take effect; a GPU whose capacity setting (its own, or the
- * default) differs between the old and the new configuration gets the
- * new one at once. The default quantum and mode change only through
- * sched_set_tq/sched_set_mode. 0, or -1 when out of memory (nothing
- * changed). */
-int sched_reconfigure(struct sched *s, const struct sched_cfg *cfg);
+/* A reloaded configuration. `old` is the configuration loaded before
+ * (not what admins changed since): a quantum, mode or capacity whose
+ * value for a GPU differs between old and cfg applies to that GPU now,
+ * and a default that differs becomes the default for GPUs attached later;
+ * grace and skip_unresponsive apply at once. 0, or -1 when out of memory
+ * (nothing changed). */
+int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
+		      const struct sched_cfg *cfg);
 uint64_t sched_now(const struct sched *s);
 
 /* Clients. A client exists from HELLO to disconnect. */

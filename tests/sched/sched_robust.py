@@ -62,6 +62,13 @@ def t_sighup(b):
         g = d.status()["gpus"][0]
         check(g["tq_s"] == 9 and g["mode"] == "on", "changed: %s" % g)
         check("tq_s" in d.logtext(), "the error does not name the key")
+        # A GPU's own entry that changes applies to that GPU now.
+        write_conf(d, {"tq_s": 7, "mode": "on", "grace_ms": 1000, "gpus": {
+            "GPU-00000000-0000-0000-0000-000000000001": {"tq_s": 3}}})
+        hup(d)
+        wait_for(lambda: d.logtext().count("reloaded") == 3, 5, "reload 3")
+        g = d.status()["gpus"][0]
+        check(g["tq_s"] == 3 and g["mode"] == "on", "GPU entry: %s" % g)
         a.communicate(input="", timeout=10)
         check(d.stop() == 0, "shutdown after reloads")
         check(not os.path.exists(d.sock), "socket left")

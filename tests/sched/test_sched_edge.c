@@ -285,17 +285,19 @@ static void test_reconfigure_capacity(void **state)
 {
 	struct sched *s = mk(VS_MODE_AUTO, 0);
 	struct sched_client *a = cl(s, 10 * GiB, 4), *b = cl(s, 10 * GiB, 4);
-	struct sched_cfg cfg;
+	struct sched_cfg cfg, old;
 	(void)state;
 
 	sched_request(s, a, GPU_A);
 	sched_request(s, b, GPU_A);
 	assert_int_equal(st(b), SCHED_ST_HOLDING);
 	sched_out_clear(s);
-	memset(&cfg, 0, sizeof(cfg));
+	memset(&old, 0, sizeof(old));
+	old.tq_ms = 1000;
+	old.mode = VS_MODE_AUTO;
+	cfg = old;
 	cfg.capacity = 6 * GiB;
-	cfg.grace_ms = 500;
-	assert_int_equal(sched_reconfigure(s, &cfg), 0);
+	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
 	assert_int_equal(capacity(s), 6 * GiB);
 	assert_int_equal(msg(s, VS_MSG_DROP, b)->u.drop.reason,
 			 VS_DROP_CAPACITY);
@@ -305,12 +307,54 @@ static void test_reconfigure_capacity(void **state)
 	assert_int_equal(st(b), SCHED_ST_WAITING);
 	/* Unchanged setting: nothing happens. */
 	sched_out_clear(s);
-	assert_int_equal(sched_reconfigure(s, &cfg), 0);
+	assert_int_equal(sched_reconfigure(s, &cfg, &cfg), 0);
 	assert_int_equal(sched_out_count(s), 0);
+	old = cfg;
 	cfg.capacity = 0;
-	assert_int_equal(sched_reconfigure(s, &cfg), 0);
+	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
 	assert_int_equal(capacity(s), 10 * GiB);
 	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	sched_free(s);
+}
+
+/* A reload applies a quantum or mode whose value for a GPU changed in the
+ * file (its own entry or the default), and keeps what an admin set for
+ * settings the file left alone. */
+static void test_reconfigure_settings(void **state)
+{
+	struct sched *s = mk(VS_MODE_AUTO, 0);
+	struct sched_client *a = cl(s, 10 * GiB, 4);
+	struct sched_gpu_cfg gc;
+	struct sched_gpu_info gi;
+	struct sched_cfg cfg, old;
+	(void)state;
+
+	sched_request(s, a, GPU_A);
+	memset(&old, 0, sizeof(old));
+	old.tq_ms = 1000;
+	old.mode = VS_MODE_AUTO;
+	/* An admin sets the mode; the file changes only GPU A's quantum. */
+	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, GPU_A,
+					VS_MODE_ON), 1);
+	memset(&gc, 0, sizeof(gc));
+	memcpy(gc.uuid, GPU_A, VS_UUID_LEN);
+	gc.set = SCHED_GCFG_TQ;
+	gc.tq_ms = 7000;
+	cfg = old;
+	cfg.gpus = &gc;
+	cfg.n_gpus = 1;
+	sched_out_clear(s);
+	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_int_equal(gi.tq_ms, 7000);
+	assert_int_equal(gi.mode, VS_MODE_ON);
+	/* Then the default mode changes in the file: every GPU gets it. */
+	old = cfg;
+	cfg.mode = VS_MODE_OFF;
+	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_int_equal(gi.mode, VS_MODE_OFF);
+	assert_non_null(msg(s, VS_MSG_MODE, a));
 	sched_free(s);
 }
 
@@ -369,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_table_full),
 		cmocka_unit_test(test_reconfigure_capacity),
 		cmocka_unit_test(test_crossing_messages),
+		cmocka_unit_test(test_reconfigure_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
