@@ -195,7 +195,9 @@ int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), payload, len);
 	rc = write_full(fd, buf, sizeof(struct vs_hdr) + len);
-	if (rc != 0)
+	/* A daemon that refuses the connection (max_clients) says why and
+	 * closes before reading: its error is still there to read. */
+	if (rc != 0 && rc != -EPIPE && rc != -ECONNRESET)
 		return io_error(rc);
 	return read_reply(fd, out);
 }

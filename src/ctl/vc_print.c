@@ -123,9 +123,14 @@ static void fmt_label(const char *label, char *out, size_t n)
 {
 	if (label[0] == '\0')
 		snprintf(out, n, "-");
-	else if (strlen(label) > 16)
-		snprintf(out, n, "%.15s~", label);
-	else
+	else if (strlen(label) > 16) {
+		int k = 15;
+
+		/* Cut between characters, not inside a UTF-8 sequence. */
+		while (k > 0 && ((unsigned char)label[k] & 0xc0) == 0x80)
+			k--;
+		snprintf(out, n, "%.*s~", k, label);
+	} else
 		snprintf(out, n, "%s", label);
 }
 

@@ -174,11 +174,15 @@ static int show(const struct args *a, uint16_t type, const struct vc_reply *r)
 			return vc_print_status(r->text);
 		doc = cJSON_Parse(r->text);
 		text = doc ? cJSON_Print(doc) : NULL;
-		if (text)
-			puts(text);
-		free(text);
 		cJSON_Delete(doc);
-		return text ? VC_EXIT_OK : VC_EXIT_ERROR;
+		if (text == NULL) {
+			fprintf(stderr, "vsharectl: the status is not valid "
+				"JSON\n");
+			return VC_EXIT_ERROR;
+		}
+		puts(text);
+		free(text);
+		return VC_EXIT_OK;
 	}
 	if (a->json) {
 		cJSON *o = cJSON_CreateObject();

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -342,6 +343,7 @@ int conf_load(struct conf *c, const char *path, int must_exist, char *err,
 	      size_t errlen)
 {
 	FILE *f = fopen(path, "r");
+	struct stat st;
 	char *text;
 	long n;
 	int rc;
@@ -350,6 +352,14 @@ int conf_load(struct conf *c, const char *path, int must_exist, char *err,
 		if (errno == ENOENT && !must_exist)
 			return 1;
 		ERR("%s: %s", path, strerror(errno));
+	}
+	/* fopen opens a directory for reading; say what is wrong with it. */
+	if (fstat(fileno(f), &st) != 0)
+		st.st_mode = 0;
+	if (!S_ISREG(st.st_mode)) {
+		fclose(f);
+		ERR("%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" :
+		    "not a regular file");
 	}
 	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (1 << 20) ||
 	    fseek(f, 0, SEEK_SET) != 0) {

@@ -215,6 +215,11 @@ void conn_on_connection(uv_stream_t *server, int status)
 	if (s->n_conns > s->conf->max_clients) {
 		log_warn("more than max_clients (%u) connections: refusing "
 			 "pid %d", s->conf->max_clients, c->cred.pid);
+		/* Say why before closing: the peer would otherwise see a
+		 * bare disconnect. */
+		conn_send_error(c, VS_E_STATE, s->conf->max_clients,
+				"too many connections (max_clients %u): try "
+				"again later", s->conf->max_clients);
 		conn_close(c);
 		return;
 	}

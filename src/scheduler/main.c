@@ -183,6 +183,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	s.loop = uv_default_loop();
 	s.conf = &c;
+	s.conf_path = o.config;
+	s.conf_must_exist = o.config_given;
+	s.log_level_arg = o.log_level;
 	rc = srv_start(&s) == 0 ? 0 : 1;
 	uv_run(s.loop, UV_RUN_DEFAULT);
 	/* Run the close callbacks of everything srv_stop closed. */

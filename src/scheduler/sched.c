@@ -61,8 +61,11 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 		return;
 	o->type = VS_MSG_GRANT;
 	memcpy(o->u.grant.uuid, g->uuid, VS_UUID_LEN);
-	o->u.grant.kind = g->mode == VS_MODE_ON ? VS_GRANT_EXCLUSIVE
-						: VS_GRANT_SHARED;
+	/* In auto, a client larger than the capacity runs alone: nobody,
+	 * not even a client of no footprint, is admitted beside it. */
+	o->u.grant.kind = g->mode == VS_MODE_ON ||
+			  (g->mode == VS_MODE_AUTO && m->fp > g->capacity) ?
+			  VS_GRANT_EXCLUSIVE : VS_GRANT_SHARED;
 	/* Oversubscribed: the working sets of everyone attached do not fit,
 	 * so pages of the new holder may have been evicted: prefetch them. */
 	o->u.grant.flags = g->total_fp > g->capacity ? VS_GRANTF_OVERSUB : 0;
@@ -258,13 +261,25 @@ static uint64_t capacity_of(uint64_t total_mem, uint64_t cap)
 	return cap < total_mem ? cap : total_mem;
 }
 
-static struct sched_gpu *gpu_new(struct sched *s,
-				 const uint8_t uuid[VS_UUID_LEN],
-				 uint64_t total_mem)
+/* A zeroed GPU with its index. GPUs are kept after their last client
+ * leaves (their index and settings stay); only a full table reuses the
+ * slot of a GPU nobody is attached to, so that peers attaching made-up
+ * UUIDs cannot lock real GPUs out for good. */
+static struct sched_gpu *gpu_slot(struct sched *s)
 {
 	struct sched_gpu *g;
-	uint64_t cap = s->cfg.capacity;
 
+	if (s->n_gpus >= SCHED_MAX_GPUS) {
+		for (size_t i = 0; i < s->n_gpus; i++) {
+			g = s->gpus[i];
+			if (g->n_members == 0) {
+				memset(g, 0, sizeof(*g));
+				g->index = (uint32_t)i;
+				return g;
+			}
+		}
+		return NULL;
+	}
 	if (s->n_gpus == s->cap_gpus) {
 		size_t n = s->cap_gpus ? s->cap_gpus * 2 : 8;
 		struct sched_gpu **p = realloc(s->gpus, n * sizeof(*p));
@@ -277,8 +292,21 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)
 		return NULL;
-	memcpy(g->uuid, uuid, VS_UUID_LEN);
 	g->index = (uint32_t)s->n_gpus;
+	s->gpus[s->n_gpus++] = g;
+	return g;
+}
+
+static struct sched_gpu *gpu_new(struct sched *s,
+				 const uint8_t uuid[VS_UUID_LEN],
+				 uint64_t total_mem)
+{
+	struct sched_gpu *g = gpu_slot(s);
+	uint64_t cap = s->cfg.capacity;
+
+	if (g == NULL)
+		return NULL;
+	memcpy(g->uuid, uuid, VS_UUID_LEN);
 	g->mode = s->cfg.mode;
 	g->tq_ms = s->cfg.tq_ms;
 	for (size_t i = 0; i < s->cfg.n_gpus; i++) {
@@ -294,12 +322,29 @@ static struct sched_gpu *gpu_new(struct sched *s,
 			cap = gc->capacity;
 	}
 	g->total_mem = total_mem;
+	g->cap_cfg = cap;
 	g->capacity = capacity_of(total_mem, cap);
 	dl_init(&g->members);
 	dl_init(&g->queue);
 	dl_init(&g->holders);
-	s->gpus[s->n_gpus++] = g;
 	return g;
+}
+
+/* Clients of one GPU may report different totals (a first client that
+ * could not read it reports 0). The smallest known total counts: a
+ * capacity that is too large would let co-runners overcommit the card. */
+static void retotal(struct sched *s, struct sched_gpu *g, uint64_t total_mem)
+{
+	uint64_t old = g->capacity;
+
+	if (total_mem == 0 || (g->total_mem != 0 && total_mem >= g->total_mem))
+		return;
+	g->total_mem = total_mem;
+	g->capacity = capacity_of(total_mem, g->cap_cfg);
+	if (g->capacity < old)
+		enforce_fit(s, g, VS_DROP_CAPACITY);
+	else if (g->capacity > old)
+		admit(s, g);
 }
 
 int sched_attach(struct sched *s, struct sched_client *c,
@@ -311,8 +356,7 @@ int sched_attach(struct sched *s, struct sched_client *c,
 
 	if (member_find(c, uuid) != NULL)
 		return 0; /* attaching twice is harmless */
-	if (c->n_m >= SCHED_MAX_CLIENT_GPUS ||
-	    (g == NULL && s->n_gpus >= SCHED_MAX_GPUS))
+	if (c->n_m >= SCHED_MAX_CLIENT_GPUS)
 		return VS_E_INVAL;
 	if (c->n_m == c->cap_m) {
 		size_t n = c->cap_m ? c->cap_m * 2 : 2;
@@ -325,6 +369,7 @@ int sched_attach(struct sched *s, struct sched_client *c,
 	}
 	if (g == NULL && (g = gpu_new(s, uuid, total_mem)) == NULL)
 		return VS_E_INVAL;
+	retotal(s, g, total_mem);
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return VS_E_INVAL;
@@ -569,6 +614,27 @@ int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
 	if (target & VS_TARGET_ALL)
 		s->cfg.mode = mode;
 	return for_targets(s, target, index, uuid, gpu_set_mode, mode);
+}
+
+/* For sched_conf.c. */
+void sched_admit(struct sched *s, struct sched_gpu *g)
+{
+	admit(s, g);
+}
+
+void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
+{
+	enforce_fit(s, g, reason);
+}
+
+uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap)
+{
+	return capacity_of(total_mem, cap);
+}
+
+void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode)
+{
+	gpu_set_mode(s, g, mode);
 }
 
 void sched_free(struct sched *s)

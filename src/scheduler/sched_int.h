@@ -67,6 +67,7 @@ struct sched_gpu {
 	uint32_t tq_ms;
 	uint64_t total_mem;
 	uint64_t capacity;
+	uint64_t cap_cfg;         /* configured cap, 0: none */
 	uint64_t total_fp;        /* every member */
 	uint64_t held_fp;         /* holders */
 	struct dlink members, queue, holders;
@@ -88,6 +89,12 @@ struct sched {
 	struct sched_out *out;
 	size_t n_out, cap_out;
 };
+
+/* sched.c, for sched_conf.c */
+void sched_admit(struct sched *s, struct sched_gpu *g);
+void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
+uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap);
+void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

@@ -24,8 +24,10 @@
  * of a GPU cannot overflow 64 bits (16 TiB per client; see max_clients). */
 #define SCHED_FP_MAX      (1ull << 44)
 #define SCHED_NO_DEADLINE UINT64_MAX
-/* GPUs are never forgotten (their index is the order of first attach), so
- * a peer attaching made-up UUIDs must not grow the table without bound. */
+/* GPUs are kept after their last client leaves (their index is the order
+ * of first attach), so a peer attaching made-up UUIDs must not grow the
+ * table without bound; a full table reuses the slot of a GPU that has no
+ * client. */
 #define SCHED_MAX_GPUS        1024
 #define SCHED_MAX_CLIENT_GPUS 64
 
@@ -92,6 +94,14 @@ enum sched_state { SCHED_ST_IDLE = 0, SCHED_ST_WAITING, SCHED_ST_HOLDING };
 struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 			void *clock_arg);
 void sched_free(struct sched *s);
+/* A reloaded configuration. `old` is the configuration loaded before
+ * (not what admins changed since): a quantum, mode or capacity whose
+ * value for a GPU differs between old and cfg applies to that GPU now,
+ * and a default that differs becomes the default for GPUs attached later;
+ * grace and skip_unresponsive apply at once. 0, or -1 when out of memory
+ * (nothing changed). */
+int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
+		      const struct sched_cfg *cfg);
 uint64_t sched_now(const struct sched *s);
 
 /* Clients. A client exists from HELLO to disconnect. */
@@ -104,7 +114,8 @@ uint32_t sched_client_id(const struct sched_client *c);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses
- * with VS_E_INVAL past SCHED_MAX_CLIENT_GPUS or SCHED_MAX_GPUS. */
+ * with VS_E_INVAL past SCHED_MAX_CLIENT_GPUS, or when SCHED_MAX_GPUS
+ * GPUs all have clients. */
 int sched_attach(struct sched *s, struct sched_client *c,
 		 const uint8_t uuid[VS_UUID_LEN], uint64_t total_mem);
 int sched_footprint(struct sched *s, struct sched_client *c,

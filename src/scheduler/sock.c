@@ -76,8 +76,16 @@ int sock_prepare(const char *path)
 	rc = make_parent(path);
 	if (rc != 0)
 		return rc;
-	if (lstat(path, &st) != 0)
-		return errno == ENOENT ? 0 : -errno;
+	if (lstat(path, &st) != 0) {
+		int e = errno;
+
+		if (e == ENOENT)
+			return 0;
+		/* ENOTDIR: a part of the directory is a file; EACCES... */
+		log_error("cannot use the socket path %s: %s", path,
+			  strerror(e));
+		return -e;
+	}
 	if (!S_ISSOCK(st.st_mode)) {
 		log_error("%s exists and is not a socket: not touching it", path);
 		return -EEXIST;

@@ -147,6 +147,43 @@ void srv_conn_gone(struct conn *c)
 	c->client = NULL;
 }
 
+/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if none. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] < 0x80 ? 1 : p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 :
+		     p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;
+
+	if (len == 0 || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	/* Overlong forms, UTF-16 surrogates, past U+10FFFF. */
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return len;
+}
+
+/* The label goes into the log and the status JSON, which must be UTF-8:
+ * each byte that does not start a valid sequence becomes '?'. */
+static void label_clean(char *label)
+{
+	unsigned char *p = (unsigned char *)label;
+	size_t n = strlen(label);
+
+	while (n > 0) {
+		size_t k = utf8_seq(p, n);
+
+		if (k == 0) {
+			*p = '?';
+			k = 1;
+		}
+		p += k;
+		n -= k;
+	}
+}
+
 static void on_hello(struct conn *c, const struct vs_hello *m)
 {
 	struct vs_welcome w;
@@ -166,6 +203,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	}
 	memcpy(label, m->label, VS_LABEL_MAX);
 	label[VS_LABEL_MAX] = '\0';
+	label_clean(label);
 	c->client = sched_client_new(c->srv->sched, &c->cred, label, c);
 	if (c->client == NULL) {
 		conn_close(c);
@@ -193,6 +231,16 @@ static void log_new_gpu(const struct sched_gpu *g)
 		 gi.tq_ms / 1000);
 }
 
+static uint64_t gpu_total(const struct sched_gpu *g)
+{
+	struct sched_gpu_info gi;
+
+	if (g == NULL)
+		return 0;
+	sched_gpu_info(g, &gi);
+	return gi.total_mem;
+}
+
 /* A client request; the policy answers through the outbox, or with an
  * error code that the client hears as VS_MSG_ERROR. */
 static void on_client_msg(struct conn *c, const struct vs_hdr *h,
@@ -209,11 +257,19 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	switch (h->type) {
 	case VS_MSG_ATTACH: {
 		const struct vs_attach *m = payload;
-		size_t n = sched_gpu_count(sc);
+		const struct sched_gpu *known = sched_gpu_find(sc, m->uuid);
+		uint64_t total = gpu_total(known);
 
 		rc = sched_attach(sc, c->client, m->uuid, m->total_mem);
-		if (rc >= 0 && sched_gpu_count(sc) > n)
-			log_new_gpu(sched_gpu_at(sc, n));
+		/* A new GPU may take the slot of an unused one: by UUID. */
+		if (rc >= 0 && known == NULL)
+			log_new_gpu(sched_gpu_find(sc, m->uuid));
+		else if (rc >= 0 && gpu_total(sched_gpu_find(sc, m->uuid)) != total)
+			log_warn("client %u reports %llu bytes on a GPU known "
+				 "with %llu: the smaller total now counts",
+				 sched_client_id(c->client),
+				 (unsigned long long)m->total_mem,
+				 (unsigned long long)total);
 		break;
 	}
 	case VS_MSG_FOOTPRINT: {
@@ -258,6 +314,11 @@ static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
 
+	if (signum == SIGHUP) {
+		log_info("SIGHUP: reloading %s", s->conf_path);
+		srv_reload(s);
+		return;
+	}
 	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
 	srv_stop(s);
 }
@@ -289,10 +350,12 @@ int srv_start(struct srv *s)
 		return -1;
 	uv_timer_init(s->loop, &s->timer);
 	s->timer.data = s;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
+		static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+
 		uv_signal_init(s->loop, &s->sig[i]);
 		s->sig[i].data = s;
-		uv_signal_start(&s->sig[i], on_signal, i ? SIGINT : SIGTERM);
+		uv_signal_start(&s->sig[i], on_signal, signums[i]);
 	}
 	rc = sock_prepare(s->path);
 	if (rc == 0)
@@ -328,6 +391,6 @@ void srv_stop(struct srv *s)
 	if (s->listener.loop != NULL)
 		uv_close((uv_handle_t *)&s->listener, NULL);
 	uv_close((uv_handle_t *)&s->timer, NULL);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&s->sig[i], NULL);
 }

@@ -38,7 +38,10 @@ struct srv {
 	struct sched *sched;
 	uv_pipe_t listener;
 	uv_timer_t timer;
-	uv_signal_t sig[2];
+	uv_signal_t sig[3];          /* SIGTERM, SIGINT, SIGHUP */
+	const char *conf_path;       /* for SIGHUP */
+	int conf_must_exist;
+	int log_level_arg;           /* --log-level, or -1 */
 	char path[CONF_PATH_MAX];
 	int have_socket;
 	gid_t sock_gid, admin_gid;
@@ -73,6 +76,9 @@ void srv_stop(struct srv *s);
 void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload);
 void srv_flush(struct srv *s);       /* outbox to peers, re-arm the timer */
 void srv_conn_gone(struct conn *c);  /* drop its client from the policy */
+
+/* reload.c: SIGHUP; 0, or -1 with the running configuration kept */
+int  srv_reload(struct srv *s);
 
 /* ctl.c */
 void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload);

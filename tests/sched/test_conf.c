@@ -193,6 +193,10 @@ static void test_file_and_print(void **state)
 	assert_int_equal(conf_load(&c, path, 0, err, sizeof(err)), 1);
 	assert_int_equal(conf_load(&c, path, 1, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, path));
+	/* A directory (fopen opens one for reading) is named as such. */
+	assert_int_equal(conf_load(&c, "/tmp", 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "/tmp: is a directory"));
+	assert_int_equal(conf_load(&c, "/tmp", 0, err, sizeof(err)), -1);
 	conf_free(&c);
 }
 

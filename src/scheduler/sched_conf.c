@@ -1,0 +1,89 @@
+/*
+ * A configuration reloaded while the policy runs (SIGHUP). A setting
+ * applies to the GPUs already known only where its value in the file
+ * changed, so that a reload does not undo what an admin set at run time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+struct eff {
+	uint32_t tq_ms, mode;
+	uint64_t cap;
+};
+
+/* What a configuration gives one GPU: its own entry over the defaults. */
+static struct eff effective(const struct sched_cfg *c,
+			    const uint8_t uuid[VS_UUID_LEN])
+{
+	struct eff e = { c->tq_ms, c->mode, c->capacity };
+
+	for (size_t i = 0; i < c->n_gpus; i++) {
+		const struct sched_gpu_cfg *gc = &c->gpus[i];
+
+		if (memcmp(gc->uuid, uuid, VS_UUID_LEN) != 0)
+			continue;
+		if (gc->set & SCHED_GCFG_TQ)
+			e.tq_ms = gc->tq_ms;
+		if (gc->set & SCHED_GCFG_MODE)
+			e.mode = gc->mode;
+		if (gc->set & SCHED_GCFG_CAP)
+			e.cap = gc->capacity;
+	}
+	return e;
+}
+
+/* A new capacity: what no longer fits is dropped, what fits is admitted. */
+static void recap(struct sched *s, struct sched_gpu *g, uint64_t cap)
+{
+	uint64_t old = g->capacity;
+
+	g->cap_cfg = cap;
+	g->capacity = sched_capacity_of(g->total_mem, cap);
+	if (g->capacity < old)
+		sched_enforce_fit(s, g, VS_DROP_CAPACITY);
+	sched_admit(s, g);
+}
+
+static void apply(struct sched *s, const struct sched_cfg *old,
+		  const struct sched_cfg *cfg)
+{
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		struct sched_gpu *g = s->gpus[i];
+		struct eff o = effective(old, g->uuid), n = effective(cfg, g->uuid);
+
+		if (n.cap != o.cap)
+			recap(s, g, n.cap);
+		if (n.tq_ms != o.tq_ms)
+			g->tq_ms = n.tq_ms;
+		if (n.mode != o.mode)
+			sched_gpu_mode(s, g, n.mode);
+	}
+	if (cfg->tq_ms != old->tq_ms)
+		s->cfg.tq_ms = cfg->tq_ms;
+	if (cfg->mode != old->mode)
+		s->cfg.mode = cfg->mode;
+}
+
+int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
+		      const struct sched_cfg *cfg)
+{
+	struct sched_gpu_cfg *t = NULL;
+
+	if (cfg->n_gpus > 0) {
+		t = calloc(cfg->n_gpus, sizeof(*t));
+		if (t == NULL)
+			return -1;
+		memcpy(t, cfg->gpus, cfg->n_gpus * sizeof(*t));
+	}
+	apply(s, old, cfg);
+	free(s->gcfg);
+	s->gcfg = t;
+	s->cfg.gpus = t;
+	s->cfg.n_gpus = cfg->n_gpus;
+	s->cfg.capacity = cfg->capacity;
+	s->cfg.grace_ms = cfg->grace_ms;
+	s->cfg.skip_unresponsive = cfg->skip_unresponsive;
+	return 0;
+}
