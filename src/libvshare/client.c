@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -26,12 +25,18 @@
  * synchronize that the exiting driver never finishes. */
 #define CLIENT_STOP_WAIT_MS 300
 
-struct client_conn client_c = { .sock = -1 };
+struct client_conn client_c = { .sock = -1, .sock_id = { .fd = -1 } };
 
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t thread;
 static int started;          /* atomic */
-static int wake_fd = -1;
+/* The wake-up channel: application threads write to wake_wr, the client
+ * thread polls wake_rd. A socket pair rather than an eventfd: every socket
+ * has an inode of its own, so own_fd_valid tells it from a descriptor the
+ * program opened on its number (all eventfds share one inode). wake_mu
+ * guards the pair's replacement by the client thread. */
+static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct own_fd wake_rd = { .fd = -1 }, wake_wr = { .fd = -1 };
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static int thread_done;      /* under start_mu */
 
@@ -42,10 +47,53 @@ int client_started(void)
 
 void client_wake(void)
 {
-	uint64_t one = 1;
+	char one = 1;
 
-	if (wake_fd >= 0)
-		(void)!write(wake_fd, &one, sizeof(one));
+	/* Not blocking (a full channel has a wake-up pending already), and
+	 * no SIGPIPE for the application thread if the other end is gone. */
+	pthread_mutex_lock(&wake_mu);
+	if (own_fd_valid(&wake_wr))
+		(void)!send(wake_wr.fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	pthread_mutex_unlock(&wake_mu);
+}
+
+/* A fresh wake-up channel; the old one is closed where it is still ours.
+ * 0, or -1 if none could be made (the thread then polls on a timeout). */
+static int wake_renew(void)
+{
+	int sv[2], rc;
+
+	rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv);
+	pthread_mutex_lock(&wake_mu);
+	own_fd_close(&wake_rd);
+	own_fd_close(&wake_wr);
+	if (rc == 0) {
+		own_fd_take(&wake_rd, sv[0]);
+		own_fd_take(&wake_wr, sv[1]);
+	}
+	pthread_mutex_unlock(&wake_mu);
+	return rc;
+}
+
+static void wake_drain(void)
+{
+	char junk[64];
+
+	if (own_fd_valid(&wake_rd))
+		while (recv(wake_rd.fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+			;
+}
+
+/* The program may have closed the client's descriptors (client_fd.c):
+ * a lost socket is a lost connection, a lost wake-up channel is made
+ * again. Checked before each poll, so the thread neither spins on a
+ * closed descriptor nor polls one of the program's. */
+static void check_fds(void)
+{
+	if (!own_fd_valid(&wake_rd) || !own_fd_valid(&wake_wr))
+		(void)wake_renew();
+	if (client_c.sock >= 0 && !own_fd_valid(&client_c.sock_id))
+		client_lost("the program closed the scheduler connection");
 }
 
 /* Running unshared: gates open, entrants pass. */
@@ -206,30 +254,38 @@ static int spin_poll(struct pollfd *pf, int n)
 static void *client_main(void *arg)
 {
 	struct pollfd pf[2];
-	uint64_t junk;
 	int t, n, r;
 
 	(void)arg;
 	while (!A_LOAD(&gate_g.shutting)) {
+		check_fds();
 		if (client_c.sock < 0 && !client_c.version_dead &&
 		    gate_now_ms() >= client_c.next_try_ms)
 			try_connect();
 		t = client_c.sock >= 0 ? client_work() : -1;
 		t = next_timeout(t);
-		pf[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
+		/* A wake-up channel that could not be made again: look at
+		 * least every 100 ms. */
+		if (wake_rd.fd < 0 && (t < 0 || t > 100))
+			t = 100;
+		pf[0] = (struct pollfd){ .fd = wake_rd.fd, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = client_c.sock, .events = POLLIN };
 		n = client_c.sock >= 0 ? 2 : 1;
 		r = spin_poll(pf, n);
 		if (r == 0)
 			r = poll(pf, (nfds_t)n, t);
+		/* Whatever the error, the thread stays: without it the gates
+		 * would never open again. */
 		if (r < 0 && errno != EINTR)
-			break;
+			(void)poll(NULL, 0, 10);
+		if (r <= 0)
+			continue;
 		/* Frames first: a GRANT opens its gate before anything else. */
 		if (client_c.sock >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    client_read() != 0)
 			client_lost("connection closed");
 		if (pf[0].revents & POLLIN)
-			(void)!read(wake_fd, &junk, sizeof(junk));
+			wake_drain();
 	}
 	client_set_sock(-1);
 	pthread_mutex_lock(&start_mu);
@@ -255,11 +311,10 @@ void client_start(void)
 	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
 	client_c.next_try_ms = 0;
 	thread_done = 0;
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* The thread must not take the host program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = wake_fd < 0 ? -1 : pthread_create(&thread, NULL, client_main, NULL);
+	rc = wake_renew() != 0 ? -1 : pthread_create(&thread, NULL, client_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		log_warn("cannot start the scheduler client: running unshared");
@@ -306,13 +361,13 @@ void client_forget(void)
 {
 	/* The fork child has no client thread; these descriptors are copies
 	 * of the parent's, and closing them leaves its connection alone. */
-	if (client_c.sock >= 0)
-		close(client_c.sock);
-	if (wake_fd >= 0)
-		close(wake_fd);
-	wake_fd = -1;
+	own_fd_close(&client_c.sock_id);
+	own_fd_close(&wake_rd);
+	own_fd_close(&wake_wr);
 	memset(&client_c, 0, sizeof(client_c));
 	client_c.sock = -1;
+	client_c.sock_id.fd = -1;
+	pthread_mutex_init(&wake_mu, NULL);
 	pthread_mutex_init(&client_send_mu, NULL);
 	pthread_mutex_init(&start_mu, NULL);
 	pthread_cond_init(&done_cv, NULL);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CLIENT_BACKOFF_MIN_MS 50u
 #define CLIENT_BACKOFF_MAX_MS 2000u
@@ -20,8 +21,16 @@
  * its generation change only under it too. Reading stays with the client
  * thread.
  */
+/* A descriptor of the client and what it was opened on (client_fd.c). */
+struct own_fd {
+	int   fd;                 /* -1: none */
+	dev_t dev;
+	ino_t ino;
+};
+
 struct client_conn {
 	int      sock;            /* -1 when not connected */
+	struct own_fd sock_id;    /* sock's identity, set with it */
 	unsigned gen;             /* atomic: +1 at each connect and each close
 				   * (odd: connected) */
 	uint64_t spin_until_ns;   /* atomic: a REQUEST went out; the thread
@@ -38,6 +47,12 @@ struct client_conn {
 
 extern struct client_conn client_c;
 extern pthread_mutex_t client_send_mu;
+
+/* client_fd.c: remember fd (-1: none), check that the number still names
+ * it, close it only if it does. */
+void own_fd_take(struct own_fd *o, int fd);
+int  own_fd_valid(const struct own_fd *o);
+void own_fd_close(struct own_fd *o);
 
 /* client.c */
 void client_lost(const char *why);

@@ -23,8 +23,10 @@ void client_set_sock(int fd)
 		pthread_mutex_unlock(&client_send_mu);
 		return;
 	}
-	if (client_c.sock >= 0)
-		close(client_c.sock);
+	/* A socket the program closed is not closed again: its number may
+	 * be one of the program's own descriptors by now. */
+	own_fd_close(&client_c.sock_id);
+	own_fd_take(&client_c.sock_id, fd);
 	client_c.sock = fd;
 	__atomic_store_n(&client_c.gen, client_c.gen + 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&client_send_mu);
@@ -34,6 +36,8 @@ static int send_all(const unsigned char *buf, size_t n)
 {
 	size_t off = 0;
 
+	if (!own_fd_valid(&client_c.sock_id))
+		return -1;
 	while (off < n) {
 		ssize_t w = send(client_c.sock, buf + off, n - off, MSG_NOSIGNAL);
 
@@ -259,6 +263,8 @@ int client_read(void)
 	size_t used;
 	int rc;
 
+	if (!own_fd_valid(&client_c.sock_id))
+		return -1;
 	r = recv(client_c.sock, client_c.rbuf + client_c.rlen,
 		 CLIENT_RBUF - client_c.rlen, MSG_DONTWAIT);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
