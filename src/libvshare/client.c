@@ -114,8 +114,11 @@ static void schedule_retry(void)
 
 void client_lost(const char *why)
 {
-	int held[GATE_MAX_GPUS];
+	int held[GATE_MAX_GPUS], quiet;
 
+	/* One line per outage: a scheduler that accepts and hangs up (or
+	 * never answers) is not reported at every attempt. */
+	quiet = client_c.warned && !client_c.welcomed;
 	client_set_sock(-1);
 	client_c.rlen = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
@@ -135,13 +138,13 @@ void client_lost(const char *why)
 		return;
 	client_c.warned = 1;
 	if (!gate_g.conf.require_sched) {
-		if (!client_c.version_seen)
+		if (!client_c.version_seen && !quiet)
 			log_warn("lost the scheduler (%s): running unshared until "
 				 "it is back", why);
 		go_unshared();
 		return;
 	}
-	if (!client_c.version_seen)
+	if (!client_c.version_seen && !quiet)
 		log_warn("lost the scheduler (%s): GPU work waits until it is "
 			 "back", why);
 	for (int i = 0; i < GATE_MAX_GPUS; i++)
@@ -209,13 +212,21 @@ static void try_connect(void)
 		return;
 	}
 	client_set_sock(fd);
+	client_c.welcome_by_ms = gate_now_ms() + CLIENT_WELCOME_MS;
+	if (client_hello() != 0)
+		client_lost("sending hello failed");
+}
+
+/* Only a scheduler that answered takes the GPUs back from running
+ * unshared: one that accepts and then says nothing must not stop the
+ * program's work at each attempt. */
+void client_welcomed(void)
+{
 	if (client_c.warned && !client_c.version_seen)
 		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
 	client_c.warned = 0;
-	if (client_hello() != 0) {
-		client_lost("sending hello failed");
-		return;
-	}
+	client_c.version_seen = 0;
+	client_c.welcomed = 1;
 	rejoin();
 }
 
@@ -224,9 +235,13 @@ static int next_timeout(int work)
 	uint64_t now;
 	int t;
 
+	now = gate_now_ms();
+	if (client_c.sock >= 0 && !client_c.welcomed) {
+		t = client_c.welcome_by_ms > now ? (int)(client_c.welcome_by_ms - now) : 0;
+		return work < 0 || t < work ? t : work;
+	}
 	if (client_c.sock >= 0 || client_c.version_dead)
 		return work;
-	now = gate_now_ms();
 	t = client_c.next_try_ms > now ? (int)(client_c.next_try_ms - now) : 0;
 	return work < 0 || t < work ? t : work;
 }
@@ -262,7 +277,10 @@ static void *client_main(void *arg)
 		if (client_c.sock < 0 && !client_c.version_dead &&
 		    gate_now_ms() >= client_c.next_try_ms)
 			try_connect();
-		t = client_c.sock >= 0 ? client_work() : -1;
+		if (client_c.sock >= 0 && !client_c.welcomed &&
+		    gate_now_ms() >= client_c.welcome_by_ms)
+			client_lost("it does not answer");
+		t = client_c.sock >= 0 && client_c.welcomed ? client_work() : -1;
 		t = next_timeout(t);
 		/* A wake-up channel that could not be made again: look at
 		 * least every 100 ms. */

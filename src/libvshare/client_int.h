@@ -14,6 +14,14 @@
 #define CLIENT_BACKOFF_MIN_MS 50u
 #define CLIENT_BACKOFF_MAX_MS 2000u
 #define CLIENT_RBUF           4096u
+/* A scheduler that accepts a connection and does not answer its HELLO
+ * within this time (stopped, hung, or not a scheduler at all) counts as
+ * absent: otherwise GPU work would wait for it for ever. */
+#define CLIENT_WELCOME_MS     2000u
+/* How long one frame may wait for room in the socket: a scheduler that
+ * stops reading must not block the client, or an application thread
+ * sending its own REQUEST, for ever. */
+#define CLIENT_SEND_WAIT_MS   1000
 
 /*
  * Sending: the client thread and application threads (a REQUEST, see
@@ -38,6 +46,8 @@ struct client_conn {
 	int      version_dead;    /* protocol mismatch: stay unshared */
 	int      version_seen;    /* the mismatch was logged (once) */
 	int      warned;          /* the outage was logged */
+	int      welcomed;        /* this connection got its WELCOME */
+	uint64_t welcome_by_ms;   /* lost if no WELCOME by then */
 	uint64_t backoff_ms;
 	uint64_t next_try_ms;     /* next connection attempt */
 	uint32_t client_id;
@@ -56,6 +66,8 @@ void own_fd_close(struct own_fd *o);
 
 /* client.c */
 void client_lost(const char *why);
+/* The WELCOME came: from here on the connection serves the GPUs. */
+void client_welcomed(void);
 
 /* client_msg.c */
 /* Send one frame on the connection of generation gen (0: the current

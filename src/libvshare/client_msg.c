@@ -3,6 +3,7 @@
  * with the shared protocol table, and handling what the scheduler says.
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ void client_set_sock(int fd)
 	own_fd_close(&client_c.sock_id);
 	own_fd_take(&client_c.sock_id, fd);
 	client_c.sock = fd;
+	client_c.welcomed = 0;
 	__atomic_store_n(&client_c.gen, client_c.gen + 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&client_send_mu);
 }
@@ -39,9 +41,15 @@ static int send_all(const unsigned char *buf, size_t n)
 	if (!own_fd_valid(&client_c.sock_id))
 		return -1;
 	while (off < n) {
-		ssize_t w = send(client_c.sock, buf + off, n - off, MSG_NOSIGNAL);
+		ssize_t w = send(client_c.sock, buf + off, n - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct pollfd pf = { .fd = client_c.sock, .events = POLLOUT };
 
 		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    poll(&pf, 1, CLIENT_SEND_WAIT_MS) > 0 &&
+		    !(pf.revents & (POLLERR | POLLHUP | POLLNVAL)))
 			continue;
 		if (w <= 0)
 			return -1;
@@ -179,8 +187,8 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 
 		client_c.client_id = m->client_id;
 		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
-		client_c.version_seen = 0;
 		log_debug("registered as client %u", m->client_id);
+		client_welcomed();
 		return 0;
 	}
 	case VS_MSG_GRANT:

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import sys
+import time
 
 from e2e_lib import Runner, Scheduler, check, fail, tmpdir
 
@@ -56,7 +57,33 @@ def closefds_sched():
           "back are left alone")
 
 
+def timed(name, limit, **env):
+    t0 = time.monotonic()
+    p = run_check(name, timeout=limit + 10, **env)
+    dt = time.monotonic() - t0
+    check(dt < limit, "%s finished in %.1f s (limit %.0f s)" % (name, dt, limit))
+    return p
+
+
+def mute():
+    m = mute_scheduler()
+    p = timed("steady", 10)
+    lines = [l for l in p.err.splitlines() if "does not answer" in l]
+    check(len(lines) == 1, "a scheduler that never answers: one warning "
+          "(%d), the program runs unshared" % len(lines))
+    m.close()
+
+
+def mute_exit():
+    m = mute_scheduler()
+    # GPU work waits for the scheduler; exit must not.
+    for name in ("exit_waiting", "exit_thread"):
+        timed(name, 3, VSHARE_REQUIRE_SCHEDULER=1)
+    m.close()
+
+
 SCENARIOS = {
+    "mute": mute, "mute_exit": mute_exit,
     "closefds": closefds, "closefds_sched": closefds_sched,
 }
 

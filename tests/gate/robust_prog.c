@@ -33,6 +33,7 @@
 #define CHECK(cond) do { if (!(cond)) FAIL("%s", #cond); } while (0)
 
 static CUfunction sleep_fn;
+static CUcontext ctx;
 
 static void sleep_ms(long ms)
 {
@@ -53,14 +54,13 @@ static double cpu_ms(void)
 
 static void setup(void)
 {
-	CUcontext c;
 	CUdevice d;
 	CUmodule m;
 
 	CK(cuInit(0));
 	CK(cuDeviceGet(&d, 0));
-	CK(cuDevicePrimaryCtxRetain(&c, d));
-	CK(cuCtxSetCurrent(c));
+	CK(cuDevicePrimaryCtxRetain(&ctx, d));
+	CK(cuCtxSetCurrent(ctx));
 	CK(cuModuleLoadData(&m, "// any image"));
 	CK(cuModuleGetFunction(&sleep_fn, m, "vs_sleep"));
 }
@@ -137,11 +137,98 @@ static int check_closefds(void)
 	return 0;
 }
 
+/* A thread whose launch waits at the gate. */
+static int launched;
+
+static void *launcher(void *arg)
+{
+	(void)arg;
+	CK(cuCtxSetCurrent(ctx));
+	launch_sleep(10);
+	__atomic_store_n(&launched, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void *exiter(void *arg)
+{
+	sleep_ms((long)(size_t)arg);
+	exit(0);
+}
+
+/* The program exits while another thread waits at the gate for a grant
+ * that does not come: exit must not hang (the caller checks the time). */
+static int check_exit_waiting(void)
+{
+	pthread_t t;
+
+	setup();
+	CHECK(pthread_create(&t, NULL, launcher, NULL) == 0);
+	sleep_ms(300);
+	exit(0);
+}
+
+/* The same, with exit called from another thread while the main thread
+ * waits at the gate. */
+static int check_exit_thread(void)
+{
+	pthread_t t;
+
+	setup();
+	CHECK(pthread_create(&t, NULL, exiter, (void *)(size_t)300) == 0);
+	launch_sleep(10);
+	return 0;
+}
+
+/* Plain work; the caller sets the scheduler up (or not) and the limits. */
+static int check_work(void)
+{
+	setup();
+	for (int i = 0; i < 5; i++)
+		launch_sleep(1000);
+	CK(cuCtxSynchronize());
+	churn_alloc(2);
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Work, then small steps of work for a few seconds, none of which may
+ * wait long: the client's attempts to reach a scheduler that does not
+ * answer must not stop the program each time. */
+static int check_steady(void)
+{
+	double worst = 0;
+
+	check_work();
+	for (int i = 0; i < 30; i++) {
+		double t0 = now_ms(), dt;
+
+		launch_sleep(1000);
+		CK(cuCtxSynchronize());
+		dt = now_ms() - t0;
+		worst = dt > worst ? dt : worst;
+		sleep_ms(100);
+	}
+	if (worst > 500)
+		FAIL("a step of work waited %.0f ms", worst);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } checks[] = {
+	{ "steady", check_steady },
 	{ "closefds", check_closefds },
+	{ "exit_waiting", check_exit_waiting },
+	{ "exit_thread", check_exit_thread },
+	{ "work", check_work },
 };
 
 int main(int argc, char **argv)
