@@ -34,6 +34,27 @@ void client_set_sock(int fd)
 	pthread_mutex_unlock(&client_send_mu);
 }
 
+/* Wait for room in the socket, at most CLIENT_SEND_WAIT_MS in all; a
+ * signal taken by the calling (application) thread is no failure. */
+static int wait_room(void)
+{
+	uint64_t end = gate_now_ms() + CLIENT_SEND_WAIT_MS, now;
+	struct pollfd pf = { .fd = client_c.sock, .events = POLLOUT };
+	int r;
+
+	for (;;) {
+		now = gate_now_ms();
+		if (now >= end)
+			return -1;
+		r = poll(&pf, 1, (int)(end - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL)))
+			return -1;
+		return 0;
+	}
+}
+
 static int send_all(const unsigned char *buf, size_t n)
 {
 	size_t off = 0;
@@ -43,13 +64,11 @@ static int send_all(const unsigned char *buf, size_t n)
 	while (off < n) {
 		ssize_t w = send(client_c.sock, buf + off, n - off,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
-		struct pollfd pf = { .fd = client_c.sock, .events = POLLOUT };
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
-		    poll(&pf, 1, CLIENT_SEND_WAIT_MS) > 0 &&
-		    !(pf.revents & (POLLERR | POLLHUP | POLLNVAL)))
+		    wait_room() == 0)
 			continue;
 		if (w <= 0)
 			return -1;

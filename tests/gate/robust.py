@@ -82,7 +82,44 @@ def mute_exit():
     m.close()
 
 
+def fork_busy():
+    # Two busy processes under a short quantum: grants, drops and
+    # releases go on while each forks.
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    a = run.start([PROG, "fork_busy"])
+    b = run.start([PROG, "fork_busy"])
+    for p in (a, b):
+        run.finish(p, 30)
+        if p.returncode != 0:
+            fail("fork_busy exited with %d\n%s" % (p.returncode, p.err))
+    s.stop()
+    check(True, "fork from busy threads: the children neither hang nor fail")
+
+
+def with_sched(name):
+    def scenario():
+        s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+        s.start()
+        timed(name, 10)
+        s.stop()
+    return scenario
+
+
+def signals():
+    # The first launch waits at the gate for a scheduler that does not
+    # answer, while SIGALRM keeps coming.
+    m = mute_scheduler()
+    timed("signals", 10)
+    m.close()
+
+
 SCENARIOS = {
+    "fork_busy": fork_busy,
+    "spawn_fds": with_sched("spawn_fds"),
+    "atexit_cuda": with_sched("atexit_cuda"),
+    "dlclose": with_sched("dlclose"),
+    "signals": signals,
     "mute": mute, "mute_exit": mute_exit,
     "closefds": closefds, "closefds_sched": closefds_sched,
 }

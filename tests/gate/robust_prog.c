@@ -9,12 +9,15 @@
 #include <cuda.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <dlfcn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,10 +223,216 @@ static int check_steady(void)
 	return 0;
 }
 
+static int stop;
+
+/* Launches and allocations until stop: the gate's slow and fast paths,
+ * the client's locks, the registry's. */
+static void *busy(void *arg)
+{
+	(void)arg;
+	CK(cuCtxSetCurrent(ctx));
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		CUdeviceptr p;
+
+		launch_sleep(100);
+		CK(cuMemAlloc(&p, 1 << 16));
+		CK(cuMemFree(p));
+	}
+	return NULL;
+}
+
+static void start_busy(pthread_t *t, int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK(pthread_create(&t[i], NULL, busy, NULL) == 0);
+}
+
+static void stop_busy(pthread_t *t, int n)
+{
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	CK(cuCtxSynchronize());
+}
+
+static int wait_child(pid_t pid, int timeout_ms)
+{
+	int st;
+
+	for (int waited = 0; waited < timeout_ms; waited += 5) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		sleep_ms(5);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+/* fork while other threads are inside the gate, wait at it, or hold the
+ * client's and the registry's locks (drops arrive: the caller runs two of
+ * these under a short quantum). The child makes CUDA calls (which the
+ * driver refuses there) and leaves through exit: it must not hang. */
+static int check_fork_busy(void)
+{
+	pthread_t t[8];
+
+	setup();
+	start_busy(t, 8);
+	for (int i = 0; i < 30; i++) {
+		pid_t pid = fork();
+		int rc;
+
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			CUdeviceptr p;
+			unsigned long long us = 10;
+			void *params[] = { &us };
+
+			(void)cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, NULL,
+					     params, NULL);
+			if (cuMemAlloc(&p, 4096) == CUDA_SUCCESS)
+				(void)cuMemFree(p);
+			exit(0);
+		}
+		rc = wait_child(pid, 5000);
+		if (rc != 0)
+			FAIL("child %d %s (%d)", i, rc < 0 ? "hung" : "failed", rc);
+		sleep_ms(20);
+	}
+	stop_busy(t, 8);
+	return 0;
+}
+
+/* posix_spawn (vfork and exec, no fork handlers) from a process whose
+ * client is connected: the child inherits none of the shim's
+ * descriptors. */
+static int check_spawn_fds(void)
+{
+	char *argv[] = { "/bin/sh", "-c", "ls -l /proc/$$/fd", NULL };
+	posix_spawn_file_actions_t fa;
+	char out[8192];
+	size_t len = 0;
+	ssize_t r;
+	int pfd[2], st;
+	pid_t pid;
+
+	setup();
+	launch_sleep(10);
+	CK(cuCtxSynchronize());
+	sleep_ms(100);
+	CHECK(pipe(pfd) == 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	CHECK(posix_spawn(&pid, argv[0], &fa, NULL, argv, NULL) == 0);
+	close(pfd[1]);
+	while (len < sizeof(out) - 1 &&
+	       (r = read(pfd[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)r;
+	out[len] = '\0';
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0);
+	if (strstr(out, "socket:") != NULL || strstr(out, "eventfd") != NULL)
+		FAIL("the spawned child inherited the shim's descriptors:\n%s", out);
+	launch_sleep(10);
+	CK(cuCtxSynchronize());
+	return 0;
+}
+
+/* CUDA from an atexit handler that runs after the shim's (registered
+ * before CUDA was first used) and from a destructor. */
+
+static int late_on;
+
+static void late_work(const char *where)
+{
+	unsigned long long us = 10;
+	void *params[] = { &us };
+	CUdeviceptr p;
+
+	if (!late_on)
+		return;
+	if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
+	    cuLaunchKernel(sleep_fn, 1, 1, 1, 1, 1, 1, 0, NULL, params,
+			   NULL) != CUDA_SUCCESS ||
+	    cuCtxSynchronize() != CUDA_SUCCESS ||
+	    cuMemAlloc(&p, 4096) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS) {
+		fprintf(stderr, "FAIL: CUDA in %s\n", where);
+		_exit(1);
+	}
+}
+
+static void late_atexit(void)
+{
+	late_work("an atexit handler");
+}
+
+__attribute__((destructor)) static void late_dtor(void)
+{
+	late_work("a destructor");
+}
+
+static int check_atexit_cuda(void)
+{
+	atexit(late_atexit);
+	setup();
+	late_on = 1;
+	launch_sleep(10);
+	CK(cuCtxSynchronize());
+	return 0;
+}
+
+/* Signals keep arriving at a thread that waits at the gate (no
+ * SA_RESTART): the wait goes on, the launch succeeds, nothing dies. */
+static int sigs;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	__atomic_add_fetch(&sigs, 1, __ATOMIC_RELAXED);
+}
+
+static int check_signals(void)
+{
+	struct sigaction sa;
+	struct itimerval it = { { 0, 5000 }, { 0, 5000 } };
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+	CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	check_steady();
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	CHECK(__atomic_load_n(&sigs, __ATOMIC_RELAXED) > 10);
+	return 0;
+}
+
+/* The program closes its own handle of the driver and opens it again. */
+static int check_dlclose(void)
+{
+	for (int i = 0; i < 3; i++) {
+		void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+		CUresult (*init)(unsigned int);
+
+		CHECK(h != NULL);
+		*(void **)&init = dlsym(h, "cuInit");
+		CHECK(init != NULL && init(0) == CUDA_SUCCESS);
+		CHECK(dlclose(h) == 0);
+	}
+	check_work();
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } checks[] = {
+	{ "fork_busy", check_fork_busy },
+	{ "spawn_fds", check_spawn_fds },
+	{ "atexit_cuda", check_atexit_cuda },
+	{ "signals", check_signals },
+	{ "dlclose", check_dlclose },
 	{ "steady", check_steady },
 	{ "closefds", check_closefds },
 	{ "exit_waiting", check_exit_waiting },
