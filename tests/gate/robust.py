@@ -114,7 +114,25 @@ def signals():
     m.close()
 
 
+def exit_releasing():
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
+    s.start()
+    t0 = time.monotonic()
+    a = run.start([PROG, "exit_releasing"])
+    time.sleep(0.2)
+    b = run.start([PROG, "work"])
+    run.finish(a, 10)
+    dt = time.monotonic() - t0
+    check(a.returncode == 0 and dt < 2.0,
+          "exit while a release waits for a long kernel: prompt and clean "
+          "(%.1f s, status %d)\n%s" % (dt, a.returncode, a.err))
+    run.finish(b, 10)
+    check(b.returncode == 0, "the waiter then runs")
+    s.stop()
+
+
 SCENARIOS = {
+    "exit_releasing": exit_releasing,
     "fork_busy": fork_busy,
     "spawn_fds": with_sched("spawn_fds"),
     "atexit_cuda": with_sched("atexit_cuda"),

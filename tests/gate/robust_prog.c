@@ -424,10 +424,21 @@ static int check_dlclose(void)
 	return 0;
 }
 
+/* A long kernel, then exit while the client thread, asked to release
+ * (someone waits), synchronizes with that kernel. */
+static int check_exit_releasing(void)
+{
+	setup();
+	launch_sleep(3000000);
+	sleep_ms(600);
+	exit(0);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } checks[] = {
+	{ "exit_releasing", check_exit_releasing },
 	{ "fork_busy", check_fork_busy },
 	{ "spawn_fds", check_spawn_fds },
 	{ "atexit_cuda", check_atexit_cuda },
