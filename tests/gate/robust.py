@@ -131,7 +131,15 @@ def exit_releasing():
     s.stop()
 
 
+def ctor():
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    timed("ctor", 10, ROBUST_CTOR=1)
+    s.stop()
+
+
 SCENARIOS = {
+    "ctor": ctor,
     "exit_releasing": exit_releasing,
     "fork_busy": fork_busy,
     "spawn_fds": with_sched("spawn_fds"),

@@ -434,10 +434,40 @@ static int check_exit_releasing(void)
 	exit(0);
 }
 
+/* CUDA from a constructor, before main (and, for a library loaded early,
+ * before the shim was used at all), through dlopen and dlsym. */
+static int ctor_rc = -1;
+
+__attribute__((constructor)) static void early_cuda(void)
+{
+	CUresult (*init)(unsigned int);
+	CUresult (*get)(CUdevice *, int);
+	void *h;
+	CUdevice d;
+
+	if (getenv("ROBUST_CTOR") == NULL)
+		return;
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL)
+		return;
+	*(void **)&init = dlsym(h, "cuInit");
+	*(void **)&get = dlsym(h, "cuDeviceGet");
+	if (init != NULL && get != NULL && init(0) == CUDA_SUCCESS &&
+	    get(&d, 0) == CUDA_SUCCESS)
+		ctor_rc = 0;
+}
+
+static int check_ctor(void)
+{
+	CHECK(ctor_rc == 0);
+	return check_work();
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } checks[] = {
+	{ "ctor", check_ctor },
 	{ "exit_releasing", check_exit_releasing },
 	{ "fork_busy", check_fork_busy },
 	{ "spawn_fds", check_spawn_fds },
