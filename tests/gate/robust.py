@@ -138,7 +138,15 @@ def ctor():
     s.stop()
 
 
+def cancel():
+    # The waiting thread waits 2 s for a scheduler that does not answer.
+    m = mute_scheduler()
+    timed("cancel", 8)
+    m.close()
+
+
 SCENARIOS = {
+    "cancel": cancel,
     "ctor": ctor,
     "exit_releasing": exit_releasing,
     "fork_busy": fork_busy,

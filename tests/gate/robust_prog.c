@@ -463,10 +463,34 @@ static int check_ctor(void)
 	return check_work();
 }
 
+/* The program cancels a thread that waits at the gate (deferred
+ * cancellation, where a condition wait is a cancellation point): the
+ * others, and the shim's own thread, must not find the gate's lock held
+ * by a thread that is gone. */
+static int check_cancel(void)
+{
+	pthread_t t;
+	double t0;
+
+	setup();
+	CHECK(pthread_create(&t, NULL, launcher, NULL) == 0);
+	sleep_ms(300);
+	CHECK(pthread_cancel(t) == 0);
+	t0 = now_ms();
+	launch_sleep(10);
+	CK(cuCtxSynchronize());
+	CHECK(pthread_join(t, NULL) == 0);
+	if (now_ms() - t0 > 5000)
+		FAIL("work after the cancel waited %.0f ms", now_ms() - t0);
+	check_work();
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
 } checks[] = {
+	{ "cancel", check_cancel },
 	{ "ctor", check_ctor },
 	{ "exit_releasing", check_exit_releasing },
 	{ "fork_busy", check_fork_busy },
