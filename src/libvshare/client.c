@@ -200,7 +200,11 @@ static void try_connect(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, gate_g.conf.socket_path, strlen(gate_g.conf.socket_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: connecting to a scheduler that is stopped with its
+	 * listen queue full would block the thread for ever; it fails with
+	 * EAGAIN instead and is tried again later. Reads and sends do not
+	 * depend on the blocking mode (client_msg.c). */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		connect_failed(errno);
 		return;

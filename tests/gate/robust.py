@@ -145,7 +145,27 @@ def cancel():
     m.close()
 
 
+def backlog_full():
+    # A stopped scheduler whose listen queue is full: connect would block.
+    m = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    m.bind(ENV["VSHARE_SOCKET"])
+    m.listen(0)
+    fill = []
+    for _ in range(4):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(ENV["VSHARE_SOCKET"])
+        except OSError:
+            break
+        fill.append(c)
+    check(len(fill) >= 1, "the listen queue is full")
+    timed("work", 6)
+    m.close()
+
+
 SCENARIOS = {
+    "backlog_full": backlog_full,
     "cancel": cancel,
     "ctor": ctor,
     "exit_releasing": exit_releasing,
