@@ -1,7 +1,7 @@
 /*
  * The scheduler client: one background thread that owns the connection to
  * vshare-scheduler. Application threads never touch the socket; they set
- * flags in their gate and wake this thread through an eventfd.
+ * flags in their gate and wake this thread through a socket pair.
  */
 #include <errno.h>
 #include <poll.h>
