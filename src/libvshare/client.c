@@ -118,7 +118,13 @@ void client_lost(const char *why)
 
 	/* One line per outage: a scheduler that accepts and hangs up (or
 	 * never answers) is not reported at every attempt. */
-	quiet = client_c.warned && !client_c.welcomed;
+	if (client_c.welcomed &&
+	    gate_now_ms() - client_c.welcome_ms >= CLIENT_STABLE_MS) {
+		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
+		client_c.warned = 0;
+		client_c.back_told = 0;
+	}
+	quiet = client_c.warned;
 	client_set_sock(-1);
 	client_c.rlen = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
@@ -131,8 +137,9 @@ void client_lost(const char *why)
 		g->want = g->known;
 		pthread_mutex_unlock(&g->mu);
 	}
-	/* The backoff restarts from its minimum only after a welcome, so a
-	 * scheduler that accepts and then hangs up is not hammered. */
+	/* The backoff restarts from its minimum only after a working
+	 * connection (CLIENT_STABLE_MS), so a scheduler that accepts and
+	 * then hangs up is not hammered. */
 	schedule_retry();
 	if (A_LOAD(&gate_g.shutting))
 		return;
@@ -226,11 +233,12 @@ static void try_connect(void)
  * program's work at each attempt. */
 void client_welcomed(void)
 {
-	if (client_c.warned && !client_c.version_seen)
+	if (client_c.warned && !client_c.back_told && !client_c.version_seen)
 		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
-	client_c.warned = 0;
+	client_c.back_told = client_c.warned;
 	client_c.version_seen = 0;
 	client_c.welcomed = 1;
+	client_c.welcome_ms = gate_now_ms();
 	rejoin();
 }
 

@@ -22,6 +22,11 @@
  * stops reading must not block the client, or an application thread
  * sending its own REQUEST, for ever. */
 #define CLIENT_SEND_WAIT_MS   1000
+/* A connection that lasted this long after its WELCOME was a working one:
+ * its loss restarts the backoff and is reported. A scheduler that welcomes
+ * and then drops (or is dropped for) every connection is retried with a
+ * growing backoff and reported once. */
+#define CLIENT_STABLE_MS      2000u
 
 /*
  * Sending: the client thread and application threads (a REQUEST, see
@@ -47,6 +52,8 @@ struct client_conn {
 	int      version_seen;    /* the mismatch was logged (once) */
 	int      warned;          /* the outage was logged */
 	int      welcomed;        /* this connection got its WELCOME */
+	uint64_t welcome_ms;      /* when */
+	int      back_told;       /* "connected" was logged in this outage */
 	uint64_t welcome_by_ms;   /* lost if no WELCOME by then */
 	uint64_t backoff_ms;
 	uint64_t next_try_ms;     /* next connection attempt */

@@ -205,7 +205,6 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		const struct vs_welcome *m = p;
 
 		client_c.client_id = m->client_id;
-		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
 		log_debug("registered as client %u", m->client_id);
 		client_welcomed();
 		return 0;
@@ -228,8 +227,11 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		on_error(p);
 		return ((const struct vs_error *)p)->code == VS_E_VERSION ? -1 : 0;
 	default:
-		log_warn("unexpected %s frame from the scheduler",
-			 vs_msg_lookup(h->type) ? vs_msg_lookup(h->type)->name : "?");
+		/* Reported once per outage, like the loss that follows. */
+		if (!client_c.warned)
+			log_warn("unexpected %s frame from the scheduler",
+				 vs_msg_lookup(h->type) ? vs_msg_lookup(h->type)->name
+							: "?");
 		return -1;
 	}
 }
@@ -270,14 +272,16 @@ static int one_frame(size_t *used)
 	if (rc == VS_E_VERSION && h.magic == VS_PROTO_MAGIC)
 		return foreign_frame(&h) > 0 ? 0 : -1;
 	if (rc != VS_OK || h.length > CLIENT_RBUF - sizeof(h)) {
-		log_warn("malformed frame from the scheduler (type 0x%x, %u bytes)",
-			 h.type, h.length);
+		if (!client_c.warned)
+			log_warn("malformed frame from the scheduler (type 0x%x, "
+				 "%u bytes)", h.type, h.length);
 		return -1;
 	}
 	if (client_c.rlen < sizeof(h) + h.length)
 		return 0;
 	if (vs_check_payload(&h, client_c.rbuf + sizeof(h), &why) != VS_OK) {
-		log_warn("malformed frame from the scheduler: %s", why);
+		if (!client_c.warned)
+			log_warn("malformed frame from the scheduler: %s", why);
 		return -1;
 	}
 	*used = sizeof(h) + h.length;

@@ -7,7 +7,9 @@ usage: robust.py SCHEDULER LIBVSHARE TESTDRIVER_DIR ROBUST_PROG SCENARIO
 import os
 import shutil
 import socket
+import struct
 import sys
+import threading
 import time
 
 from e2e_lib import Runner, Scheduler, check, fail, tmpdir
@@ -164,7 +166,50 @@ def backlog_full():
     m.close()
 
 
+MAGIC = 0x52485356
+
+
+def frame(typ, payload=b""):
+    return struct.pack("<IHHII", MAGIC, 1, typ, 0, len(payload)) + payload
+
+
+def flaky():
+    """A scheduler that welcomes each client and then sends a frame of a
+    type the client does not know: the client must not reconnect in a
+    tight loop nor log each time."""
+    m = mute_scheduler()
+    conns = []
+    stop = threading.Event()
+
+    def serve():
+        m.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                c, _ = m.accept()
+            except socket.timeout:
+                continue
+            conns.append(c)
+            c.settimeout(1)
+            try:
+                c.recv(4096)
+                c.sendall(frame(0x0101, struct.pack("<II", 1, len(conns))) +
+                          frame(0x01ee))
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve)
+    t.start()
+    p = timed("steady", 12)
+    stop.set()
+    t.join()
+    lines = [l for l in p.err.splitlines() if "warn" in l or "error" in l]
+    check(len(conns) <= 10, "%d connections in the run (backoff)" % len(conns))
+    check(len(lines) <= 4, "%d warning lines:\n%s" % (len(lines), "\n".join(lines)))
+    m.close()
+
+
 SCENARIOS = {
+    "flaky": flaky,
     "backlog_full": backlog_full,
     "cancel": cancel,
     "ctor": ctor,
