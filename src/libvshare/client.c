@@ -1,7 +1,7 @@
 /*
  * The scheduler client: one background thread that owns the connection to
  * vshare-scheduler. Application threads never touch the socket; they set
- * flags in their gate and wake this thread through an eventfd.
+ * flags in their gate and wake this thread through a socket pair.
  */
 #include <errno.h>
 #include <poll.h>
@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -26,12 +25,18 @@
  * synchronize that the exiting driver never finishes. */
 #define CLIENT_STOP_WAIT_MS 300
 
-struct client_conn client_c = { .sock = -1 };
+struct client_conn client_c = { .sock = -1, .sock_id = { .fd = -1 } };
 
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t thread;
 static int started;          /* atomic */
-static int wake_fd = -1;
+/* The wake-up channel: application threads write to wake_wr, the client
+ * thread polls wake_rd. A socket pair rather than an eventfd: every socket
+ * has an inode of its own, so own_fd_valid tells it from a descriptor the
+ * program opened on its number (all eventfds share one inode). wake_mu
+ * guards the pair's replacement by the client thread. */
+static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct own_fd wake_rd = { .fd = -1 }, wake_wr = { .fd = -1 };
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static int thread_done;      /* under start_mu */
 
@@ -42,10 +47,53 @@ int client_started(void)
 
 void client_wake(void)
 {
-	uint64_t one = 1;
+	char one = 1;
 
-	if (wake_fd >= 0)
-		(void)!write(wake_fd, &one, sizeof(one));
+	/* Not blocking (a full channel has a wake-up pending already), and
+	 * no SIGPIPE for the application thread if the other end is gone. */
+	pthread_mutex_lock(&wake_mu);
+	if (own_fd_valid(&wake_wr))
+		(void)!send(wake_wr.fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	pthread_mutex_unlock(&wake_mu);
+}
+
+/* A fresh wake-up channel; the old one is closed where it is still ours.
+ * 0, or -1 if none could be made (the thread then polls on a timeout). */
+static int wake_renew(void)
+{
+	int sv[2], rc;
+
+	rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv);
+	pthread_mutex_lock(&wake_mu);
+	own_fd_close(&wake_rd);
+	own_fd_close(&wake_wr);
+	if (rc == 0) {
+		own_fd_take(&wake_rd, sv[0]);
+		own_fd_take(&wake_wr, sv[1]);
+	}
+	pthread_mutex_unlock(&wake_mu);
+	return rc;
+}
+
+static void wake_drain(void)
+{
+	char junk[64];
+
+	if (own_fd_valid(&wake_rd))
+		while (recv(wake_rd.fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+			;
+}
+
+/* The program may have closed the client's descriptors (client_fd.c):
+ * a lost socket is a lost connection, a lost wake-up channel is made
+ * again. Checked before each poll, so the thread neither spins on a
+ * closed descriptor nor polls one of the program's. */
+static void check_fds(void)
+{
+	if (!own_fd_valid(&wake_rd) || !own_fd_valid(&wake_wr))
+		(void)wake_renew();
+	if (client_c.sock >= 0 && !own_fd_valid(&client_c.sock_id))
+		client_lost("the program closed the scheduler connection");
 }
 
 /* Running unshared: gates open, entrants pass. */
@@ -66,8 +114,17 @@ static void schedule_retry(void)
 
 void client_lost(const char *why)
 {
-	int held[GATE_MAX_GPUS];
+	int held[GATE_MAX_GPUS], quiet;
 
+	/* One line per outage: a scheduler that accepts and hangs up (or
+	 * never answers) is not reported at every attempt. */
+	if (client_c.welcomed &&
+	    gate_now_ms() - client_c.welcome_ms >= CLIENT_STABLE_MS) {
+		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
+		client_c.warned = 0;
+		client_c.back_told = 0;
+	}
+	quiet = client_c.warned;
 	client_set_sock(-1);
 	client_c.rlen = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
@@ -80,20 +137,21 @@ void client_lost(const char *why)
 		g->want = g->known;
 		pthread_mutex_unlock(&g->mu);
 	}
-	/* The backoff restarts from its minimum only after a welcome, so a
-	 * scheduler that accepts and then hangs up is not hammered. */
+	/* The backoff restarts from its minimum only after a working
+	 * connection (CLIENT_STABLE_MS), so a scheduler that accepts and
+	 * then hangs up is not hammered. */
 	schedule_retry();
 	if (A_LOAD(&gate_g.shutting))
 		return;
 	client_c.warned = 1;
 	if (!gate_g.conf.require_sched) {
-		if (!client_c.version_seen)
+		if (!client_c.version_seen && !quiet)
 			log_warn("lost the scheduler (%s): running unshared until "
 				 "it is back", why);
 		go_unshared();
 		return;
 	}
-	if (!client_c.version_seen)
+	if (!client_c.version_seen && !quiet)
 		log_warn("lost the scheduler (%s): GPU work waits until it is "
 			 "back", why);
 	for (int i = 0; i < GATE_MAX_GPUS; i++)
@@ -149,7 +207,11 @@ static void try_connect(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, gate_g.conf.socket_path, strlen(gate_g.conf.socket_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: connecting to a scheduler that is stopped with its
+	 * listen queue full would block the thread for ever; it fails with
+	 * EAGAIN instead and is tried again later. Reads and sends do not
+	 * depend on the blocking mode (client_msg.c). */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		connect_failed(errno);
 		return;
@@ -161,13 +223,22 @@ static void try_connect(void)
 		return;
 	}
 	client_set_sock(fd);
-	if (client_c.warned && !client_c.version_seen)
-		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
-	client_c.warned = 0;
-	if (client_hello() != 0) {
+	client_c.welcome_by_ms = gate_now_ms() + CLIENT_WELCOME_MS;
+	if (client_hello() != 0)
 		client_lost("sending hello failed");
-		return;
-	}
+}
+
+/* Only a scheduler that answered takes the GPUs back from running
+ * unshared: one that accepts and then says nothing must not stop the
+ * program's work at each attempt. */
+void client_welcomed(void)
+{
+	if (client_c.warned && !client_c.back_told && !client_c.version_seen)
+		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
+	client_c.back_told = client_c.warned;
+	client_c.version_seen = 0;
+	client_c.welcomed = 1;
+	client_c.welcome_ms = gate_now_ms();
 	rejoin();
 }
 
@@ -176,9 +247,13 @@ static int next_timeout(int work)
 	uint64_t now;
 	int t;
 
+	now = gate_now_ms();
+	if (client_c.sock >= 0 && !client_c.welcomed) {
+		t = client_c.welcome_by_ms > now ? (int)(client_c.welcome_by_ms - now) : 0;
+		return work < 0 || t < work ? t : work;
+	}
 	if (client_c.sock >= 0 || client_c.version_dead)
 		return work;
-	now = gate_now_ms();
 	t = client_c.next_try_ms > now ? (int)(client_c.next_try_ms - now) : 0;
 	return work < 0 || t < work ? t : work;
 }
@@ -206,30 +281,41 @@ static int spin_poll(struct pollfd *pf, int n)
 static void *client_main(void *arg)
 {
 	struct pollfd pf[2];
-	uint64_t junk;
 	int t, n, r;
 
 	(void)arg;
 	while (!A_LOAD(&gate_g.shutting)) {
+		check_fds();
 		if (client_c.sock < 0 && !client_c.version_dead &&
 		    gate_now_ms() >= client_c.next_try_ms)
 			try_connect();
-		t = client_c.sock >= 0 ? client_work() : -1;
+		if (client_c.sock >= 0 && !client_c.welcomed &&
+		    gate_now_ms() >= client_c.welcome_by_ms)
+			client_lost("it does not answer");
+		t = client_c.sock >= 0 && client_c.welcomed ? client_work() : -1;
 		t = next_timeout(t);
-		pf[0] = (struct pollfd){ .fd = wake_fd, .events = POLLIN };
+		/* A wake-up channel that could not be made again: look at
+		 * least every 100 ms. */
+		if (wake_rd.fd < 0 && (t < 0 || t > 100))
+			t = 100;
+		pf[0] = (struct pollfd){ .fd = wake_rd.fd, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = client_c.sock, .events = POLLIN };
 		n = client_c.sock >= 0 ? 2 : 1;
 		r = spin_poll(pf, n);
 		if (r == 0)
 			r = poll(pf, (nfds_t)n, t);
+		/* Whatever the error, the thread stays: without it the gates
+		 * would never open again. */
 		if (r < 0 && errno != EINTR)
-			break;
+			(void)poll(NULL, 0, 10);
+		if (r <= 0)
+			continue;
 		/* Frames first: a GRANT opens its gate before anything else. */
 		if (client_c.sock >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    client_read() != 0)
 			client_lost("connection closed");
 		if (pf[0].revents & POLLIN)
-			(void)!read(wake_fd, &junk, sizeof(junk));
+			wake_drain();
 	}
 	client_set_sock(-1);
 	pthread_mutex_lock(&start_mu);
@@ -255,11 +341,10 @@ void client_start(void)
 	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
 	client_c.next_try_ms = 0;
 	thread_done = 0;
-	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	/* The thread must not take the host program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = wake_fd < 0 ? -1 : pthread_create(&thread, NULL, client_main, NULL);
+	rc = wake_renew() != 0 ? -1 : pthread_create(&thread, NULL, client_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		log_warn("cannot start the scheduler client: running unshared");
@@ -306,13 +391,13 @@ void client_forget(void)
 {
 	/* The fork child has no client thread; these descriptors are copies
 	 * of the parent's, and closing them leaves its connection alone. */
-	if (client_c.sock >= 0)
-		close(client_c.sock);
-	if (wake_fd >= 0)
-		close(wake_fd);
-	wake_fd = -1;
+	own_fd_close(&client_c.sock_id);
+	own_fd_close(&wake_rd);
+	own_fd_close(&wake_wr);
 	memset(&client_c, 0, sizeof(client_c));
 	client_c.sock = -1;
+	client_c.sock_id.fd = -1;
+	pthread_mutex_init(&wake_mu, NULL);
 	pthread_mutex_init(&client_send_mu, NULL);
 	pthread_mutex_init(&start_mu, NULL);
 	pthread_cond_init(&done_cv, NULL);

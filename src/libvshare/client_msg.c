@@ -3,6 +3,7 @@
  * with the shared protocol table, and handling what the scheduler says.
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,21 +24,51 @@ void client_set_sock(int fd)
 		pthread_mutex_unlock(&client_send_mu);
 		return;
 	}
-	if (client_c.sock >= 0)
-		close(client_c.sock);
+	/* A socket the program closed is not closed again: its number may
+	 * be one of the program's own descriptors by now. */
+	own_fd_close(&client_c.sock_id);
+	own_fd_take(&client_c.sock_id, fd);
 	client_c.sock = fd;
+	client_c.welcomed = 0;
 	__atomic_store_n(&client_c.gen, client_c.gen + 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&client_send_mu);
+}
+
+/* Wait for room in the socket, at most CLIENT_SEND_WAIT_MS in all; a
+ * signal taken by the calling (application) thread is no failure. */
+static int wait_room(void)
+{
+	uint64_t end = gate_now_ms() + CLIENT_SEND_WAIT_MS, now;
+	struct pollfd pf = { .fd = client_c.sock, .events = POLLOUT };
+	int r;
+
+	for (;;) {
+		now = gate_now_ms();
+		if (now >= end)
+			return -1;
+		r = poll(&pf, 1, (int)(end - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL)))
+			return -1;
+		return 0;
+	}
 }
 
 static int send_all(const unsigned char *buf, size_t n)
 {
 	size_t off = 0;
 
+	if (!own_fd_valid(&client_c.sock_id))
+		return -1;
 	while (off < n) {
-		ssize_t w = send(client_c.sock, buf + off, n - off, MSG_NOSIGNAL);
+		ssize_t w = send(client_c.sock, buf + off, n - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    wait_room() == 0)
 			continue;
 		if (w <= 0)
 			return -1;
@@ -174,9 +205,8 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		const struct vs_welcome *m = p;
 
 		client_c.client_id = m->client_id;
-		client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
-		client_c.version_seen = 0;
 		log_debug("registered as client %u", m->client_id);
+		client_welcomed();
 		return 0;
 	}
 	case VS_MSG_GRANT:
@@ -197,8 +227,11 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		on_error(p);
 		return ((const struct vs_error *)p)->code == VS_E_VERSION ? -1 : 0;
 	default:
-		log_warn("unexpected %s frame from the scheduler",
-			 vs_msg_lookup(h->type) ? vs_msg_lookup(h->type)->name : "?");
+		/* Reported once per outage, like the loss that follows. */
+		if (!client_c.warned)
+			log_warn("unexpected %s frame from the scheduler",
+				 vs_msg_lookup(h->type) ? vs_msg_lookup(h->type)->name
+							: "?");
 		return -1;
 	}
 }
@@ -239,14 +272,16 @@ static int one_frame(size_t *used)
 	if (rc == VS_E_VERSION && h.magic == VS_PROTO_MAGIC)
 		return foreign_frame(&h) > 0 ? 0 : -1;
 	if (rc != VS_OK || h.length > CLIENT_RBUF - sizeof(h)) {
-		log_warn("malformed frame from the scheduler (type 0x%x, %u bytes)",
-			 h.type, h.length);
+		if (!client_c.warned)
+			log_warn("malformed frame from the scheduler (type 0x%x, "
+				 "%u bytes)", h.type, h.length);
 		return -1;
 	}
 	if (client_c.rlen < sizeof(h) + h.length)
 		return 0;
 	if (vs_check_payload(&h, client_c.rbuf + sizeof(h), &why) != VS_OK) {
-		log_warn("malformed frame from the scheduler: %s", why);
+		if (!client_c.warned)
+			log_warn("malformed frame from the scheduler: %s", why);
 		return -1;
 	}
 	*used = sizeof(h) + h.length;
@@ -259,6 +294,8 @@ int client_read(void)
 	size_t used;
 	int rc;
 
+	if (!own_fd_valid(&client_c.sock_id))
+		return -1;
 	r = recv(client_c.sock, client_c.rbuf + client_c.rlen,
 		 CLIENT_RBUF - client_c.rlen, MSG_DONTWAIT);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))

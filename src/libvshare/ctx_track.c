@@ -60,6 +60,18 @@ void ctx_untrack(CUcontext ctx)
 	pthread_mutex_unlock(&ctx_lock);
 }
 
+int ctx_primary_refs(CUcontext ctx)
+{
+	int i, refs = 0;
+
+	pthread_mutex_lock(&ctx_lock);
+	i = find_locked(ctx);
+	if (i >= 0)
+		refs = ctx_slots[i].primary_refs;
+	pthread_mutex_unlock(&ctx_lock);
+	return refs;
+}
+
 static void primary_drop(int dev, int all)
 {
 	pthread_mutex_lock(&ctx_lock);

@@ -14,6 +14,8 @@
  * context. Known contexts are not duplicated. */
 void ctx_track(CUcontext ctx, int dev, int primary);
 void ctx_untrack(CUcontext ctx);
+/* Retains of a known primary context (0 for others and unknown ones). */
+int  ctx_primary_refs(CUcontext ctx);
 /* A primary context release: forgotten when its retains reach zero. */
 void ctx_primary_release(int dev);
 /* A primary context reset: forgotten at once. */

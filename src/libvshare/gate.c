@@ -29,7 +29,11 @@ struct dev_cache {
 	int   dev;
 	int   valid;
 	int   shard;    /* this thread's in-flight shard, + 1 (0: none yet) */
+	int   cancel_old; /* cancel state to restore at a slow entry's exit */
 };
+
+/* A token from the slow path: gate_exit restores the cancel state. */
+#define GATE_TOKEN_SLOW (1 << 20)
 static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
@@ -172,7 +176,7 @@ static void learn_count(void)
 }
 
 __attribute__((noinline, cold))
-static int enter_slow(struct gate_gpu *g, int dev, int sh)
+static int enter_slow_wait(struct gate_gpu *g, int dev, int sh)
 {
 	pthread_mutex_lock(&g->mu);
 	if (gpu_learn(g, dev) != 0) {
@@ -192,6 +196,37 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&g->mu);
 	return dev * GATE_SHARDS + sh;
+}
+
+/*
+ * The slow path runs with cancellation disabled: its condition wait (and
+ * a waiter's own send of a REQUEST) is a cancellation point, and a thread
+ * cancelled there would leave the gate's mutex locked and its waiter count
+ * up, stopping every other thread and the client thread for good. It stays
+ * disabled through the real call, until gate_exit (the token says so): a
+ * cancel that came during the wait would otherwise act inside the driver
+ * call, and the call's in-flight count would never come down, so no
+ * release could finish.
+ */
+__attribute__((noinline, cold))
+static int enter_slow(struct gate_gpu *g, int dev, int sh)
+{
+	int old, tok;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	tok = enter_slow_wait(g, dev, sh);
+	if (tok < 0) {
+		pthread_setcancelstate(old, NULL);
+		return tok;
+	}
+	tcache.cancel_old = old;
+	return tok | GATE_TOKEN_SLOW;
+}
+
+__attribute__((noinline, cold))
+static void exit_slow(void)
+{
+	pthread_setcancelstate(tcache.cancel_old, NULL);
 }
 
 /* The releaser waits on cv_drain for in-flight 0; an exit from a gate that
@@ -264,7 +299,9 @@ void gate_exit(int token)
 {
 	struct gate_shard *s;
 	uint64_t now;
+	int slow = token >= 0 && (token & GATE_TOKEN_SLOW);
 
+	token &= ~GATE_TOKEN_SLOW;
 	if (token < 0 || token >= GATE_MAX_GPUS * GATE_SHARDS)
 		return;
 	s = &gate_g.gpu[token / GATE_SHARDS].shard[token % GATE_SHARDS];
@@ -273,6 +310,8 @@ void gate_exit(int token)
 	if (A_LOAD_RLX(&s->last_ms) != now)
 		__atomic_store_n(&s->last_ms, now, __ATOMIC_RELAXED);
 	leave(&gate_g.gpu[token / GATE_SHARDS], token % GATE_SHARDS);
+	if (__builtin_expect(slow, 0))
+		exit_slow();
 }
 
 void gate_capture_delta(int delta)

@@ -94,12 +94,22 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
 	HOOK_LEAVE();
 }
 
+/* The context is forgotten before the driver destroys it, so that a
+ * release does not push it meanwhile; a destroy the driver refuses (a
+ * primary context, a context current elsewhere) leaves it alive, and it
+ * is tracked again. */
 CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
+	int dev, refs;
+
 	HOOK_ENTER(cuCtxDestroy_v2, (ctx));
+	dev = ctx_device_of(ctx);
+	refs = ctx_primary_refs(ctx);
 	ctx_untrack(ctx);
 	r_ = real_(ctx);
 	if (r_ == CUDA_SUCCESS)
 		forget_memory(ctx, -1);
+	else if (dev >= 0)
+		ctx_track(ctx, dev, refs);
 	HOOK_LEAVE();
 }

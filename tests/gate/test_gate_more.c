@@ -370,10 +370,9 @@ static void *hammer_main(void *arg)
 /* Threads hammer the gate while drops and grants arrive: no call is ever
  * inside the bracket while the gate is closed (checked at each synchronize
  * and from each release until the next grant). */
-static void stress(int one_dev)
+static void stress(int one_dev, int threads)
 {
-	enum { THREADS = 6 };
-	struct hammer h[THREADS];
+	struct hammer h[64];
 	uint64_t end;
 	long entries = 0;
 
@@ -385,16 +384,16 @@ static void stress(int one_dev)
 	granted_start(0);
 	fs_auto_grant(1);
 	memset(h, 0, sizeof(h));
-	for (int i = 0; i < THREADS; i++)
+	for (int i = 0; i < threads; i++)
 		assert_int_equal(pthread_create(&h[i].thr, NULL, hammer_main, &h[i]), 0);
 	end = now_ms() + 1500;
 	for (int i = 0; now_ms() < end; i++) {
 		fs_drop(0, i % 4 == 3 ? VS_DROP_IDLE : VS_DROP_QUANTUM);
 		sleep_ms(2);
 	}
-	for (int i = 0; i < THREADS; i++)
+	for (int i = 0; i < threads; i++)
 		__atomic_store_n(&h[i].stop, 1, __ATOMIC_SEQ_CST);
-	for (int i = 0; i < THREADS; i++) {
+	for (int i = 0; i < threads; i++) {
 		pthread_join(h[i].thr, NULL);
 		entries += h[i].entries;
 		assert_int_equal(h[i].ungated, 0);
@@ -412,9 +411,16 @@ static void stress(int one_dev)
 		/* The fast path never asked for a context: only the slow
 		 * path (once per acquisition at most) did. */
 		assert_true(LD(&fk.current_context_calls) <=
-			    fs_count(VS_MSG_REQUEST) + THREADS + 2);
+			    fs_count(VS_MSG_REQUEST) + threads + 2);
 	gate_shutdown();
 	fs_stop();
+}
+
+/* Many more threads than CPUs, as a data loader or a thread pool has. */
+static void stress_64_threads(void **state)
+{
+	(void)state;
+	stress(1, 64);
 }
 
 /* Threads hammer the gate while drops and grants arrive: no call is ever
@@ -423,14 +429,14 @@ static void stress(int one_dev)
 static void stress_no_slip(void **state)
 {
 	(void)state;
-	stress(0);
+	stress(0, 6);
 }
 
 /* The same with the one-device fast path (no context lookup). */
 static void stress_no_slip_one_dev(void **state)
 {
 	(void)state;
-	stress(1);
+	stress(1, 6);
 }
 
 /* With one device the fast path asks the driver nothing, and a thread
@@ -473,6 +479,7 @@ const struct CMUnitTest gate_more_tests[] = {
 	cmocka_unit_test(fork_child_resets),
 	cmocka_unit_test(stress_no_slip),
 	cmocka_unit_test(stress_no_slip_one_dev),
+	cmocka_unit_test(stress_64_threads),
 	cmocka_unit_test(one_device_fast_path),
 };
 const size_t gate_more_count = sizeof(gate_more_tests) / sizeof(gate_more_tests[0]);

@@ -192,6 +192,26 @@ static void test_sync_device(void **state)
 	CK(cuStreamDestroy_v2(s0));
 }
 
+/* A destroy that the driver refuses (here: of a primary context) leaves
+ * the context alive, so releases must still synchronize it. */
+static void test_refused_destroy(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	CUstream s;
+	uint64_t t0;
+
+	(void)state;
+	CK(cuCtxSetCurrent(ctx0));
+	assert_int_not_equal(cuCtxDestroy_v2(ctx0), CUDA_SUCCESS);
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	launch_sleep(s, 200000);
+	t0 = now_ms();
+	assert_int_equal(ops->sync_device(0), 0);
+	assert_true(now_ms() - t0 >= 150);
+	CK(cuStreamQuery(s));
+	CK(cuStreamDestroy_v2(s));
+}
+
 /* Each submission hook passes the stream the work goes to. */
 static void test_submission_streams(void **state)
 {
@@ -370,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_devices),
 		cmocka_unit_test(test_footprint_prefetch),
 		cmocka_unit_test(test_sync_device),
+		cmocka_unit_test(test_refused_destroy),
 		cmocka_unit_test(test_submission_streams),
 		cmocka_unit_test(test_capture_deltas),
 		cmocka_unit_test(test_context_memory),

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Robustness of libvshare.so inside host programs: robust_prog CHECK with
+the shim preloaded on the CUDA test driver, against the real scheduler, no
+scheduler, or a scheduler that accepts connections and never answers.
+usage: robust.py SCHEDULER LIBVSHARE TESTDRIVER_DIR ROBUST_PROG SCENARIO
+                 [SAN_PRELOAD]"""
+import os
+import shutil
+import socket
+import struct
+import sys
+import threading
+import time
+
+from e2e_lib import Runner, Scheduler, check, fail, tmpdir
+
+SCHED, SHIM, TD_DIR, PROG, SCENARIO = sys.argv[1:6]
+SAN = sys.argv[6] if len(sys.argv) > 6 else ""
+
+TMP = tmpdir()
+ENV = dict(os.environ,
+           VSHARE_SOCKET=os.path.join(TMP, "sched.sock"),
+           VSHARE_IDLE_MS="50",
+           VSHARE_LOG_LEVEL="warn",
+           LD_LIBRARY_PATH=TD_DIR,
+           LD_PRELOAD=" ".join(p for p in (SAN, SHIM) if p))
+ENV.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+run = Runner(ENV)
+
+
+def run_check(name, timeout=20, **env):
+    p = run.finish(run.start([PROG, name], **env), timeout)
+    if p.returncode != 0:
+        fail("%s exited with %d\nstdout:\n%s\nstderr:\n%s"
+             % (name, p.returncode, p.out, p.err))
+    return p
+
+
+def mute_scheduler():
+    """A listening socket that accepts and never answers."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(ENV["VSHARE_SOCKET"])
+    s.listen(16)
+    return s
+
+
+def closefds():
+    run_check("closefds")
+    check(True, "no scheduler: descriptors closed behind the shim's back "
+          "are left alone")
+
+
+def closefds_sched():
+    s = Scheduler(SCHED, TMP, mode="on")
+    s.start()
+    run_check("closefds")
+    s.stop()
+    check(True, "with a scheduler: descriptors closed behind the shim's "
+          "back are left alone")
+
+
+def timed(name, limit, **env):
+    t0 = time.monotonic()
+    p = run_check(name, timeout=limit + 10, **env)
+    dt = time.monotonic() - t0
+    check(dt < limit, "%s finished in %.1f s (limit %.0f s)" % (name, dt, limit))
+    return p
+
+
+def mute():
+    m = mute_scheduler()
+    p = timed("steady", 10)
+    lines = [l for l in p.err.splitlines() if "does not answer" in l]
+    check(len(lines) == 1, "a scheduler that never answers: one warning "
+          "(%d), the program runs unshared" % len(lines))
+    m.close()
+
+
+def mute_exit():
+    m = mute_scheduler()
+    # GPU work waits for the scheduler; exit must not.
+    for name in ("exit_waiting", "exit_thread"):
+        timed(name, 3, VSHARE_REQUIRE_SCHEDULER=1)
+    m.close()
+
+
+def fork_busy():
+    # Two busy processes under a short quantum: grants, drops and
+    # releases go on while each forks.
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    a = run.start([PROG, "fork_busy"])
+    b = run.start([PROG, "fork_busy"])
+    for p in (a, b):
+        run.finish(p, 30)
+        if p.returncode != 0:
+            fail("fork_busy exited with %d\n%s" % (p.returncode, p.err))
+    s.stop()
+    check(True, "fork from busy threads: the children neither hang nor fail")
+
+
+def with_sched(name):
+    def scenario():
+        s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+        s.start()
+        timed(name, 10)
+        s.stop()
+    return scenario
+
+
+def signals():
+    # The first launch waits at the gate for a scheduler that does not
+    # answer, while SIGALRM keeps coming.
+    m = mute_scheduler()
+    timed("signals", 10)
+    m.close()
+
+
+def exit_releasing():
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
+    s.start()
+    t0 = time.monotonic()
+    a = run.start([PROG, "exit_releasing"])
+    time.sleep(0.2)
+    b = run.start([PROG, "work"])
+    run.finish(a, 10)
+    dt = time.monotonic() - t0
+    check(a.returncode == 0 and dt < 2.0,
+          "exit while a release waits for a long kernel: prompt and clean "
+          "(%.1f s, status %d)\n%s" % (dt, a.returncode, a.err))
+    run.finish(b, 10)
+    check(b.returncode == 0, "the waiter then runs")
+    s.stop()
+
+
+def ctor():
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    timed("ctor", 10, ROBUST_CTOR=1)
+    s.stop()
+
+
+def cancel():
+    # The waiting thread waits 2 s for a scheduler that does not answer.
+    m = mute_scheduler()
+    timed("cancel", 8)
+    m.close()
+
+
+def backlog_full():
+    # A stopped scheduler whose listen queue is full: connect would block.
+    m = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    m.bind(ENV["VSHARE_SOCKET"])
+    m.listen(0)
+    fill = []
+    for _ in range(4):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(ENV["VSHARE_SOCKET"])
+        except OSError:
+            break
+        fill.append(c)
+    check(len(fill) >= 1, "the listen queue is full")
+    timed("work", 6)
+    m.close()
+
+
+MAGIC = 0x52485356
+
+
+def frame(typ, payload=b""):
+    return struct.pack("<IHHII", MAGIC, 1, typ, 0, len(payload)) + payload
+
+
+def flaky():
+    """A scheduler that welcomes each client and then sends a frame of a
+    type the client does not know: the client must not reconnect in a
+    tight loop nor log each time."""
+    m = mute_scheduler()
+    conns = []
+    stop = threading.Event()
+
+    def serve():
+        m.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                c, _ = m.accept()
+            except socket.timeout:
+                continue
+            conns.append(c)
+            c.settimeout(1)
+            try:
+                c.recv(4096)
+                c.sendall(frame(0x0101, struct.pack("<II", 1, len(conns))) +
+                          frame(0x01ee))
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve)
+    t.start()
+    p = timed("steady", 12)
+    stop.set()
+    t.join()
+    lines = [l for l in p.err.splitlines() if "warn" in l or "error" in l]
+    check(len(conns) <= 10, "%d connections in the run (backoff)" % len(conns))
+    check(len(lines) <= 4, "%d warning lines:\n%s" % (len(lines), "\n".join(lines)))
+    m.close()
+
+
+SCENARIOS = {
+    "flaky": flaky,
+    "backlog_full": backlog_full,
+    "cancel": cancel,
+    "ctor": ctor,
+    "exit_releasing": exit_releasing,
+    "fork_busy": fork_busy,
+    "spawn_fds": with_sched("spawn_fds"),
+    "atexit_cuda": with_sched("atexit_cuda"),
+    "dlclose": with_sched("dlclose"),
+    "signals": signals,
+    "mute": mute, "mute_exit": mute_exit,
+    "closefds": closefds, "closefds_sched": closefds_sched,
+}
+
+try:
+    SCENARIOS[SCENARIO]()
+finally:
+    run.kill_all()
+shutil.rmtree(TMP, ignore_errors=True)
