@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,32 @@ int log_level_parse(const char *s)
 	return -1;
 }
 
+/*
+ * The shim logs from inside other people's programs, whose stderr may be a
+ * pipe with nobody reading: a plain write would raise SIGPIPE and kill the
+ * program over a log line. SIGPIPE is blocked around the write and one it
+ * caused is consumed. sigprocmask acts on the calling thread on Linux and,
+ * unlike pthread_sigmask, binds to a symbol version old enough for the
+ * shim's oldest supported glibc.
+ */
+static void write_stderr(const char *buf, size_t n)
+{
+	sigset_t pipe_set, old, pending;
+	int was_pending;
+	struct timespec zero = { 0, 0 };
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (sigprocmask(SIG_BLOCK, &pipe_set, &old) != 0) {
+		(void)!write(STDERR_FILENO, buf, n);
+		return;
+	}
+	was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+	if (write(STDERR_FILENO, buf, n) < 0 && errno == EPIPE && !was_pending)
+		(void)sigtimedwait(&pipe_set, NULL, &zero);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 void log_vmsg(enum log_level level, const char *func, const char *fmt,
 	      va_list ap)
 {
@@ -56,7 +83,7 @@ void log_vmsg(enum log_level level, const char *func, const char *fmt,
 	if ((size_t)n >= sizeof(buf) - 1)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	(void)!write(STDERR_FILENO, buf, (size_t)n);
+	write_stderr(buf, (size_t)n);
 	errno = saved;
 }
 
