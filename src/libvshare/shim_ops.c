@@ -178,6 +178,15 @@ static int ops_sync_device(int dev)
 		}
 		r = sync();
 		pop(&old);
+		if (r == CUDA_ERROR_CONTEXT_IS_DESTROYED ||
+		    r == CUDA_ERROR_DEINITIALIZED) {
+			/* The program destroyed the context (or the driver is
+			 * shutting down) while this release ran, as seen on an
+			 * H200 when a program exits holding the lock: nothing
+			 * is left to wait for, and nothing to warn about. */
+			ctx_untrack(ctxs[i]);
+			continue;
+		}
 		if (r != CUDA_SUCCESS) {
 			log_once(LOG_LVL_WARN, "synchronizing a context of "
 				 "GPU %d failed (CUDA error %d)", dev, (int)r);
