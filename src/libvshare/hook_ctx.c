@@ -7,14 +7,6 @@
 #include "hooks.h"
 #include "mem_reg.h"
 
-#define HOOK_ENTER(sym, args)                                   \
-	__typeof__(&sym) real_ = REAL(sym);                     \
-	CUresult r_;                                            \
-	if (real_ == NULL)                                      \
-		return shim_missing(#sym);                      \
-	if (!shim_guard_enter())                                \
-		return real_ args
-
 #define HOOK_LEAVE()                                            \
 	shim_guard_leave();                                     \
 	return r_

@@ -5,14 +5,6 @@
 #include "hooks.h"
 #include "mem_alloc.h"
 
-#define HOOK_ENTER(sym, args)                                   \
-	__typeof__(&sym) real_ = REAL(sym);                     \
-	CUresult r_;                                            \
-	if (real_ == NULL)                                      \
-		return shim_missing(#sym);                      \
-	if (!shim_guard_enter())                                \
-		return real_ args
-
 #define HOOK_LEAVE(args)                                        \
 	if (r_ == MEM_PASS)                                     \
 		r_ = real_ args;                                \

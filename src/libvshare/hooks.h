@@ -58,6 +58,17 @@ static inline void hook_real_claim(enum hook_id id, void *p)
  * (NULL if the driver does not have it). */
 #define REAL(sym) ((__typeof__(&sym))shim_real(HK_##sym))
 
+/* Start of a hand-written hook: the real function, a result, and the
+ * pass-through when the real function is missing or the shim is already
+ * active on this thread. Its end (guard left, r_ returned) is the hook's. */
+#define HOOK_ENTER(sym, args)                                   \
+	__typeof__(&sym) real_ = REAL(sym);                     \
+	CUresult r_;                                            \
+	if (real_ == NULL)                                      \
+		return shim_missing(#sym);                      \
+	if (!shim_guard_enter())                                \
+		return real_ args
+
 /* The stream of a per-thread (_ptsz) variant: there NULL means the calling
  * thread's default stream, not the legacy one. */
 #define PTSZ(s) ((s) != NULL ? (s) : CU_STREAM_PER_THREAD)
