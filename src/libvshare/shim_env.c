@@ -5,36 +5,7 @@
 
 #include "log.h"
 #include "shim_env.h"
-
-int shim_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-	double mult = 1;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno != 0 || v < 0)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': mult = 1024.0; end++; break;
-	case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (mult > 1 && *end == 'i')
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end != '\0')
-		return -1;
-	v *= mult;
-	if (v >= 18446744073709551615.0)
-		return -1;
-	*out = (uint64_t)v;
-	return 0;
-}
+#include "size.h"
 
 uint64_t shim_env_size(const char *name, uint64_t dflt)
 {
@@ -43,7 +14,7 @@ uint64_t shim_env_size(const char *name, uint64_t dflt)
 
 	if (s == NULL || *s == '\0')
 		return dflt;
-	if (shim_parse_size(s, &v) != 0) {
+	if (vs_parse_size(s, VS_SIZE_LOWER_B, &v) != 0) {
 		log_warn("%s=\"%s\" is not a size (like 8G or 512M); using the default",
 			 name, s);
 		return dflt;

@@ -8,9 +8,6 @@
 
 #include <stdint.h>
 
-/* Parse "123", "64K", "8G", "1.5G" (binary units, optional B/iB). 0 or -1. */
-int shim_parse_size(const char *s, uint64_t *out);
-
 /* Each returns the default when the variable is unset or bad (logged). */
 uint64_t    shim_env_size(const char *name, uint64_t dflt);
 uint64_t    shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max);

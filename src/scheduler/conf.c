@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "conf.h"
+#include "size.h"
 #include "log.h"
 
 #define ERR(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
@@ -38,39 +39,6 @@ void conf_free(struct conf *c)
 	free(c->gpus);
 	c->gpus = NULL;
 	c->n_gpus = 0;
-}
-
-int conf_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v, mult = 1;
-	size_t digits = strspn(s, "0123456789.");
-
-	/* Plain decimals only: strtod would also take "0x10" and "1e3". */
-	if (*s < '0' || *s > '9' || (s[digits] && strchr("xXeEpP", s[digits])))
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': case 'k': mult = 1024.0; end++; break;
-	case 'M': case 'm': mult = 1024.0 * 1024; end++; break;
-	case 'G': case 'g': mult = 1024.0 * 1024 * 1024; end++; break;
-	case 'T': case 't': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: break;
-	}
-	if (mult > 1 && *end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end != '\0')
-		return -1;
-	v *= mult;
-	if (!(v >= 0) || v >= 18446744073709551616.0)
-		return -1;
-	*out = (uint64_t)v;
-	return 0;
 }
 
 /* An integer JSON number in [lo, hi]. */
@@ -143,7 +111,7 @@ static int get_capacity(const cJSON *it, const char *key, uint64_t *out,
 			char *err, size_t errlen)
 {
 	if (cJSON_IsString(it)) {
-		if (conf_parse_size(it->valuestring, out) != 0)
+		if (vs_parse_size(it->valuestring, 0, out) != 0)
 			ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
 			    it->valuestring);
 		return 0;

@@ -54,9 +54,6 @@ int conf_parse(struct conf *c, const char *text, char *err, size_t errlen);
 int conf_load(struct conf *c, const char *path, int must_exist, char *err,
 	      size_t errlen);
 
-/* "8G", "512M", "1.5T", "4096", with optional "B"/"iB"; binary units. */
-int conf_parse_size(const char *s, uint64_t *out);
-
 /* Resolve a group setting to a gid: 0 and *gid, 1 if none, -1 (err) if a
  * named group does not exist. The automatic default quietly becomes none
  * when its group does not exist. */

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "conf.h"
+#include "size.h"
 #include "log.h"
 
 static void test_defaults(void **state)
@@ -140,25 +141,25 @@ static void test_sizes(void **state)
 	uint64_t v;
 	(void)state;
 
-	assert_int_equal(conf_parse_size("4096", &v), 0);
+	assert_int_equal(vs_parse_size("4096", 0, &v), 0);
 	assert_true(v == 4096);
-	assert_int_equal(conf_parse_size("8G", &v), 0);
+	assert_int_equal(vs_parse_size("8G", 0, &v), 0);
 	assert_true(v == 8ull << 30);
-	assert_int_equal(conf_parse_size("8GiB", &v), 0);
+	assert_int_equal(vs_parse_size("8GiB", 0, &v), 0);
 	assert_true(v == 8ull << 30);
-	assert_int_equal(conf_parse_size("512MB", &v), 0);
+	assert_int_equal(vs_parse_size("512MB", 0, &v), 0);
 	assert_true(v == 512ull << 20);
-	assert_int_equal(conf_parse_size("1.5T", &v), 0);
+	assert_int_equal(vs_parse_size("1.5T", 0, &v), 0);
 	assert_true(v == 3ull << 39);
-	assert_int_equal(conf_parse_size("64k", &v), 0);
+	assert_int_equal(vs_parse_size("64k", 0, &v), 0);
 	assert_true(v == 65536);
-	assert_int_equal(conf_parse_size("-1", &v), -1);
-	assert_int_equal(conf_parse_size("8X", &v), -1);
-	assert_int_equal(conf_parse_size("0x10", &v), -1);
-	assert_int_equal(conf_parse_size("1e3G", &v), -1);
-	assert_int_equal(conf_parse_size("nan", &v), -1);
-	assert_int_equal(conf_parse_size("", &v), -1);
-	assert_int_equal(conf_parse_size("99999999999T", &v), -1);
+	assert_int_equal(vs_parse_size("-1", 0, &v), -1);
+	assert_int_equal(vs_parse_size("8X", 0, &v), -1);
+	assert_int_equal(vs_parse_size("0x10", 0, &v), -1);
+	assert_int_equal(vs_parse_size("1e3G", 0, &v), -1);
+	assert_int_equal(vs_parse_size("nan", 0, &v), -1);
+	assert_int_equal(vs_parse_size("", 0, &v), -1);
+	assert_int_equal(vs_parse_size("99999999999T", 0, &v), -1);
 }
 
 static void test_file_and_print(void **state)

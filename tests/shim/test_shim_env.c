@@ -8,35 +8,39 @@
 
 #include "log.h"
 #include "shim_env.h"
+#include "size.h"
 
 static void test_parse_size(void **state)
 {
 	uint64_t v;
 
 	(void)state;
-	assert_int_equal(shim_parse_size("123", &v), 0);
+	assert_int_equal(vs_parse_size("123", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 123);
-	assert_int_equal(shim_parse_size("64K", &v), 0);
+	assert_int_equal(vs_parse_size("64K", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 64 * 1024);
-	assert_int_equal(shim_parse_size("8G", &v), 0);
+	assert_int_equal(vs_parse_size("8G", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 8ull << 30);
-	assert_int_equal(shim_parse_size("8GiB", &v), 0);
+	assert_int_equal(vs_parse_size("8GiB", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 8ull << 30);
-	assert_int_equal(shim_parse_size("512mb", &v), 0);
+	assert_int_equal(vs_parse_size("512mb", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 512ull << 20);
-	assert_int_equal(shim_parse_size("1.5G", &v), 0);
+	assert_int_equal(vs_parse_size("1.5G", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 3ull << 29);
-	assert_int_equal(shim_parse_size("2T", &v), 0);
+	assert_int_equal(vs_parse_size("2T", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 2ull << 40);
-	assert_int_equal(shim_parse_size("0", &v), 0);
+	assert_int_equal(vs_parse_size("0", VS_SIZE_LOWER_B, &v), 0);
 	assert_int_equal(v, 0);
-	assert_int_equal(shim_parse_size("", &v), -1);
-	assert_int_equal(shim_parse_size("G", &v), -1);
-	assert_int_equal(shim_parse_size("-1", &v), -1);
-	assert_int_equal(shim_parse_size("8X", &v), -1);
-	assert_int_equal(shim_parse_size("8 G", &v), -1);
-	assert_int_equal(shim_parse_size("8Gx", &v), -1);
-	assert_int_equal(shim_parse_size("99999999999T", &v), -1);
+	assert_int_equal(vs_parse_size("", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("G", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("-1", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("8X", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("8 G", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("8Gx", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("99999999999T", VS_SIZE_LOWER_B, &v), -1);
+	/* strtod's other forms were once taken: "nan" gave an undefined limit. */
+	assert_int_equal(vs_parse_size("nan", VS_SIZE_LOWER_B, &v), -1);
+	assert_int_equal(vs_parse_size("0x10", VS_SIZE_LOWER_B, &v), -1);
 }
 
 static void test_env_size(void **state)
