@@ -1,0 +1,20 @@
+# Reads include/vshare/fw_defaults.def, the one list of framework defaults,
+# into two shell words for vshare-run:
+#   VSHARE_FW_DEFAULTS  NAME=VALUE ...
+#   VSHARE_FW_ALIASES   NAME=ALIAS ... (only entries that have an alias)
+set(fw_def ${PROJECT_SOURCE_DIR}/include/vshare/fw_defaults.def)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${fw_def})
+file(STRINGS ${fw_def} fw_lines REGEX "^VS_FW_DEFAULT\\(")
+set(VSHARE_FW_DEFAULTS "")
+set(VSHARE_FW_ALIASES "")
+foreach(line IN LISTS fw_lines)
+  if(NOT line MATCHES "^VS_FW_DEFAULT\\(([A-Z0-9_]+), \"([^\" ']+)\", \"([A-Z0-9_]*)\"\\)$")
+    message(FATAL_ERROR "${fw_def}: cannot read '${line}'")
+  endif()
+  string(APPEND VSHARE_FW_DEFAULTS " ${CMAKE_MATCH_1}=${CMAKE_MATCH_2}")
+  if(CMAKE_MATCH_3)
+    string(APPEND VSHARE_FW_ALIASES " ${CMAKE_MATCH_1}=${CMAKE_MATCH_3}")
+  endif()
+endforeach()
+string(STRIP "${VSHARE_FW_DEFAULTS}" VSHARE_FW_DEFAULTS)
+string(STRIP "${VSHARE_FW_ALIASES}" VSHARE_FW_ALIASES)
