@@ -1,0 +1,45 @@
+/*
+ * `vsharectl cdi generate`: a Container Device Interface spec that gives a
+ * container the GPU device nodes plus vshare (the shim, the scheduler's
+ * socket directory and the environment), for Podman, containerd and the
+ * Kubernetes pieces that hand out CDI device names (docs/cluster.md).
+ */
+#ifndef VSHARE_VC_CDI_H
+#define VSHARE_VC_CDI_H
+
+#include <stdio.h>
+
+/* The spec version written: the newest that Podman 4.3 (Debian 12) reads,
+ * and the first with a device node's hostPath. */
+#define VC_CDI_VERSION "0.5.0"
+#define VC_CDI_KIND "vshare.dev/gpu"
+/* Where the shim appears inside every container, whatever the host's
+ * layout: a path the image's own libraries never use. */
+#define VC_CDI_CONTAINER_LIB "/usr/lib/vshare/libvshare.so"
+#define VC_CDI_MAX_ENV 32
+
+struct vc_cdi_opts {
+	const char *kind;      /* vendor/class */
+	const char *lib;       /* libvshare.so on the host */
+	const char *socket;    /* scheduler socket, same path inside */
+	const char *dev_dir;   /* where the nvidia* nodes are on the host */
+	const char *output;    /* file, or NULL for stdout */
+	int fw;                /* add the framework defaults */
+	size_t nenv;
+	const char *env[VC_CDI_MAX_ENV]; /* extra NAME=VALUE */
+};
+
+/* The options of `cdi generate` (argv[0] is the command's name): 0, an
+ * exit code (message printed), or -1 after --help. */
+int vc_cdi_parse(int argc, char **argv, struct vc_cdi_opts *o);
+
+/* The spec as JSON text (malloc'd), or NULL with a message printed. */
+char *vc_cdi_spec(const struct vc_cdi_opts *o);
+
+/* `cdi generate`: the whole command, for vsharectl's command table and
+ * the vshare-cdi entry. Returns a vsharectl exit code. */
+int vc_cdi_generate(int argc, char **argv);
+
+void vc_cdi_usage(FILE *f);
+
+#endif
