@@ -1,0 +1,173 @@
+/*
+ * vshare's SPANK plugin: puts the tasks of a Slurm job step under vshare.
+ * In each task, before it runs the user's program, it sets LD_PRELOAD (the
+ * shim added to the user's own), VSHARE_SOCKET, a label naming the job,
+ * step and user, VSHARE_MEM_LIMIT from the step's GPU shards, and the
+ * framework defaults, through the job's environment.
+ *
+ * plugstack.conf:
+ *   required /usr/lib/x86_64-linux-gnu/slurm-wlm/vshare_spank.so \
+ *            shard_mem=10G socket=/run/vshare/scheduler.sock
+ * The options are listed in vsp_conf.h; docs/cluster.md has the rest.
+ */
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "vsp_conf.h"
+
+SPANK_PLUGIN(vshare, 1);
+
+_Static_assert(VSP_STEP_BATCH == SLURM_BATCH_SCRIPT &&
+	       VSP_STEP_EXTERN == SLURM_EXTERN_CONT &&
+	       VSP_STEP_INTERACTIVE == SLURM_INTERACTIVE_STEP,
+	       "step ids as in slurm.h");
+
+/* SPANK gives a plugin no handle of its own: the parsed options live here,
+ * set once by slurm_spank_init in each slurmstepd. */
+static struct vsp_conf conf;
+
+/* Variables whose presence says the step has a GPU or a shard of one. */
+static const char *const gpu_vars[] = {
+	"SLURM_SHARDS_ON_NODE", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
+	"CUDA_VISIBLE_DEVICES",
+};
+
+static const struct { const char *name, *value, *alias; } fw_defaults[] = {
+#define VS_FW_DEFAULT(name, value, alias) { #name, value, alias },
+#include "vshare/fw_defaults.def"
+#undef VS_FW_DEFAULT
+};
+
+/* The value of a job variable into buf, or NULL when unset or empty. */
+static const char *job_env(spank_t sp, const char *name, char *buf, int n)
+{
+	if (spank_getenv(sp, name, buf, n) != ESPANK_SUCCESS || buf[0] == '\0')
+		return NULL;
+	return buf;
+}
+
+static int set(spank_t sp, const char *name, const char *value)
+{
+	if (spank_setenv(sp, name, value, 1) == ESPANK_SUCCESS)
+		return 0;
+	slurm_error("vshare: cannot set %s in the job's environment", name);
+	return -1;
+}
+
+static int has_gpu(spank_t sp)
+{
+	char buf[256];
+
+	for (size_t i = 0; i < sizeof(gpu_vars) / sizeof(gpu_vars[0]); i++)
+		if (job_env(sp, gpu_vars[i], buf, sizeof(buf)) != NULL)
+			return 1;
+	return 0;
+}
+
+static int set_label(spank_t sp)
+{
+	uint32_t job = 0, step = 0;
+	uid_t uid = 0;
+	char own[VSP_PATH_MAX], label[64], user[64], pwbuf[1024];
+	struct passwd pw, *res = NULL;
+
+	spank_get_item(sp, S_JOB_ID, &job);
+	spank_get_item(sp, S_JOB_STEPID, &step);
+	spank_get_item(sp, S_JOB_UID, &uid);
+	if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res)
+		snprintf(user, sizeof(user), "%s", pw.pw_name);
+	else
+		snprintf(user, sizeof(user), "%u", (unsigned)uid);
+	vsp_label(label, sizeof(label), job, step, user,
+		  job_env(sp, "VSHARE_LABEL", own, sizeof(own)));
+	return set(sp, "VSHARE_LABEL", label);
+}
+
+/* shards x shard_mem, unless the user asked for less. */
+static int set_limit(spank_t sp)
+{
+	char buf[64], cur[64], lim[32];
+	uint64_t shards, limit;
+
+	if (conf.shard_mem == 0 ||
+	    job_env(sp, "SLURM_SHARDS_ON_NODE", buf, sizeof(buf)) == NULL)
+		return 0;
+	if (vsp_shards(buf, &shards) != 0 ||
+	    vsp_limit(shards, conf.shard_mem, &limit) != 0) {
+		slurm_error("vshare: cannot derive a memory limit from "
+			    "SLURM_SHARDS_ON_NODE=%s", buf);
+		return -1;
+	}
+	if (!vsp_limit_wins(job_env(sp, "VSHARE_MEM_LIMIT", cur, sizeof(cur)),
+			    limit))
+		return 0;
+	snprintf(lim, sizeof(lim), "%llu", (unsigned long long)limit);
+	return set(sp, "VSHARE_MEM_LIMIT", lim);
+}
+
+static int set_fw_defaults(spank_t sp)
+{
+	char buf[256];
+
+	for (size_t i = 0; i < sizeof(fw_defaults) / sizeof(fw_defaults[0]); i++) {
+		if (job_env(sp, fw_defaults[i].name, buf, sizeof(buf)) ||
+		    (fw_defaults[i].alias[0] &&
+		     job_env(sp, fw_defaults[i].alias, buf, sizeof(buf))))
+			continue;
+		if (set(sp, fw_defaults[i].name, fw_defaults[i].value) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* LD_PRELOAD last: nothing above needs it, and a failure before leaves the
+ * task unshared rather than half configured. */
+static int set_preload(spank_t sp)
+{
+	char cur[VSP_PRELOAD_MAX], out[VSP_PRELOAD_MAX];
+
+	if (vsp_preload(job_env(sp, "LD_PRELOAD", cur, sizeof(cur)), conf.shim,
+			out, sizeof(out)) != 0) {
+		slurm_error("vshare: LD_PRELOAD too long to add %s", conf.shim);
+		return -1;
+	}
+	return set(sp, "LD_PRELOAD", out);
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	char err[256];
+
+	(void)sp;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (vsp_conf_parse(&conf, ac, av, err, sizeof(err)) != 0) {
+		slurm_error("vshare: plugstack.conf: %s", err);
+		return -1;
+	}
+	if (access(conf.shim, R_OK) != 0)
+		slurm_error("vshare: %s is not readable: tasks will fail to "
+			    "preload it", conf.shim);
+	return 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (!spank_remote(sp) || (!conf.all_steps && !has_gpu(sp)))
+		return 0;
+	if (set(sp, "VSHARE_SOCKET", conf.socket) != 0 || set_label(sp) != 0 ||
+	    set_limit(sp) != 0 ||
+	    (conf.require_scheduler &&
+	     set(sp, "VSHARE_REQUIRE_SCHEDULER", "1") != 0) ||
+	    (conf.framework_defaults && set_fw_defaults(sp) != 0))
+		return -1;
+	return set_preload(sp);
+}
