@@ -1,0 +1,245 @@
+"""Shared parts of the cluster tests (Slurm, Podman): skipping, the
+processes a test starts (stopped by pid whatever happens), the real
+scheduler on a socket of the test's own, and the test driver's kernel
+log."""
+
+import ctypes
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.environ["VSHARE_BUILD_DIR"]
+SOURCE = os.environ["VSHARE_SOURCE_DIR"]
+BIN = os.path.join(BUILD, "bin")
+SHIM = os.path.join(BUILD, "lib", "libvshare.so")
+TESTDRIVER = os.path.join(BUILD, "lib", "testdriver")
+SKIP = 77
+
+_spec = importlib.util.spec_from_file_location(
+    "execlog", os.path.join(SOURCE, "tests", "driver", "execlog.py"))
+execlog = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(execlog)
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def skip(why):
+    print("SKIP: " + why, flush=True)
+    sys.exit(SKIP)
+
+
+def fail(why):
+    print("FAIL: " + why, flush=True)
+    raise SystemExit(1)
+
+
+def check(cond, what):
+    if not cond:
+        fail(what)
+    log("ok: " + what)
+
+
+def need_root_and(tools, packages):
+    """Skip unless root and every tool is on PATH (naming the packages)."""
+    if os.geteuid() != 0:
+        skip("needs root (runs daemons and containers as root)")
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        skip("missing %s (apt-get install %s, or scripts/install-deps)"
+             % (", ".join(missing), " ".join(packages)))
+
+
+def clean_env(**extra):
+    """The caller's environment without vshare's, the test driver's or the
+    preload variables, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VSHARE_", "XLA_", "PYTORCH_", "TF_",
+                                "SLURM_", "CUDA_"))
+           and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    env.update(extra)
+    return env
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout, what, step=0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    fail("timed out after %d s waiting for %s" % (timeout, what))
+
+
+class Session:
+    """A temporary directory and every process started in it; close()
+    stops them by pid (TERM, then KILL) in reverse order and removes the
+    directory. Use as a context manager."""
+
+    def __init__(self, prefix):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.dir, 0o755)
+        self.procs = []
+        self.cleanups = []
+        self.t0 = time.monotonic()
+        # Daemons that fork away (slurmstepd, conmon) become our children
+        # when their parent goes, so that close() can reap them.
+        PR_SET_CHILD_SUBREAPER = 36
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1,
+                                                0, 0, 0)
+
+    def path(self, *names):
+        return os.path.join(self.dir, *names)
+
+    def start(self, name, argv, env=None, **kw):
+        out = open(self.path(name + ".out"), "w")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                             env=env if env is not None else clean_env(),
+                             start_new_session=True, **kw)
+        p.name = name
+        p.outpath = out.name
+        out.close()
+        self.procs.append(p)
+        return p
+
+    def output(self, p):
+        with open(p.outpath, errors="replace") as f:
+            return f.read()
+
+    def run(self, argv, env=None, timeout=60, check_rc=True):
+        r = subprocess.run(argv, env=env if env is not None else clean_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=timeout)
+        if check_rc and r.returncode != 0:
+            fail("%s exited %d:\n%s" % (" ".join(argv), r.returncode,
+                                        r.stdout))
+        return r
+
+    def at_close(self, fn):
+        self.cleanups.append(fn)
+
+    @staticmethod
+    def stop(p, timeout=5):
+        if p.poll() is not None:
+            return
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+    def close(self):
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception as e:  # cleanup goes on whatever one step did
+                log("cleanup: %s" % e)
+        for p in reversed(self.procs):
+            self.stop(p)
+        self.reap()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        log("took %.1f s" % (time.monotonic() - self.t0))
+
+    @staticmethod
+    def reap(timeout=5):
+        """Wait for orphans that became ours; they exit once their
+        daemon is gone."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                time.sleep(0.05)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def dump(self, *names):
+        """Print the tail of log files of the session, for a failure."""
+        for n in names:
+            p = self.path(n)
+            if os.path.exists(p):
+                with open(p, errors="replace") as f:
+                    text = f.read()
+                print("----- %s (tail)\n%s" % (n, text[-4000:]))
+
+
+def start_scheduler(sess, sockdir, **conf):
+    """The real vshare-scheduler with conf on sockdir/scheduler.sock."""
+    os.makedirs(sockdir, exist_ok=True)
+    os.chmod(sockdir, 0o755)
+    sock = os.path.join(sockdir, "scheduler.sock")
+    cfg = sess.path("scheduler.json")
+    conf.setdefault("log_level", "debug")
+    with open(cfg, "w") as f:
+        json.dump(conf, f)
+    p = sess.start("scheduler", [os.path.join(BIN, "vshare-scheduler"),
+                                 "--socket", sock, "--config", cfg])
+
+    def listening():
+        if p.poll() is not None:
+            fail("vshare-scheduler exited:\n" + sess.output(p))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(sock)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+    wait_for(listening, 10, "vshare-scheduler to listen")
+    return sock
+
+
+def status(sock):
+    r = subprocess.run([os.path.join(BIN, "vsharectl"), "--socket", sock,
+                        "--json", "status"], env=clean_env(),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=10)
+    if r.returncode != 0:
+        fail("vsharectl status: " + r.stderr)
+    return json.loads(r.stdout)
+
+
+def clients_labelled(sock, prefix, n):
+    """Wait until n clients whose label starts with prefix hold a GPU or
+    wait for one; returns them."""
+    def seen():
+        cs = [c for c in status(sock)["clients"]
+              if c["label"].startswith(prefix) and c["gpus"]]
+        return cs if len(cs) >= n else None
+    return wait_for(seen, 60, "%d clients labelled %s* in vsharectl status"
+                    % (n, prefix))
+
+
+def merged_ops(logs):
+    """Kernels of several execution logs, each log's pids renumbered apart:
+    processes in different pid namespaces may share a pid."""
+    ops = []
+    for i, path in enumerate(logs):
+        for o in execlog.load(path):
+            ops.append(o._replace(pid=(i + 1) * 10000000 + o.pid))
+    return ops
