@@ -21,6 +21,8 @@ from cluster_lib import (BIN, SHIM, TESTDRIVER, Session, check, clean_env,
 PLUGIN = sys.argv[1]
 SHARD_MEM = 256 << 20
 SHARDS = {"a": 2, "b": 3}
+# A library every program can take: the user's own preload, to be kept.
+USER_PRELOAD = "libm.so.6"
 
 
 def munge(sess):
@@ -109,7 +111,13 @@ def start_slurm(sess, conf, host, env):
 
 def job(sess, name, env):
     """srun with name's shards; the job prints what the plugin set, then
-    runs the example."""
+    runs the example. Job a brings its own LD_PRELOAD, job b its own
+    label: the plugin must keep both."""
+    env = dict(env)
+    if name == "a":
+        env["LD_PRELOAD"] = USER_PRELOAD
+    else:
+        env["VSHARE_LABEL"] = "mine"
     script = ('echo "job=$SLURM_JOB_ID shards=$SLURM_SHARDS_ON_NODE '
               'limit=$VSHARE_MEM_LIMIT label=$VSHARE_LABEL '
               'socket=$VSHARE_SOCKET preload=$LD_PRELOAD '
@@ -161,17 +169,20 @@ def main():
         log("jobs: %s / %s" % (ra, rb))
 
         labels = sorted(c["label"] for c in seen)
-        want = sorted("slurm:%s.0:root" % r["job"] for r in (ra, rb))
+        want = sorted(["slurm:%s.0:root" % ra["job"],
+                       "slurm:%s.0:root:mine" % rb["job"]])
         check(labels == want, "vsharectl status showed both jobs as %s "
               "(saw %s)" % (want, labels))
         for r, n in ((ra, SHARDS["a"]), (rb, SHARDS["b"])):
             check(r["shards"] == str(n) and r["limit"] == str(n * SHARD_MEM),
                   "job %s: %d shards, VSHARE_MEM_LIMIT=%s" % (r["job"], n,
                                                              r["limit"]))
-            check(r["socket"] == sched_sock and r["preload"] == SHIM and
+            check(r["socket"] == sched_sock and
                   r["torch"] == "expandable_segments:False",
-                  "job %s: socket, preload and framework defaults set"
-                  % r["job"])
+                  "job %s: socket and framework defaults set" % r["job"])
+        check(ra["preload"] == USER_PRELOAD + ":" + SHIM and
+              rb["preload"] == SHIM,
+              "LD_PRELOAD: the user's entry kept, the shim after it")
         ops = execlog.select(execlog.load(kernel_log))
         per_pid = collections.Counter(o.pid for o in ops
                                       if o.name == "vs_sleep_ts")
@@ -180,6 +191,37 @@ def main():
               % dict(per_pid))
         check(execlog.is_serialized(ops),
               "mode on: no two jobs' kernels overlap")
+        more_steps(sess, env, jenv)
+
+
+def step_env(sess, env, *srun_args):
+    r = sess.run(["srun", "-n1"] + list(srun_args) + [
+        "sh", "-c", 'echo "limit=${VSHARE_MEM_LIMIT-unset} '
+        'preload=${LD_PRELOAD-unset}"'], env=env, timeout=60,
+        check_rc=False)
+    return r.returncode, r.stdout
+
+
+def more_steps(sess, env, jenv):
+    """The rules beyond two plain jobs, one short step each."""
+    rc, out = step_env(sess, dict(jenv, VSHARE_MEM_LIMIT="64M"),
+                       "--gres=shard:4")
+    check(rc == 0 and "limit=64M " in out,
+          "a lower limit of the user's own is kept (%s)" % out.strip())
+    rc, out = step_env(sess, jenv)
+    check(rc == 0 and "limit=unset preload=unset" in out,
+          "a step without GPU or shard is left alone (%s)" % out.strip())
+    # slurmstepd reads plugstack.conf for every step.
+    with open(sess.path("plugstack.conf")) as f:
+        good = f.read()
+    with open(sess.path("plugstack.conf"), "w") as f:
+        f.write(good.strip() + " shard_mem=lots\n")
+    rc, out = step_env(sess, jenv, "--gres=shard:1")
+    with open(sess.path("slurmd.log")) as f:
+        logged = "bad value in 'shard_mem=lots'" in f.read()
+    check("limit=" not in out and logged,
+          "a bad plugstack.conf option stops a required plugin's step, "
+          "logged by slurmd (srun exit %d: %s)" % (rc, out.strip()))
 
 
 if __name__ == "__main__":
