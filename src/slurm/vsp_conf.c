@@ -156,9 +156,14 @@ void vsp_label(char *out, size_t n, uint32_t job, uint32_t step,
 
 	if (max == 0)
 		return;
-	len = snprintf(out, max, "slurm:%" PRIu32 ".%s:%s", job,
+	len = snprintf(out, max, VSP_LABEL_PREFIX "%" PRIu32 ".%s:%s", job,
 		       step_name(step, sbuf, sizeof(sbuf)), user);
-	if (len >= 0 && (size_t)len + 1 < max && own != NULL && own[0] != '\0')
+	/* A label of ours came from the job's batch step, whose environment
+	 * the job's own steps inherit: not the user's. */
+	if (own == NULL || own[0] == '\0' ||
+	    strncmp(own, VSP_LABEL_PREFIX, strlen(VSP_LABEL_PREFIX)) == 0)
+		return;
+	if (len >= 0 && (size_t)len + 1 < max)
 		snprintf(out + len, max - (size_t)len, ":%s", own);
 }
 

@@ -65,8 +65,11 @@ int vsp_limit_wins(const char *cur, uint64_t limit);
 #define VSP_STEP_BATCH       0xfffffffbu
 #define VSP_STEP_EXTERN      0xfffffffcu
 
+#define VSP_LABEL_PREFIX "slurm:"
+
 /* "slurm:JOB.STEP:USER", then ":" and the user's own label if there is
- * room, cut to fit a scheduler label (63 bytes). */
+ * room and it is not one of ours, cut to fit a scheduler label (63
+ * bytes). */
 void vsp_label(char *out, size_t n, uint32_t job, uint32_t step,
 	       const char *user, const char *own);
 

@@ -105,6 +105,9 @@ static void test_label(void **state)
 	longname[sizeof(longname) - 1] = '\0';
 	vsp_label(l, sizeof(l), 7, 1, longname, "x");
 	assert_int_equal(strlen(l), VS_LABEL_MAX - 1);
+	/* A step inherits the batch step's label: not the user's own. */
+	vsp_label(l, sizeof(l), 42, 1, "alice", "slurm:42.batch:alice");
+	assert_string_equal(l, "slurm:42.1:alice");
 	vsp_label(small, sizeof(small), 123456, 3, "bob", NULL);
 	assert_string_equal(small, "slurm:1");
 }
