@@ -5,10 +5,10 @@ STYLE.md rule 12: if file A calls into B, B does not call back into A; a
 lower layer reports upward through a callback or a return value. This
 script checks that rule from what the compiler produced rather than by eye.
 
-For each object it reads the global symbols it defines (nm --defined-only)
-and the symbols it leaves undefined (nm -u). Object A depends on object B
-when A leaves undefined a symbol that B defines. Local symbols (static
-functions and data, lower-case nm types) never link two objects, so two
+For each object it reads the global symbols it defines (nm --defined-only
+--extern-only) and the symbols it leaves undefined (nm -u). Object A
+depends on object B when A leaves undefined a symbol that B defines.
+Local symbols (static functions and data) never link two objects, so two
 files may each have a static helper of the same name without an edge.
 The strongly connected components of that graph with more than one object
 are the circles; each is printed with the symbols that make each edge.
@@ -70,22 +70,15 @@ def run_nm(nm, args, obj):
     return pairs
 
 
-def is_global_definition(kind):
-    """True for a defined symbol another object can link to.
-
-    Upper-case types are global; 'u' is a GNU unique global. Lower-case
-    types are local to the object (static), except the weak 'v'/'w', which
-    --defined-only does not list anyway (they are undefined weak refs).
-    """
-    return kind.isupper() or kind == "u"
-
-
 def read_symbols(nm, objects):
     """Map each object to (set of globals it defines, set it needs)."""
     table = {}
     for obj in objects:
-        defined = {name for name, kind in run_nm(nm, ["--defined-only"], obj)
-                   if is_global_definition(kind)}
+        # --extern-only keeps the symbols other objects can bind to
+        # (global, weak, GNU unique, global indirect functions) and drops
+        # the static ones, without guessing from the case of nm's letters.
+        defined = {name for name, _ in
+                   run_nm(nm, ["--defined-only", "--extern-only"], obj)}
         # nm -u lists U (undefined) and w/v (weak undefined): a weak
         # reference still binds to a definition when one is linked in.
         needed = {name for name, _ in run_nm(nm, ["-u"], obj)}
