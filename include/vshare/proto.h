@@ -209,6 +209,8 @@ const struct vs_msg_info *vs_msg_lookup(uint16_t type);
  * passes 0 to accept both; scheduler for the others).
  */
 int vs_check_hdr(const struct vs_hdr *h, uint32_t role);
+/* The same; on failure *why (if given) names the rule. */
+int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why);
 
 /*
  * Check a whole payload of a header that passed vs_check_hdr: reserved

@@ -18,7 +18,7 @@
 #include <uv.h>
 
 #include "conf.h"
-#include "frx.h"
+#include "frame.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
@@ -47,7 +47,7 @@ struct conn {
 	struct sched_cred cred;      /* SO_PEERCRED */
 	int is_admin;
 	int closing;
-	struct frx rx;                /* the frame being received */
+	struct vs_frx rx;             /* the frame being received */
 };
 
 struct srv {

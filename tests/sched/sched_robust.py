@@ -182,6 +182,17 @@ def t_ctl_errors(b):
          ["--json", "enable"], 1, "permission denied", True),
         (reply(0, '{"gpus": [], "clients": []}'), ["--json", "status"], 0,
          "", True),
+        # A status document far larger than any fixed frame.
+        (reply(0, json.dumps({"gpus": [], "clients": [],
+                              "pad": "x" * 300000})),
+         ["--json", "status"], 0, "", True),
+        # A daemon of another version: its error is still read and shown.
+        (frame(T["ERROR"], struct.pack("<iI128s", -95, 2,
+                                       b"version 2 here: update vsharectl"),
+               version=2),
+         ["--json", "status"], 1, "update vsharectl", False),
+        (frame(T["WELCOME"], struct.pack("<II", 2, 1), version=2),
+         ["status"], 1, "protocol version mismatch", False),
     ]
     try:
         th = fake_daemon(sock, [c[0] for c in cases])
