@@ -1,10 +1,10 @@
 /*
  * vsharectl: show and change the state of vshare-scheduler.
  *
- *   vsharectl [-s PATH] [--json] status
- *   vsharectl [-s PATH] [--json] set-tq SECONDS [--gpu UUID|INDEX]
- *   vsharectl [-s PATH] [--json] enable|disable|auto [--gpu UUID|INDEX]
+ *   vsharectl [-s PATH] [--json] COMMAND [ARGUMENT] [--gpu UUID|INDEX]
  *
+ * The commands and the options are tables (cmds[], opts[]): each row
+ * gives what parsing, --help and dispatch need, so a command is one row.
  * Exit codes: 0 ok, 1 the daemon refused or failed, 2 bad usage, 3 the
  * daemon is not running.
  */
@@ -27,28 +27,114 @@ struct args {
 	const char *socket;
 	int json;
 	const char *gpu;
-	const char *cmd;
+	const struct vc_cmd *cmd;
 	const char *value;
 };
 
+struct vc_cmd;
+/* Fill the request of a command from its argument: 0 or VC_EXIT_USAGE. */
+typedef int (*vc_build_fn)(const struct vc_cmd *, const char *arg,
+			   struct vs_admin_set *m);
+/* Print the reply for people or scripts: an exit code. */
+typedef int (*vc_show_fn)(const struct args *, const struct vc_reply *);
+
+struct vc_cmd {
+	const char *name;
+	const char *arg;       /* its one argument, NULL if none */
+	uint32_t    lo, hi;    /* range of a numeric argument */
+	const char *unit;      /* of a numeric argument */
+	int         admin;     /* needs root or the admin group */
+	int         gpu;       /* takes --gpu */
+	const char *help;
+	uint16_t    type;      /* VS_MSG_* of the request */
+	uint32_t    value;     /* the request's value, unless build sets it */
+	vc_build_fn build;
+	vc_show_fn  show;
+};
+
+static int build_none(const struct vc_cmd *, const char *,
+		      struct vs_admin_set *);
+static int build_value(const struct vc_cmd *, const char *,
+		       struct vs_admin_set *);
+static int build_number(const struct vc_cmd *, const char *,
+			struct vs_admin_set *);
+static int show_status(const struct args *, const struct vc_reply *);
+static int show_reply(const struct args *, const struct vc_reply *);
+
+/* name, argument, its range and unit, admin, --gpu, help, request,
+ * value, build, show. */
+static const struct vc_cmd cmds[] = {
+	{ "status", NULL, 0, 0, NULL, 0, 0,
+	  "GPUs, their holders and queues, and clients",
+	  VS_MSG_STATUS, 0, build_none, show_status },
+	{ "set-tq", "SECONDS", VS_TQ_MIN_S, VS_TQ_MAX_S, "seconds", 1, 1,
+	  "time quantum",
+	  VS_MSG_SET_TQ, 0, build_number, show_reply },
+	{ "enable", NULL, 0, 0, NULL, 1, 1, "mode on: one holder at a time",
+	  VS_MSG_SET_MODE, VS_MODE_ON, build_value, show_reply },
+	{ "disable", NULL, 0, 0, NULL, 1, 1, "mode off: never serialize",
+	  VS_MSG_SET_MODE, VS_MODE_OFF, build_value, show_reply },
+	{ "auto", NULL, 0, 0, NULL, 1, 1,
+	  "mode auto: serialize only what does not fit",
+	  VS_MSG_SET_MODE, VS_MODE_AUTO, build_value, show_reply },
+};
+#define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+struct vc_opt {
+	const char *name;
+	int         ch;
+	const char *arg;       /* its argument, NULL if none */
+	const char *help;      /* lines after the first are indented */
+};
+
+static const struct vc_opt opts[] = {
+	{ "socket", 's', "PATH", "scheduler socket (default $VSHARE_SOCKET "
+	  "or\n" VS_DEFAULT_SOCKET ")" },
+	{ "json", 'j', NULL, "machine-readable output" },
+	{ "gpu", 'g', "G", "a GPU by UUID or by index (order of first "
+	  "attach);\ndefault: every GPU, and the default for new ones" },
+	{ "help", 'h', NULL, "this help" },
+	{ "version", 'V', NULL, "the version of vsharectl and its protocol" },
+};
+#define N_OPTS (sizeof(opts) / sizeof(opts[0]))
+
+static void usage_cmd(FILE *f, const struct vc_cmd *c)
+{
+	char syn[64];
+
+	snprintf(syn, sizeof(syn), "%s%s%s%s", c->name, c->arg ? " " : "",
+		 c->arg ? c->arg : "", c->gpu ? " [--gpu G]" : "");
+	fprintf(f, "  %-26s%s%s", syn, c->admin ? "* " : "  ", c->help);
+	if (c->hi > 0)
+		fprintf(f, ", %u to %u %s", c->lo, c->hi, c->unit);
+	fprintf(f, "\n");
+}
+
+static void usage_opt(FILE *f, const struct vc_opt *o)
+{
+	char syn[64];
+	const char *h = o->help, *nl;
+
+	snprintf(syn, sizeof(syn), "-%c, --%s%s%s", o->ch, o->name,
+		 o->arg ? " " : "", o->arg ? o->arg : "");
+	fprintf(f, "  %-20s", syn);
+	while ((nl = strchr(h, '\n')) != NULL) {
+		fprintf(f, "%.*s\n%22s", (int)(nl - h), h, "");
+		h = nl + 1;
+	}
+	fprintf(f, "%s\n", h);
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-"usage: vsharectl [-s PATH] [--json] COMMAND\n"
-"commands:\n"
-"  status                    GPUs, their holders and queues, and clients\n"
-"  set-tq SECONDS [--gpu G]  time quantum, 1 to 86400 seconds\n"
-"  enable [--gpu G]          mode on: one holder at a time\n"
-"  disable [--gpu G]         mode off: never serialize\n"
-"  auto [--gpu G]            mode auto: serialize only what does not fit\n"
-"options:\n"
-"  -s, --socket PATH   scheduler socket (default $VSHARE_SOCKET or\n"
-"                      " VS_DEFAULT_SOCKET ")\n"
-"  -j, --json          machine-readable output\n"
-"  -g, --gpu G         a GPU by UUID or by index (order of first attach);\n"
-"                      default: every GPU, and the default for new ones\n"
-"  -h, --help, -V, --version\n"
-"exit status: 0 ok, 1 refused or failed, 2 bad usage, 3 not running\n");
+	fprintf(f, "usage: vsharectl [-s PATH] [--json] COMMAND\ncommands:\n");
+	for (size_t i = 0; i < N_CMDS; i++)
+		usage_cmd(f, &cmds[i]);
+	fprintf(f, "  (* needs root or the admin group)\noptions:\n");
+	for (size_t i = 0; i < N_OPTS; i++)
+		usage_opt(f, &opts[i]);
+	fprintf(f, "exit status: 0 ok, 1 refused or failed, 2 bad usage, "
+		"3 not running\n");
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -64,45 +150,74 @@ static int bad(const char *fmt, ...)
 	return VC_EXIT_USAGE;
 }
 
+static const struct vc_cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < N_CMDS; i++)
+		if (strcmp(cmds[i].name, name) == 0)
+			return &cmds[i];
+	return NULL;
+}
+
+/* getopt's short and long options, from opts[]. */
+static void getopt_tables(char *shorts, struct option *lo)
+{
+	for (size_t i = 0; i < N_OPTS; i++) {
+		*shorts++ = (char)opts[i].ch;
+		if (opts[i].arg)
+			*shorts++ = ':';
+		lo[i] = (struct option){ opts[i].name, opts[i].arg ?
+			required_argument : no_argument, NULL, opts[i].ch };
+	}
+	*shorts = '\0';
+	lo[N_OPTS] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* One option; 0, VC_EXIT_USAGE, or -1 for --help/--version (exit 0). */
+static int take_opt(int ch, struct args *a)
+{
+	switch (ch) {
+	case 's': a->socket = optarg; return 0;
+	case 'j': a->json = 1; return 0;
+	case 'g': a->gpu = optarg; return 0;
+	case 'h': usage(stdout); return -1;
+	case 'V':
+		printf("vsharectl %s (protocol %u)\n", VSHARE_VERSION,
+		       VS_PROTO_VERSION);
+		return -1;
+	default: return bad("%s", "bad option");
+	}
+}
+
 /* 0, VC_EXIT_USAGE, or -1 for --help/--version (exit 0). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option lo[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "gpu", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int ch;
+	char shorts[2 * N_OPTS + 1];
+	struct option lo[N_OPTS + 1];
+	const char *name;
+	int ch, rc;
 
 	memset(a, 0, sizeof(*a));
-	while ((ch = getopt_long(argc, argv, "s:jg:hV", lo, NULL)) != -1) {
-		switch (ch) {
-		case 's': a->socket = optarg; break;
-		case 'j': a->json = 1; break;
-		case 'g': a->gpu = optarg; break;
-		case 'h': usage(stdout); return -1;
-		case 'V':
-			printf("vsharectl %s (protocol %u)\n", VSHARE_VERSION,
-			       VS_PROTO_VERSION);
-			return -1;
-		default: return bad("%s", "bad option");
-		}
-	}
+	getopt_tables(shorts, lo);
+	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1)
+		if ((rc = take_opt(ch, a)) != 0)
+			return rc;
 	if (a->socket && a->socket[0] == '\0')
 		return bad("%s", "--socket needs a path");
 	if (optind >= argc)
 		return bad("%s", "no command given");
-	a->cmd = argv[optind++];
-	if (strcmp(a->cmd, "set-tq") == 0) {
+	name = argv[optind++];
+	a->cmd = find_cmd(name);
+	if (a->cmd == NULL)
+		return bad("unknown command \"%s\"", name);
+	if (a->cmd->arg) {
 		if (optind >= argc)
-			return bad("%s", "set-tq needs SECONDS");
+			return bad("%s needs %s", name, a->cmd->arg);
 		a->value = argv[optind++];
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
+	if (a->gpu && !a->cmd->gpu)
+		return bad("%s shows every GPU: no --gpu", name);
 	return 0;
 }
 
@@ -129,61 +244,70 @@ static int parse_target(const char *gpu, struct vs_admin_set *m)
 	return 0;
 }
 
-/* Build the request of a command; 0 or VC_EXIT_USAGE. */
-static int build(const struct args *a, uint16_t *type, struct vs_admin_set *m)
+static int build_none(const struct vc_cmd *c, const char *arg,
+		      struct vs_admin_set *m)
 {
-	memset(m, 0, sizeof(*m));
-	if (strcmp(a->cmd, "status") == 0) {
-		if (a->gpu)
-			return bad("%s", "status shows every GPU: no --gpu");
-		*type = VS_MSG_STATUS;
-		return 0;
-	}
-	if (strcmp(a->cmd, "set-tq") == 0) {
-		char *end;
-		unsigned long v = strtoul(a->value, &end, 10);
-
-		if (a->value[0] < '0' || a->value[0] > '9' || *end ||
-		    v < 1 || v > 86400)
-			return bad("set-tq: \"%s\" is not 1 to 86400 seconds",
-				   a->value);
-		*type = VS_MSG_SET_TQ;
-		m->value = (uint32_t)v;
-	} else if (strcmp(a->cmd, "enable") == 0) {
-		*type = VS_MSG_SET_MODE;
-		m->value = VS_MODE_ON;
-	} else if (strcmp(a->cmd, "disable") == 0) {
-		*type = VS_MSG_SET_MODE;
-		m->value = VS_MODE_OFF;
-	} else if (strcmp(a->cmd, "auto") == 0) {
-		*type = VS_MSG_SET_MODE;
-		m->value = VS_MODE_AUTO;
-	} else {
-		return bad("unknown command \"%s\"", a->cmd);
-	}
-	return parse_target(a->gpu, m);
+	(void)c;
+	(void)arg;
+	(void)m;
+	return 0;
 }
 
-static int show(const struct args *a, uint16_t type, const struct vc_reply *r)
+static int build_value(const struct vc_cmd *c, const char *arg,
+		       struct vs_admin_set *m)
 {
-	if (type == VS_MSG_STATUS && r->status == VS_OK) {
-		cJSON *doc;
-		char *text;
+	(void)arg;
+	m->value = c->value;
+	return 0;
+}
 
-		if (!a->json)
-			return vc_print_status(r->text);
-		doc = cJSON_Parse(r->text);
-		text = doc ? cJSON_Print(doc) : NULL;
-		cJSON_Delete(doc);
-		if (text == NULL) {
-			fprintf(stderr, "vsharectl: the status is not valid "
-				"JSON\n");
-			return VC_EXIT_ERROR;
-		}
-		puts(text);
-		free(text);
-		return VC_EXIT_OK;
+/* A decimal number in the command's range. */
+static int build_number(const struct vc_cmd *c, const char *arg,
+			struct vs_admin_set *m)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (arg[0] < '0' || arg[0] > '9' || *end || v < c->lo || v > c->hi)
+		return bad("%s: \"%s\" is not %u to %u %s", c->name, arg,
+			   c->lo, c->hi, c->unit);
+	m->value = (uint32_t)v;
+	return 0;
+}
+
+/* Build the request of a command; 0 or VC_EXIT_USAGE. */
+static int build(const struct args *a, struct vs_admin_set *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (a->cmd->build(a->cmd, a->value, m) != 0)
+		return VC_EXIT_USAGE;
+	return a->cmd->gpu ? parse_target(a->gpu, m) : 0;
+}
+
+static int show_status(const struct args *a, const struct vc_reply *r)
+{
+	cJSON *doc;
+	char *text;
+
+	if (r->status != VS_OK)
+		return show_reply(a, r);
+	if (!a->json)
+		return vc_print_status(r->text);
+	doc = cJSON_Parse(r->text);
+	text = doc ? cJSON_Print(doc) : NULL;
+	cJSON_Delete(doc);
+	if (text == NULL) {
+		fprintf(stderr, "vsharectl: the status is not valid JSON\n");
+		return VC_EXIT_ERROR;
 	}
+	puts(text);
+	free(text);
+	return VC_EXIT_OK;
+}
+
+/* A message reply (or a refused status), as text or JSON. */
+static int show_reply(const struct args *a, const struct vc_reply *r)
+{
 	if (a->json) {
 		cJSON *o = cJSON_CreateObject();
 		char *text;
@@ -215,14 +339,13 @@ int main(int argc, char **argv)
 	struct vs_admin_set set;
 	struct vs_status_req sreq;
 	struct vc_reply r = { 0, NULL, 0 };
-	uint16_t type = 0;
 	const char *path;
 	int rc, fd, ec = 0;
 
 	rc = parse_args(argc, argv, &a);
 	if (rc != 0)
 		return rc < 0 ? VC_EXIT_OK : rc;
-	rc = build(&a, &type, &set);
+	rc = build(&a, &set);
 	if (rc != 0)
 		return rc;
 	path = a.socket ? a.socket : getenv("VSHARE_SOCKET");
@@ -232,13 +355,13 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return ec;
 	memset(&sreq, 0, sizeof(sreq));
-	if (type == VS_MSG_STATUS)
-		rc = vc_call(fd, type, &sreq, sizeof(sreq), &r);
+	if (a.cmd->type == VS_MSG_STATUS)
+		rc = vc_call(fd, a.cmd->type, &sreq, sizeof(sreq), &r);
 	else
-		rc = vc_call(fd, type, &set, sizeof(set), &r);
+		rc = vc_call(fd, a.cmd->type, &set, sizeof(set), &r);
 	close(fd);
 	if (rc == VC_EXIT_OK)
-		rc = show(&a, type, &r);
+		rc = a.cmd->show(&a, &r);
 	free(r.text);
 	return rc;
 }
