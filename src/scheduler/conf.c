@@ -465,7 +465,7 @@ static const char *group_name(const char *setting, const char *dflt)
 /* The JSON value of a field of key k. */
 static cJSON *field_json(const struct conf_key *k, const void *f)
 {
-	char oct[8];
+	char buf[24];
 	uint64_t v;
 
 	if (k->type == CONF_T_PATH)
@@ -477,12 +477,18 @@ static cJSON *field_json(const struct conf_key *k, const void *f)
 	case CONF_T_BOOL:
 		return cJSON_CreateBool(v != 0);
 	case CONF_T_OCTAL:
-		snprintf(oct, sizeof(oct), "%04o", (unsigned)v);
-		return cJSON_CreateString(oct);
+		snprintf(buf, sizeof(buf), "%04o", (unsigned)v);
+		return cJSON_CreateString(buf);
 	case CONF_T_MODE:
 		return cJSON_CreateString(vs_mode_name((uint32_t)v));
 	case CONF_T_LEVEL:
 		return cJSON_CreateString(level_names[v < 4 ? v : 2]);
+	case CONF_T_SIZE:
+		/* cJSON writes 15 significant digits: a byte count from 10^15
+		 * up would not read back the same. Below, the text is the
+		 * same as cJSON's. */
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+		return cJSON_CreateRaw(buf);
 	default:
 		return cJSON_CreateNumber((double)v);
 	}
