@@ -51,21 +51,33 @@ const struct vc_cmd *vc_cmds(size_t *n)
 	return cmds;
 }
 
+/* Take one option: 0, or -1 to exit 0 at once (--help, --version). */
+typedef int (*vc_opt_fn)(struct vc_args *a, const char *arg);
+
 struct vc_opt {
 	const char *name;
 	int         ch;
 	const char *arg;       /* its argument, NULL if none */
 	const char *help;      /* lines after the first are indented */
+	vc_opt_fn   take;
 };
+
+static int opt_socket(struct vc_args *a, const char *arg);
+static int opt_json(struct vc_args *a, const char *arg);
+static int opt_gpu(struct vc_args *a, const char *arg);
+static int opt_help(struct vc_args *a, const char *arg);
+static int opt_version(struct vc_args *a, const char *arg);
 
 static const struct vc_opt opts[] = {
 	{ "socket", 's', "PATH", "scheduler socket (default $VSHARE_SOCKET "
-	  "or\n" VS_DEFAULT_SOCKET ")" },
-	{ "json", 'j', NULL, "machine-readable output" },
+	  "or\n" VS_DEFAULT_SOCKET ")", opt_socket },
+	{ "json", 'j', NULL, "machine-readable output", opt_json },
 	{ "gpu", 'g', "G", "a GPU by UUID or by index (order of first "
-	  "attach);\ndefault: every GPU, and the default for new ones" },
-	{ "help", 'h', NULL, "this help" },
-	{ "version", 'V', NULL, "the version of vsharectl and its protocol" },
+	  "attach);\ndefault: every GPU, and the default for new ones",
+	  opt_gpu },
+	{ "help", 'h', NULL, "this help", opt_help },
+	{ "version", 'V', NULL, "the version of vsharectl and its protocol",
+	  opt_version },
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -143,20 +155,49 @@ static void getopt_tables(char *shorts, struct option *lo)
 	lo[N_OPTS] = (struct option){ NULL, 0, NULL, 0 };
 }
 
-/* One option; 0, VC_EXIT_USAGE, or -1 for --help/--version (exit 0). */
+static int opt_socket(struct vc_args *a, const char *arg)
+{
+	a->socket = arg;
+	return 0;
+}
+
+static int opt_json(struct vc_args *a, const char *arg)
+{
+	(void)arg;
+	a->json = 1;
+	return 0;
+}
+
+static int opt_gpu(struct vc_args *a, const char *arg)
+{
+	a->gpu = arg;
+	return 0;
+}
+
+static int opt_help(struct vc_args *a, const char *arg)
+{
+	(void)a;
+	(void)arg;
+	vc_usage(stdout);
+	return -1;
+}
+
+static int opt_version(struct vc_args *a, const char *arg)
+{
+	(void)a;
+	(void)arg;
+	printf("vsharectl %s (protocol %u)\n", VSHARE_VERSION,
+	       VS_PROTO_VERSION);
+	return -1;
+}
+
+/* One option as getopt returns it; 0, VC_EXIT_USAGE, or -1. */
 static int take_opt(int ch, struct vc_args *a)
 {
-	switch (ch) {
-	case 's': a->socket = optarg; return 0;
-	case 'j': a->json = 1; return 0;
-	case 'g': a->gpu = optarg; return 0;
-	case 'h': vc_usage(stdout); return -1;
-	case 'V':
-		printf("vsharectl %s (protocol %u)\n", VSHARE_VERSION,
-		       VS_PROTO_VERSION);
-		return -1;
-	default: return bad("%s", "bad option");
-	}
+	for (size_t i = 0; i < N_OPTS; i++)
+		if (opts[i].ch == ch)
+			return opts[i].take(a, optarg);
+	return bad("%s", "bad option");
 }
 
 int vc_parse_args(int argc, char **argv, struct vc_args *a)
