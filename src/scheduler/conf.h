@@ -58,9 +58,9 @@ struct conf_key {
 	const char *dstr;      /* default path; for a group, the group that
 				* the automatic default uses if it exists */
 	uint64_t    lo, hi;    /* range of a number */
-	const char *unit;
-	size_t      gpu_off;   /* per-GPU key: field in struct sched_gpu_cfg, */
-	size_t      gpu_size;
+	const char *unit;      /* of a number, "" where none */
+	size_t      gpu_off;   /* per-GPU key: its field in struct */
+	size_t      gpu_size;  /* sched_gpu_cfg */
 	uint32_t    gpu_bit;   /* SCHED_GCFG_*; 0 for a global key */
 	uint32_t    gpu_scale; /* per-GPU field = value * gpu_scale */
 	int         restart;   /* applies at the next start, not at a reload */
