@@ -33,6 +33,11 @@
 
 #define VS_DEFAULT_SOCKET "/run/vshare/scheduler.sock"
 
+/* The time quantum, in seconds, that VS_MSG_SET_TQ and the configuration
+ * accept: vshare-scheduler and vsharectl both check against these. */
+#define VS_TQ_MIN_S      1u
+#define VS_TQ_MAX_S      86400u
+
 struct vs_hdr {
 	uint32_t magic;
 	uint16_t version;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "label.h"
 #include "log.h"
 #include "srv.h"
 
@@ -147,43 +148,6 @@ static void peer_gone(struct conn *c)
 	c->client = NULL;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if none. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-	size_t len = p[0] < 0x80 ? 1 : p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 :
-		     p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;
-
-	if (len == 0 || len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong forms, UTF-16 surrogates, past U+10FFFF. */
-	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-		return 0;
-	return len;
-}
-
-/* The label goes into the log and the status JSON, which must be UTF-8:
- * each byte that does not start a valid sequence becomes '?'. */
-static void label_clean(char *label)
-{
-	unsigned char *p = (unsigned char *)label;
-	size_t n = strlen(label);
-
-	while (n > 0) {
-		size_t k = utf8_seq(p, n);
-
-		if (k == 0) {
-			*p = '?';
-			k = 1;
-		}
-		p += k;
-		n -= k;
-	}
-}
-
 static void on_hello(struct conn *c, const struct vs_hello *m)
 {
 	struct vs_welcome w;
@@ -203,7 +167,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	}
 	memcpy(label, m->label, VS_LABEL_MAX);
 	label[VS_LABEL_MAX] = '\0';
-	label_clean(label);
+	vs_label_clean(label);
 	c->client = sched_client_new(c->srv->sched, &c->cred, label, c);
 	if (c->client == NULL) {
 		conn_close(c);
