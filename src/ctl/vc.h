@@ -51,6 +51,9 @@ typedef int (*vc_build_fn)(const struct vc_cmd *, const char *arg,
 			   struct vs_admin_set *m);
 /* Print the reply for people or scripts: an exit code. */
 typedef int (*vc_show_fn)(const struct vc_args *, const struct vc_reply *);
+/* A command that runs here, without the daemon: its own words (argv[0]
+ * its name, then its arguments and options), an exit code. */
+typedef int (*vc_local_fn)(int argc, char **argv);
 
 struct vc_cmd {
 	const char *name;
@@ -64,6 +67,7 @@ struct vc_cmd {
 	uint32_t    value;     /* the request's value, unless build sets it */
 	vc_build_fn build;
 	vc_show_fn  show;
+	vc_local_fn local;     /* set: no request; the rest of the line is its */
 };
 
 /* The commands: n rows, in the order of --help. */
@@ -71,7 +75,9 @@ const struct vc_cmd *vc_cmds(size_t *n);
 /* --help's text. */
 void vc_usage(FILE *f);
 /* Parse a command line (getopt: set optind to 0 before parsing another).
- * 0, VC_EXIT_USAGE (message printed), or -1 after --help or --version. */
+ * 0, VC_EXIT_USAGE (message printed), or -1 after --help or --version.
+ * A local command (a row with `local`) runs here, since it needs nothing
+ * of what follows parsing: -1 when it succeeded, else its exit code. */
 int vc_parse_args(int argc, char **argv, struct vc_args *a);
 /* The request of a parsed command; 0 or VC_EXIT_USAGE. */
 int vc_build(const struct vc_args *a, struct vs_admin_set *m);

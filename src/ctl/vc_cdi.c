@@ -67,7 +67,7 @@ void vc_cdi_usage(FILE *f)
 
 static int usage_err(const char *what, const char *arg)
 {
-	fprintf(stderr, "vsharectl: cdi generate: %s%s%s\n", what,
+	fprintf(stderr, "vsharectl: cdi: %s%s%s\n", what,
 		arg ? ": " : "", arg ? arg : "");
 	fprintf(stderr, "(see vsharectl cdi generate --help)\n");
 	return VC_EXIT_USAGE;
@@ -360,7 +360,7 @@ static int write_spec(const char *text, const char *path)
 	return VC_EXIT_ERROR;
 }
 
-int vc_cdi_generate(int argc, char **argv)
+static int vc_cdi_generate(int argc, char **argv)
 {
 	struct vc_cdi_opts o;
 	char *text;
@@ -381,4 +381,17 @@ int vc_cdi_generate(int argc, char **argv)
 		rc = printf("%s\n", text) < 0 ? VC_EXIT_ERROR : VC_EXIT_OK;
 	cJSON_free(text);
 	return rc;
+}
+
+int vc_cdi_cmd(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "generate") == 0)
+		return vc_cdi_generate(argc - 1, argv + 1);
+	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 ||
+			  strcmp(argv[1], "--help") == 0)) {
+		vc_cdi_usage(stdout);
+		return VC_EXIT_OK;
+	}
+	return usage_err(argc < 2 ? "which one? (generate)" : "unknown",
+			 argc < 2 ? NULL : argv[1]);
 }

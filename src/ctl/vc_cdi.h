@@ -36,9 +36,9 @@ int vc_cdi_parse(int argc, char **argv, struct vc_cdi_opts *o);
 /* The spec as JSON text (malloc'd), or NULL with a message printed. */
 char *vc_cdi_spec(const struct vc_cdi_opts *o);
 
-/* `cdi generate`: the whole command, for vsharectl's command table and
- * the vshare-cdi entry. Returns a vsharectl exit code. */
-int vc_cdi_generate(int argc, char **argv);
+/* `vsharectl cdi generate [OPTIONS]`, the row of vsharectl's command
+ * table (a local one: argv[0] is "cdi"). Returns a vsharectl exit code. */
+int vc_cdi_cmd(int argc, char **argv);
 
 void vc_cdi_usage(FILE *f);
 

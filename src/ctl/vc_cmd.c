@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "vc.h"
+#include "vc_cdi.h"
 
 #ifndef VSHARE_VERSION
 #define VSHARE_VERSION "0"
@@ -27,21 +28,24 @@ static int show_status(const struct vc_args *, const struct vc_reply *);
 static int show_reply(const struct vc_args *, const struct vc_reply *);
 
 /* name, argument, its range and unit, admin, --gpu, help, request,
- * value, build, show. */
+ * value, build, show, local. */
 static const struct vc_cmd cmds[] = {
 	{ "status", NULL, 0, 0, NULL, 0, 0,
 	  "GPUs, their holders and queues, and clients",
-	  VS_MSG_STATUS, 0, build_none, show_status },
+	  VS_MSG_STATUS, 0, build_none, show_status, NULL },
 	{ "set-tq", "SECONDS", VS_TQ_MIN_S, VS_TQ_MAX_S, "seconds", 1, 1,
 	  "time quantum",
-	  VS_MSG_SET_TQ, 0, build_number, show_reply },
+	  VS_MSG_SET_TQ, 0, build_number, show_reply, NULL },
 	{ "enable", NULL, 0, 0, NULL, 1, 1, "mode on: one holder at a time",
-	  VS_MSG_SET_MODE, VS_MODE_ON, build_value, show_reply },
+	  VS_MSG_SET_MODE, VS_MODE_ON, build_value, show_reply, NULL },
 	{ "disable", NULL, 0, 0, NULL, 1, 1, "mode off: never serialize",
-	  VS_MSG_SET_MODE, VS_MODE_OFF, build_value, show_reply },
+	  VS_MSG_SET_MODE, VS_MODE_OFF, build_value, show_reply, NULL },
 	{ "auto", NULL, 0, 0, NULL, 1, 1,
 	  "mode auto: serialize only what does not fit",
-	  VS_MSG_SET_MODE, VS_MODE_AUTO, build_value, show_reply },
+	  VS_MSG_SET_MODE, VS_MODE_AUTO, build_value, show_reply, NULL },
+	{ .name = "cdi", .arg = "generate [OPTIONS]",
+	  .help = "write a CDI spec for containers (cdi generate --help)",
+	  .local = vc_cdi_cmd },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -200,14 +204,63 @@ static int take_opt(int ch, struct vc_args *a)
 	return bad("%s", "bad option");
 }
 
+/* Whether the option word s (a cluster of short options, or a long one)
+ * takes the next word as its argument. */
+static int takes_next_word(const char *s)
+{
+	for (size_t i = 0; i < N_OPTS; i++)
+		if (s[1] == '-' && opts[i].arg && strcmp(s + 2, opts[i].name) == 0)
+			return 1;
+	for (const char *p = s + 1; s[1] != '-' && *p; p++)
+		for (size_t i = 0; i < N_OPTS; i++)
+			if (opts[i].ch == *p && opts[i].arg)
+				return p[1] == '\0';
+	return 0;
+}
+
+/* The index of the command's word: the first that is neither one of
+ * vsharectl's options nor an option's argument; 0 if none. */
+static int command_word(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return i + 1 < argc ? i + 1 : 0;
+		if (argv[i][0] != '-' || argv[i][1] == '\0')
+			return i;
+		if (takes_next_word(argv[i]))
+			i++;
+	}
+	return 0;
+}
+
+/* A local command takes vsharectl's options before its word; what follows
+ * is its own, options included, so getopt must not see it. */
+static int run_local(int argc, char **argv, int at, struct vc_args *a)
+{
+	char shorts[2 * N_OPTS + 1];
+	struct option lo[N_OPTS + 1];
+	int ch, rc;
+
+	getopt_tables(shorts, lo);
+	while ((ch = getopt_long(at, argv, shorts, lo, NULL)) != -1)
+		if ((rc = take_opt(ch, a)) != 0)
+			return rc;
+	optind = 0;
+	rc = a->cmd->local(argc - at, argv + at);
+	return rc == VC_EXIT_OK ? -1 : rc;
+}
+
 int vc_parse_args(int argc, char **argv, struct vc_args *a)
 {
 	char shorts[2 * N_OPTS + 1];
 	struct option lo[N_OPTS + 1];
 	const char *name;
-	int ch, rc;
+	int ch, rc, at = command_word(argc, argv);
 
 	memset(a, 0, sizeof(*a));
+	a->cmd = at > 0 ? find_cmd(argv[at]) : NULL;
+	if (a->cmd != NULL && a->cmd->local != NULL)
+		return run_local(argc, argv, at, a);
 	getopt_tables(shorts, lo);
 	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1)
 		if ((rc = take_opt(ch, a)) != 0)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""`cdi generate` without a container engine: the spec's content (devices,
+"""`vsharectl cdi generate` without a container engine: the spec's content (devices,
 device nodes, mounts, environment with the framework defaults of
 include/vshare/fw_defaults.def), the atomic write of -o, and refused
 options. Device nodes are symbolic links to /dev/null, so no root is
-needed. usage: test_cdi_spec.py CDI_TOOL"""
+needed. usage: test_cdi_spec.py VSHARECTL"""
 import json
 import os
 import re
@@ -13,11 +13,11 @@ import sys
 
 from cluster_lib import SOURCE, Session, check
 
-TOOL = sys.argv[1]
+VSHARECTL = sys.argv[1]
 
 
 def gen(*args):
-    return subprocess.run([TOOL, "generate"] + list(args),
+    return subprocess.run([VSHARECTL, "cdi", "generate"] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=10)
 

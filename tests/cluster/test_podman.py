@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Containers through CDI: Podman from Debian runs two containers from a
 local image (a debootstrapped Debian 12), each with `--device
-vshare.dev/gpu=0` from the spec `cdi generate` wrote, each running a CUDA
+vshare.dev/gpu=0` from the spec `vsharectl cdi generate` wrote, each running a CUDA
 example on the test driver (mounted in by the test). The real scheduler in
 mode on must show both and the kernel logs must not overlap.
 
@@ -10,8 +10,7 @@ are the test's own, and the whole run happens in a mount namespace of its
 own, where a private /run holds the spec directory (Podman 4.3 reads specs
 only from /etc/cdi and /var/run/cdi) and a private /dev/shm the locks.
 
-usage: test_podman.py CDI_TOOL MKROOTFS ROOTFS_TAR
-  CDI_TOOL: a program taking `generate [OPTIONS]` (vshare-cdi)
+usage: test_podman.py VSHARECTL MKROOTFS ROOTFS_TAR
   ROOTFS_TAR: made by MKROOTFS once and kept (debootstrap takes minutes)
 exit 77: not root, or Podman, runc or debootstrap missing."""
 import collections
@@ -26,7 +25,7 @@ from cluster_lib import (BIN, SHIM, TESTDRIVER, Session, check, clean_env,
                          clients_labelled, execlog, fail, log, merged_ops,
                          need_root_and, skip, start_scheduler, wait_for)
 
-CDI_TOOL, MKROOTFS, ROOTFS = sys.argv[1:4]
+VSHARECTL, MKROOTFS, ROOTFS = sys.argv[1:4]
 IMAGE = "localhost/vshare-test:bookworm"
 ITERS = 60
 
@@ -121,7 +120,7 @@ def devices(sess):
 
 
 def generate_spec(sess, ns, env, dev, sock):
-    sess.run(ns + [CDI_TOOL, "generate", "-o", "/run/cdi/vshare.json",
+    sess.run(ns + [VSHARECTL, "cdi", "generate", "-o", "/run/cdi/vshare.json",
                    "--dev-dir", dev, "--lib", SHIM, "--socket", sock], env=env)
     spec = json.loads(sess.run(ns + ["cat", "/run/cdi/vshare.json"],
                                env=env).stdout)

@@ -61,6 +61,8 @@ static void test_every_command_builds(void **state)
 	for (size_t i = 0; i < n; i++, c++) {
 		const char *args[] = { c->name, c->arg ? lo : NULL, NULL };
 
+		if (c->local)
+			continue;   /* no request: test_local_command */
 		snprintf(lo, sizeof(lo), "%u", c->lo);
 		snprintf(hi, sizeof(hi), "%u", c->hi);
 		assert_int_equal(parse(&a, args), 0);
@@ -110,6 +112,33 @@ static void test_bad_arguments(void **state)
 	stderr = saved;
 }
 
+/* A local command (cdi) runs during parsing, with vsharectl's options
+ * before its word and its own after it. */
+static void test_local_command(void **state)
+{
+	const char *help[] = { "--socket", "/x", "-j", "cdi", "--help", NULL };
+	const char *none[] = { "cdi", NULL };
+	const char *bad[] = { "-s", "/x", "cdi", "generate", "--kind", "k",
+			      NULL };
+	const char *after[] = { "status", "cdi", NULL };
+	struct vc_args a;
+	FILE *saved = stdout, *saved_err = stderr;
+	(void)state;
+
+	stdout = fopen("/dev/null", "w");
+	stderr = fopen("/dev/null", "w");
+	assert_int_equal(parse(&a, help), -1);
+	assert_string_equal(a.socket, "/x");
+	assert_int_equal(a.json, 1);
+	assert_int_equal(parse(&a, none), VC_EXIT_USAGE);
+	assert_int_equal(parse(&a, bad), VC_EXIT_USAGE);
+	assert_int_equal(parse(&a, after), VC_EXIT_USAGE);
+	fclose(stdout);
+	fclose(stderr);
+	stdout = saved;
+	stderr = saved_err;
+}
+
 static void test_gpu_target(void **state)
 {
 	const char *by_index[] = { "enable", "--gpu", "3", NULL };
@@ -138,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_every_command_builds),
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_gpu_target),
+		cmocka_unit_test(test_local_command),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
