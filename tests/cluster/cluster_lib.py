@@ -158,17 +158,43 @@ class Session:
         log("took %.1f s" % (time.monotonic() - self.t0))
 
     @staticmethod
-    def reap(timeout=5):
-        """Wait for orphans that became ours; they exit once their
-        daemon is gone."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def children():
+        """Pids whose parent is this process: what it started, and, as
+        the subreaper, what those left behind (a slurmstepd whose step
+        hung)."""
+        me, out = os.getpid(), []
+        for d in os.listdir("/proc"):
             try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                time.sleep(0.05)
+                with open("/proc/%s/stat" % d) as f:
+                    stat = f.read()
+            except (OSError, ValueError):
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[1]) == me and fields[0] != "Z":
+                out.append(int(d))
+        return out
+
+    @classmethod
+    def reap(cls, timeout=5):
+        """Wait for orphans that became ours, which exit once their
+        daemon is gone; stop, by pid, those that do not."""
+        deadline = time.monotonic() + timeout
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            for pid in cls.children() if sig else []:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return
+                if pid == 0 and time.monotonic() >= deadline:
+                    break
+                if pid == 0:
+                    time.sleep(0.05)
+            deadline = time.monotonic() + 2
 
     def __enter__(self):
         return self
