@@ -103,6 +103,9 @@ class Session:
         PR_SET_CHILD_SUBREAPER = 36
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1,
                                                 0, 0, 0)
+        # A TERM (ctest's timeout, a CI job cancelled) unwinds through
+        # close() like a failure, so nothing started here outlives it.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + 15))
 
     def path(self, *names):
         return os.path.join(self.dir, *names)
