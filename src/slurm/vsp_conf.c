@@ -30,6 +30,19 @@ static const struct vsp_option options[] = {
 #undef X
 };
 
+static int parse_steps(const char *v, int *out)
+{
+	static const char *const names[] = {
+		[VSP_STEPS_SHARDS] = "shards", [VSP_STEPS_GPUS] = "gpus",
+		[VSP_STEPS_ALL] = "all",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0)
+			return *out = (int)i, 0;
+	return -1;
+}
+
 static int parse_bool(const char *v, int *out)
 {
 	static const char *const yes[] = { "yes", "1", "true", "on" };
@@ -60,6 +73,8 @@ static int set_option(struct vsp_conf *c, const struct vsp_option *o,
 		return vs_parse_size(v, 0, (uint64_t *)(void *)field);
 	case VSP_T_BOOL:
 		return parse_bool(v, (int *)(void *)field);
+	case VSP_T_STEPS:
+		return parse_steps(v, (int *)(void *)field);
 	}
 	return -1;
 }
@@ -92,14 +107,15 @@ int vsp_conf_parse(struct vsp_conf *c, int argc, char **argv,
 			snprintf(err, errlen, "unknown option '%s' (want KEY=VALUE "
 				 "with KEY one of shim, socket, shard_mem, "
 				 "require_scheduler, framework_defaults, "
-				 "all_steps)", argv[i]);
+				 "steps)", argv[i]);
 			return -1;
 		}
 		if (set_option(c, o, eq + 1) != 0) {
 			snprintf(err, errlen, "bad value in '%s' (%s)", argv[i],
 				 o->type == VSP_T_PATH ? "an absolute path" :
 				 o->type == VSP_T_SIZE ? "a size like 8G" :
-				 "yes or no");
+				 o->type == VSP_T_BOOL ? "yes or no" :
+				 "shards, gpus or all");
 			return -1;
 		}
 	}

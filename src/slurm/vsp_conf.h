@@ -28,10 +28,15 @@
 	  "yes: a step waits for the scheduler instead of running unshared") \
 	X(framework_defaults, VSP_T_BOOL, framework_defaults, "yes", \
 	  "set the JAX, PyTorch and TensorFlow defaults the user has not set") \
-	X(all_steps, VSP_T_BOOL, all_steps, "no", \
-	  "yes: every step; no: only steps with a GPU or shard")
+	X(steps, VSP_T_STEPS, steps, "shards", \
+	  "which steps: shards (with a GPU shard), gpus (a shard or a GPU), all")
 
-enum vsp_type { VSP_T_PATH, VSP_T_SIZE, VSP_T_BOOL };
+enum vsp_type { VSP_T_PATH, VSP_T_SIZE, VSP_T_BOOL, VSP_T_STEPS };
+
+/* Which steps the plugin takes: a whole GPU is the job's alone (Slurm
+ * gives no shard of an allocated GPU to another job), so by default only
+ * steps with shards share. */
+enum vsp_steps { VSP_STEPS_SHARDS, VSP_STEPS_GPUS, VSP_STEPS_ALL };
 
 struct vsp_conf {
 	char     shim[VSP_PATH_MAX];
@@ -39,7 +44,7 @@ struct vsp_conf {
 	uint64_t shard_mem;
 	int      require_scheduler;
 	int      framework_defaults;
-	int      all_steps;
+	int      steps;               /* enum vsp_steps */
 };
 
 /* Defaults, then each "key=value" of argv. 0, or -1 with a message in

@@ -32,10 +32,9 @@ _Static_assert(VSP_STEP_BATCH == SLURM_BATCH_SCRIPT &&
  * set once by slurm_spank_init in each slurmstepd. */
 static struct vsp_conf conf;
 
-/* Variables whose presence says the step has a GPU or a shard of one. */
+/* Variables whose presence says the step has a whole GPU. */
 static const char *const gpu_vars[] = {
-	"SLURM_SHARDS_ON_NODE", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
-	"CUDA_VISIBLE_DEVICES",
+	"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES",
 };
 
 static const struct { const char *name, *value, *alias; } fw_defaults[] = {
@@ -60,11 +59,16 @@ static int set(spank_t sp, const char *name, const char *value)
 	return -1;
 }
 
-static int has_gpu(spank_t sp)
+/* Whether the plugin takes this step (the steps= option). */
+static int wanted(spank_t sp)
 {
 	char buf[256];
 
-	for (size_t i = 0; i < sizeof(gpu_vars) / sizeof(gpu_vars[0]); i++)
+	if (conf.steps == VSP_STEPS_ALL ||
+	    job_env(sp, "SLURM_SHARDS_ON_NODE", buf, sizeof(buf)) != NULL)
+		return 1;
+	for (size_t i = 0; conf.steps == VSP_STEPS_GPUS &&
+	     i < sizeof(gpu_vars) / sizeof(gpu_vars[0]); i++)
 		if (job_env(sp, gpu_vars[i], buf, sizeof(buf)) != NULL)
 			return 1;
 	return 0;
@@ -161,7 +165,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (!spank_remote(sp) || (!conf.all_steps && !has_gpu(sp)))
+	if (!spank_remote(sp) || !wanted(sp))
 		return 0;
 	if (set(sp, "VSHARE_SOCKET", conf.socket) != 0 || set_label(sp) != 0 ||
 	    set_limit(sp) != 0 ||

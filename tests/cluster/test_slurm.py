@@ -211,9 +211,19 @@ def more_steps(sess, env, jenv):
     rc, out = step_env(sess, jenv)
     check(rc == 0 and "limit=unset preload=unset" in out,
           "a step without GPU or shard is left alone (%s)" % out.strip())
+    rc, out = step_env(sess, jenv, "--gres=gpu:1")
+    check(rc == 0 and "limit=unset preload=unset" in out,
+          "a step with a whole GPU, no shard, is left alone by default (%s)"
+          % out.strip())
     # slurmstepd reads plugstack.conf for every step.
     with open(sess.path("plugstack.conf")) as f:
         good = f.read()
+    with open(sess.path("plugstack.conf"), "w") as f:
+        f.write(good.strip() + " steps=gpus\n")
+    rc, out = step_env(sess, jenv, "--gres=gpu:1")
+    check(rc == 0 and "limit=unset preload=%s" % SHIM in out,
+          "steps=gpus: a whole GPU's step is taken, without a limit (%s)"
+          % out.strip())
     with open(sess.path("plugstack.conf"), "w") as f:
         f.write(good.strip() + " shard_mem=lots\n")
     rc, out = step_env(sess, jenv, "--gres=shard:1")

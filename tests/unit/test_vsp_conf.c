@@ -28,14 +28,14 @@ static void test_defaults(void **state)
 	assert_int_equal(c.shard_mem, 0);
 	assert_int_equal(c.require_scheduler, 0);
 	assert_int_equal(c.framework_defaults, 1);
-	assert_int_equal(c.all_steps, 0);
+	assert_int_equal(c.steps, VSP_STEPS_SHARDS);
 }
 
 static void test_options(void **state)
 {
 	char *argv[] = { "shim=/opt/v/libvshare.so", "socket=/run/x/s.sock",
 			 "shard_mem=1.5G", "require_scheduler=yes",
-			 "framework_defaults=off", "all_steps=1" };
+			 "framework_defaults=off", "steps=gpus" };
 	struct vsp_conf c;
 	(void)state;
 
@@ -45,14 +45,18 @@ static void test_options(void **state)
 	assert_int_equal(c.shard_mem, 3ull << 29);
 	assert_int_equal(c.require_scheduler, 1);
 	assert_int_equal(c.framework_defaults, 0);
-	assert_int_equal(c.all_steps, 1);
+	assert_int_equal(c.steps, VSP_STEPS_GPUS);
+	argv[0] = "steps=all";
+	assert_int_equal(parse(&c, argv, 1), 0);
+	assert_int_equal(c.steps, VSP_STEPS_ALL);
 }
 
 static void test_bad_options(void **state)
 {
 	static char *bad[] = { "shard_mem=lots", "shim=relative/libvshare.so",
 			       "require_scheduler=maybe", "nokey", "colour=red",
-			       "shard_mem=-1", "=x", "shard_mem=0x10" };
+			       "shard_mem=-1", "=x", "shard_mem=0x10",
+			       "steps=some", "all_steps=yes" };
 	struct vsp_conf c;
 	(void)state;
 
