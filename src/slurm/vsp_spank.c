@@ -5,9 +5,8 @@
  * step and user, VSHARE_MEM_LIMIT from the step's GPU shards, and the
  * framework defaults, through the job's environment.
  *
- * plugstack.conf:
- *   required /usr/lib/x86_64-linux-gnu/slurm-wlm/vshare_spank.so \
- *            shard_mem=10G socket=/run/vshare/scheduler.sock
+ * plugstack.conf (one line):
+ *   required /usr/lib/x86_64-linux-gnu/slurm-wlm/vshare_spank.so shard_mem=10G
  * The options are listed in vsp_conf.h; docs/cluster.md has the rest.
  */
 #include <pwd.h>
