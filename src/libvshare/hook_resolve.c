@@ -3,7 +3,7 @@
  * entry point through them since CUDA 11.3. The driver chooses the
  * variant; the shim hands out that variant's hook (hook_for_proc).
  */
-#include "hooks.h"
+#include "hook_body.h"
 
 static void map_proc(const char *symbol, void **pfn, int version,
 		     cuuint64_t flags)
@@ -15,7 +15,7 @@ static void map_proc(const char *symbol, void **pfn, int version,
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
 			  cuuint64_t flags)
 {
-	__typeof__(&cuGetProcAddress) real = REAL(cuGetProcAddress);
+	__typeof__(&cuGetProcAddress) real = REAL_INIT(cuGetProcAddress);
 	CUresult r;
 
 	if (real == NULL)
@@ -33,7 +33,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 			     cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *symbolStatus)
 {
-	__typeof__(&cuGetProcAddress_v2) real = REAL(cuGetProcAddress_v2);
+	__typeof__(&cuGetProcAddress_v2) real = REAL_INIT(cuGetProcAddress_v2);
 	CUresult r;
 
 	if (real == NULL)

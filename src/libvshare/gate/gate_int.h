@@ -1,7 +1,7 @@
 /*
- * Internal state shared by the gate (gate.c, gate_release.c) and the
- * scheduler client (client*.c). Nothing outside those files includes it,
- * except the gate's unit tests.
+ * The gate's internal state (gate*.c). Nothing outside the gate includes
+ * it, except the gate's unit tests. It holds lock state only: what the
+ * scheduler said and what was sent to it is the client's (client_int.h).
  *
  * Locking: each GPU's gate has one mutex. Its hot fields (state, in-flight
  * count, activity stamp) are atomics that the fast path reads and writes
@@ -13,8 +13,10 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "gate.h"
+#include "gate_ctl.h"
 #include "vshare/proto.h"
 
 #define GATE_CLOSED   0   /* no lock: entrants block (slow path) */
@@ -48,30 +50,11 @@ struct gate_gpu {
 	int      known;
 	uint8_t  uuid[VS_UUID_LEN];
 	uint64_t total_mem;
-
-	/* Scheduler view, owned by the client thread (under mu). */
-	int      attached;         /* ATTACH sent on this connection (set
-				    * once it went out: an application thread
-				    * may then send REQUEST itself) */
-	int      requested;        /* REQUEST sent, no GRANT yet */
-	int      held;             /* granted, RELEASED not yet sent */
-	uint32_t drop;             /* pending VS_DROP_* reason, 0 if none */
-	int      want;             /* request even with no waiter (reconnect) */
-	int      fp_valid;         /* atomic: a footprint was sent on this
-				    * connection */
-	uint64_t fp_managed, fp_pinned;
-	int      fp_dirty;         /* atomic: footprint changed since sent */
 } __attribute__((aligned(64)));
 
-/* Settings read from the environment once, at gate_init. */
+/* The gate's settings, read from the environment once, at gate_init. */
 struct gate_conf {
-	char     socket_path[108];
-	char     label[VS_LABEL_MAX + 1];
-	uint64_t idle_ms;
-	int      swap_eager;
-	int      require_sched;
 	int      disabled;
-	uint64_t footprint_step;
 	uint64_t spin_ns;          /* a waiter busy-waits for its grant, the
 				    * client thread busy-polls for it */
 	int      spin_forced;      /* VSHARE_SPIN_US given: spin whatever the
@@ -81,6 +64,7 @@ struct gate_conf {
 
 struct gate_global {
 	const struct gate_cuda_ops *ops;
+	const struct gate_events *ev;
 	struct gate_conf conf;
 	int      enabled;          /* atomic: gate active at all */
 	int      captures;         /* atomic: stream captures in progress */
@@ -93,54 +77,42 @@ struct gate_global {
 	struct gate_gpu gpu[GATE_MAX_GPUS];
 };
 
-extern struct gate_global gate_g;
+/* Hidden: every part of the gate reaches it PC-relative, as the fast path
+ * did when it lived in the same file, not through the GOT. */
+extern struct gate_global gate_g __attribute__((visibility("hidden")));
+
+/* Coarse monotonic milliseconds, inline for gate_exit's stamp: the
+ * coarse clock is read from the vDSO, a few nanoseconds and precise to a
+ * scheduler tick, plenty for an idle time of 100 ms. */
+static inline uint64_t gate_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* Read the VSHARE_* settings (gate_conf.c). */
 void gate_conf_read(struct gate_conf *c);
 
-/* Coarse monotonic milliseconds (vDSO, no system call). */
-uint64_t gate_now_ms(void);
+/* gate_state.c */
+/* A gate as at start: closed, nobody inside or waiting, unknown. */
+void     gate_gpu_init(struct gate_gpu *g);
 /* Calls inside a gate's bracket (sequentially consistent sum). */
 long     gate_inflight(struct gate_gpu *g);
-/* The latest exit stamp of a gate; gate_stamp sets one (a grant). */
+/* The latest exit stamp of a gate. */
 uint64_t gate_last_ms(struct gate_gpu *g);
-void     gate_stamp(struct gate_gpu *g, uint64_t ms);
 
-/* Wait until g opens (gate_wait.c). Called and returns with g->mu held. */
-void gate_wait_open(struct gate_gpu *g);
-/* Open a gate: mark held or unshared, wake entrants. Takes g->mu. */
-void gate_open(struct gate_gpu *g);
-/* Open every gate: running unshared (no scheduler, shutdown). */
+/* Open g and wake whoever waits for it. Called with g->mu held; the one
+ * place a gate's state becomes GATE_OPEN. */
+void gate_open_locked(struct gate_gpu *g);
+/* Open every gate in use: running unshared (no scheduler, shutdown). */
 void gate_open_all(void);
-/*
- * Take the GPU away from this process: close the gate, wait for in-flight
- * calls and for stream captures to end, synchronize the device, swap out if
- * configured. The gate is left CLOSED. Returns 0, or -1 if shutdown began
- * while waiting (the gate is then open).
- */
-int  gate_drain(int dev);
-
-/* Client thread (client.c). */
-void client_start(void);          /* idempotent; first slow-path entry */
-/*
- * An application thread waiting at g sends REQUEST itself when it can
- * (connected, g attached with its footprint sent, not held or requested),
- * saving the client thread's wake-up. Called and returns with g->mu held
- * (drops it while sending); the client thread then polls for the GRANT
- * without sleeping. Returns 1 if it sent the REQUEST, 0 if one was already
- * out, -1 if the client thread must see to it. After 1 or -1 the caller
- * wakes the client thread (client_wake): to poll for the GRANT while the
- * scheduler answers, or to send.
- */
-int  client_request_direct(struct gate_gpu *g);
-/* Monotonic nanoseconds (vDSO). */
-uint64_t gate_now_ns(void);
-/* Whether to spin for a grant now: enabled, and the CPUs not so busy that
- * the spinners would delay the grant (load checked at most every 100 ms). */
-int      gate_spin_ok(void);
-void client_wake(void);           /* something for the thread to do */
-void client_stop(void);           /* gate_shutdown: bounded wait */
-void client_forget(void);         /* fork child: drop inherited state */
-int  client_started(void);
+/* gate_wait.c */
+/* Wait until g opens. Called and returns with g->mu held;
+ * drops it while it tells the controller (gate_events.wanted). */
+void gate_wait_open(struct gate_gpu *g, int dev);
+/* Whether to spin for a grant now (gate_wait.c). */
+int  gate_spin_ok(void);
 
 #endif
