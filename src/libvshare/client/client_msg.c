@@ -21,6 +21,7 @@ void client_set_sock(int fd)
 	own_fd_take(&client_c.sock_id, fd);
 	client_c.sock = fd;
 	client_c.welcomed = 0;
+	client_c.welcome_new = 0;
 }
 
 /* Wait for room in the socket, at most CLIENT_SEND_WAIT_MS in all. The
