@@ -1,7 +1,7 @@
 /*
  * One peer connection: accept, read frames, write frames, close. Framing
- * only: a complete, valid frame goes to srv_dispatch; a malformed one
- * closes this connection and nothing else.
+ * only: a complete, valid frame goes up through the server's
+ * conn_events; a malformed one closes this connection and nothing else.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +28,7 @@ void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	srv_conn_gone(c);
+	s->events->gone(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -126,7 +126,8 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 
 		switch (r) {
 		case FRX_FRAME:
-			srv_dispatch(c, &c->rx.in.hdr, frx_payload(&c->rx));
+			c->srv->events->frame(c, &c->rx.in.hdr,
+					      frx_payload(&c->rx));
 			continue;
 		case FRX_VERSION:
 			log_info("peer pid %d speaks protocol version %u, not %u",
@@ -182,7 +183,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	} else {
 		feed(c, (const unsigned char *)buf->base, (size_t)n);
 	}
-	srv_flush(c->srv);
+	c->srv->events->read_done(c->srv);
 }
 
 void conn_on_connection(uv_stream_t *server, int status)

@@ -23,7 +23,7 @@ static void keep_socket_settings(const struct conf *old, struct conf *nc)
 	nc->socket_mode = old->socket_mode;
 }
 
-int srv_reload(struct srv *s)
+int reload_conf(struct srv *s)
 {
 	struct conf nc;
 	struct sched_cfg cfg, old;
@@ -69,6 +69,5 @@ int srv_reload(struct srv *s)
 	*s->conf = nc;
 	log_info("reloaded %s: quantum %u s, mode %s, max_clients %u",
 		 s->conf_path, nc.tq_s, vs_mode_name(nc.mode), nc.max_clients);
-	srv_flush(s);
 	return 0;
 }

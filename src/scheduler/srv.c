@@ -133,7 +133,7 @@ void srv_flush(struct srv *s)
 	rearm(s);
 }
 
-void srv_conn_gone(struct conn *c)
+static void peer_gone(struct conn *c)
 {
 	if (c->client == NULL)
 		return;
@@ -298,7 +298,8 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	}
 }
 
-void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload)
+static void dispatch(struct conn *c, const struct vs_hdr *h,
+		     const void *payload)
 {
 	const struct vs_msg_info *mi = vs_msg_lookup(h->type);
 
@@ -310,13 +311,21 @@ void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload)
 		on_client_msg(c, h, payload);
 }
 
+/* conn.c reports to this file through these, never by name. */
+static const struct conn_events events = {
+	.frame = dispatch,
+	.gone = peer_gone,
+	.read_done = srv_flush,
+};
+
 static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
 
 	if (signum == SIGHUP) {
 		log_info("SIGHUP: reloading %s", s->conf_path);
-		srv_reload(s);
+		if (reload_conf(s) == 0)
+			srv_flush(s);
 		return;
 	}
 	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -345,6 +354,7 @@ int srv_start(struct srv *s)
 
 	conf_sched_cfg(s->conf, &cfg);
 	s->timer_due = SCHED_NO_DEADLINE;
+	s->events = &events;
 	s->sched = sched_new(&cfg, loop_clock, s->loop);
 	if (s->sched == NULL)
 		return -1;
@@ -359,7 +369,7 @@ int srv_start(struct srv *s)
 	}
 	rc = sock_prepare(s->path);
 	if (rc == 0)
-		rc = sock_listen(s);
+		rc = sock_listen(s, conn_on_connection);
 	if (rc != 0) {
 		srv_stop(s);
 		return -1;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Integration scenarios: the real vshare-scheduler on a temporary socket,
 the real vsharectl and sched_testclient. Usage: sched_it.py BINDIR SCENARIO
-(exit 0 pass, 1 fail, 77 skipped)."""
+(exit 0 pass, 1 fail, 77 skipped). Each function t_NAME is scenario NAME
+and ctest sched.it.NAME; `sched_it.py --list` prints them."""
 import grp
 import json
 import os
@@ -16,7 +17,7 @@ import time
 
 from schedtest import (Daemon, Fail, T, UUID, E_PROTO, E_VERSION, attach,
                        check, closed_by_peer, events, frame, gpu_ref, hello,
-                       main, recv_frame, wait_for)
+                       main, recv_frame, scenarios, wait_for)
 
 
 def holders_of(d, gpu=0):
@@ -535,11 +536,5 @@ def t_no_chown(b):
     return 0
 
 
-SCENARIOS = {"alternate": t_alternate, "kill_holder": t_kill_holder,
-             "many": t_many, "garbage": t_garbage, "fuzz": t_fuzz,
-             "nonadmin": t_nonadmin, "ctl": t_ctl, "socket": t_socket,
-             "config": t_config, "grace": t_grace, "auto": t_auto,
-             "no_chown": t_no_chown}
-
 if __name__ == "__main__":
-    raise SystemExit(main(SCENARIOS))
+    raise SystemExit(main(scenarios(globals())))
