@@ -2,7 +2,7 @@
 """Fail on any circle of calls between object files (STYLE.md, "No circles"),
 and on any call from a layer of libvshare.so into a layer above it.
 
-  check_cycles.py [--data] [--layers a,b,c] OBJECT...
+  check_layers.py [--data] [--layers a,b,c] OBJECT...
 
 An argument may hold several objects separated by ';' (a CMake list, as
 $<TARGET_OBJECTS:...> gives). With --layers, an object's layer is the name
