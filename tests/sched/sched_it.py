@@ -482,10 +482,13 @@ def t_grace(b):
 def t_auto(b):
     """Mode auto: what fits runs together, the rest waits in FCFS order."""
     G = 1 << 30
-    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 1}) as d:
-        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 1200)
+    # A and B hold long enough for C to start and queue on a slow
+    # (sanitized, loaded) machine; the quantum is longer than their hold so
+    # the drops they get are the idle drops C's arrival causes.
+    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 4}) as d:
+        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 3000)
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
-        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 1200)
+        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 3000)
         wait_for(lambda: len(holders_of(d)) == 2, 5, "B beside A")
         c = d.client("--label", "C", "--managed", 4 * G, "--hold-ms", 10)
         wait_for(lambda: len(queue_of(d)) == 1, 5, "C waits")
