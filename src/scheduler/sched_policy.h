@@ -44,10 +44,23 @@ struct sched_gpu_cfg {
 	uint64_t capacity;  /* bytes; 0: the reported memory */
 };
 
+/*
+ * Capacity. A per-GPU capacity from the configuration is trusted: every
+ * client of that GPU is scheduled against it, whatever it reports. Else
+ * each client's own report of the GPU's memory (capped by the default
+ * `capacity`) is its view, and a group of co-runners must fit in the
+ * smallest view among its members: a client that claims less only
+ * serializes itself, one that claims more cannot make others co-run
+ * beyond their own view, and nothing outlives the client that said it.
+ */
 struct sched_cfg {
 	uint32_t tq_ms;             /* default quantum */
 	uint32_t mode;              /* default mode, VS_MODE_* */
 	uint64_t capacity;          /* cap in bytes, 0: the reported memory */
+	/* Per-uid limits (uid 0 is exempt; 0: no limit): distinct GPUs the
+	 * clients of one uid attach, and their requests waiting at once. */
+	uint32_t uid_gpus;
+	uint32_t uid_requests;
 	uint32_t grace_ms;          /* after a hard drop, before it counts as hung */
 	int      skip_unresponsive; /* revoke a hung holder's grant */
 	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
@@ -114,8 +127,9 @@ uint32_t sched_client_id(const struct sched_client *c);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses
- * with VS_E_INVAL past SCHED_MAX_CLIENT_GPUS, or when SCHED_MAX_GPUS
- * GPUs all have clients. */
+ * with VS_E_LIMIT past SCHED_MAX_CLIENT_GPUS or the uid's uid_gpus, with
+ * VS_E_FULL when SCHED_MAX_GPUS GPUs all have clients; sched_request
+ * with VS_E_LIMIT past the uid's uid_requests. */
 int sched_attach(struct sched *s, struct sched_client *c,
 		 const uint8_t uuid[VS_UUID_LEN], uint64_t total_mem);
 int sched_footprint(struct sched *s, struct sched_client *c,
@@ -154,8 +168,9 @@ struct sched_gpu_info {
 	uint32_t index;
 	uint32_t mode;
 	uint32_t tq_ms;
-	uint64_t total_mem;
-	uint64_t capacity;
+	uint64_t total_mem;     /* the first attached client's report */
+	uint64_t capacity;      /* configured, or from total_mem */
+	int      trusted;       /* capacity configured for this GPU */
 	uint64_t footprint;     /* all attached clients */
 	uint64_t held;          /* footprint of the holders */
 	size_t   n_holders;
@@ -178,12 +193,22 @@ struct sched_client_info {
 	const char *label;
 	size_t n_gpus;
 };
+/* What one uid's clients use now, against the per-uid limits. */
+struct sched_uid_info {
+	uint32_t n_clients;
+	uint32_t n_gpus;        /* distinct GPUs attached */
+	uint32_t n_waiting;     /* requests waiting */
+};
+/* 0, or -1 when the uid has no client. */
+int sched_uid_info(const struct sched *s, uint32_t uid,
+		   struct sched_uid_info *out);
 void sched_client_info(const struct sched_client *c,
 		       struct sched_client_info *out);
 struct sched_member_info {
 	const uint8_t *uuid;
 	uint64_t managed;
 	uint64_t pinned;
+	uint64_t capacity;      /* its view: see struct sched_cfg */
 	enum sched_state state;
 	int      revoked;       /* grant taken back after a hang */
 	uint64_t held_ms;       /* in the current grant, 0 unless holding */
