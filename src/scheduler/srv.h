@@ -13,11 +13,14 @@
 
 #include "conf.h"
 #include "frx.h"
+#include "limits.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
-/* Bytes queued to a peer that does not read before it is dropped. */
-#define CONN_MAX_OUTQ   (4u << 20)
+/* Bytes asked of one read: a few hundred requests. A peer whose output
+ * backs up is no longer read, and what it sent beyond the frame that
+ * filled its queue waits in its stash, so this bounds the stash. */
+#define CONN_READ_MAX   4096u
 
 struct srv;
 
@@ -29,7 +32,21 @@ struct conn {
 	struct sched_cred cred;      /* SO_PEERCRED */
 	int is_admin;
 	int closing;
+	int paused;                  /* reading stopped: output backed up */
+	int refused_once;            /* a limit refusal was logged */
+	int counted;                 /* in its uid's connection count */
+	uint64_t t_idle;             /* accept or last whole frame, ms */
+	uint64_t t_frame;            /* first byte of a partial frame, or 0 */
+	uint64_t outq;               /* bytes queued, with their overhead */
+	unsigned char *stash;        /* read, not yet decoded (paused) */
+	size_t stash_len;
 	struct frx rx;                /* the frame being received */
+};
+
+/* Connections per uid, for the uid_conns limit. */
+struct srv_uid {
+	uint32_t uid;
+	uint32_t n;
 };
 
 struct srv {
@@ -49,6 +66,11 @@ struct srv {
 	char admin_group_name[CONF_NAME_MAX];
 	struct conn *conns;
 	size_t n_conns;
+	struct limits lim;
+	uv_timer_t sweep;            /* hello and frame deadlines */
+	uint64_t outq_total;         /* every conn's outq */
+	struct srv_uid *uids;
+	size_t n_uids, cap_uids;
 	uint64_t timer_due;
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
@@ -69,6 +91,8 @@ void conn_send(struct conn *c, uint16_t type, const void *payload,
 void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void conn_close(struct conn *c);
+/* Close peers past their hello or frame deadline (the sweep timer). */
+void conn_sweep(struct srv *s);
 
 /* srv.c */
 int  srv_start(struct srv *s);
