@@ -96,6 +96,8 @@ static void feed(struct conn *c, const unsigned char *p, size_t n);
  * while it was paused. */
 static void resume(struct conn *c)
 {
+	if (c->closing || !c->paused)
+		return;
 	unsigned char *p = c->stash;
 	size_t n = c->stash_len;
 
@@ -120,7 +122,22 @@ static void on_written(uv_write_t *req, int status)
 	c->outq -= w->cost;
 	c->srv->outq_total -= w->cost;
 	free(w);
-	if (c->paused && !c->closing && c->outq <= c->srv->lim.outq_pause / 2)
+	if (c->paused && !c->closing && c->status_gen == 0 &&
+	    c->outq <= c->srv->lim.outq_pause / 2)
+		resume(c);
+}
+
+void conn_pause(struct conn *c)
+{
+	if (c->paused || c->closing)
+		return;
+	c->paused = 1;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+void conn_resume(struct conn *c)
+{
+	if (c->status_gen == 0 && c->outq <= c->srv->lim.outq_pause)
 		resume(c);
 }
 
@@ -128,10 +145,8 @@ static void on_written(uv_write_t *req, int status)
  * make the daemon queue more for it than one read's worth of answers. */
 static void pause_if_full(struct conn *c)
 {
-	if (c->paused || c->outq <= c->srv->lim.outq_pause)
-		return;
-	c->paused = 1;
-	uv_read_stop((uv_stream_t *)&c->pipe);
+	if (c->outq > c->srv->lim.outq_pause)
+		conn_pause(c);
 }
 
 /* 0 if `cost` more bytes may be queued to c, else the peer is dropped. */

@@ -42,6 +42,7 @@ struct sched_member {
 	uint64_t fp;              /* managed + pinned, clamped */
 	uint64_t claim;           /* total memory it reported, 0: unknown */
 	uint64_t cap;             /* its view of the capacity, 0: unknown */
+	struct sched_member *copy; /* scratch of sched_snapshot */
 	enum sched_state state;
 	uint64_t since;           /* request or grant time */
 	uint64_t q_start;         /* start of the current quantum window */
@@ -103,6 +104,8 @@ struct sched {
 	struct sched_gpu_cfg *gcfg;
 	sched_clock_fn clock;
 	void *clock_arg;
+	uint64_t frozen_now;      /* the clock of a snapshot */
+	void *arena;              /* a snapshot's clients and members */
 	struct sched_gpu **gpus;
 	size_t n_gpus, cap_gpus;
 	struct dlink clients;

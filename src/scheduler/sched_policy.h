@@ -158,6 +158,13 @@ size_t sched_out_count(const struct sched *s);
 const struct sched_out *sched_out_at(const struct sched *s, size_t i);
 void sched_out_clear(struct sched *s);
 
+/* A frozen copy for the read-only views below (and nothing else), so
+ * that a status report can be rendered on another thread while the
+ * policy goes on; NULL when out of memory. Free it with sched_snap_free,
+ * on any thread. */
+struct sched *sched_snapshot(const struct sched *s);
+void sched_snap_free(struct sched *snap);
+
 /* Read-only views for status reports and tests. */
 size_t sched_gpu_count(const struct sched *s);
 const struct sched_gpu *sched_gpu_at(const struct sched *s, size_t i);

@@ -361,7 +361,10 @@ void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload)
 {
 	const struct vs_msg_info *mi = vs_msg_lookup(h->type);
 
-	if (mi != NULL && mi->role == VS_ROLE_ADMIN)
+	if (h->type == VS_MSG_STATUS &&
+	    (c->is_admin || c->srv->conf->status_public))
+		stq_request(c);
+	else if (mi != NULL && mi->role == VS_ROLE_ADMIN)
 		ctl_handle(c, h, payload);
 	else if (h->type == VS_MSG_HELLO)
 		on_hello(c, payload);
@@ -412,6 +415,7 @@ int srv_start(struct srv *s)
 		return -1;
 	uv_timer_init(s->loop, &s->timer);
 	s->timer.data = s;
+	stq_init(s);
 	uv_timer_init(s->loop, &s->sweep);
 	s->sweep.data = s;
 	uv_timer_start(&s->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
@@ -457,6 +461,7 @@ void srv_stop(struct srv *s)
 		uv_close((uv_handle_t *)&s->listener, NULL);
 	uv_close((uv_handle_t *)&s->timer, NULL);
 	uv_close((uv_handle_t *)&s->sweep, NULL);
+	stq_close(s);
 	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&s->sig[i], NULL);
 }

@@ -38,6 +38,7 @@ struct conn {
 	uint64_t t_idle;             /* accept or last whole frame, ms */
 	uint64_t t_frame;            /* first byte of a partial frame, or 0 */
 	uint64_t outq;               /* bytes queued, with their overhead */
+	uint32_t status_gen;         /* waits for this status rendering */
 	unsigned char *stash;        /* read, not yet decoded (paused) */
 	size_t stash_len;
 	struct frx rx;                /* the frame being received */
@@ -71,6 +72,15 @@ struct srv {
 	uint64_t outq_total;         /* every conn's outq */
 	struct srv_uid *uids;
 	size_t n_uids, cap_uids;
+	/* stq.c: status renderings */
+	uv_work_t st_work;
+	uv_timer_t st_timer;
+	struct sched *st_snap;
+	char *st_json;
+	size_t st_len;
+	uint32_t st_cur, st_next;    /* rendering in flight, next one */
+	int st_busy;
+	uint64_t st_last;            /* end of the last rendering */
 	uint64_t timer_due;
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
@@ -93,6 +103,15 @@ void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 void conn_close(struct conn *c);
 /* Close peers past their hello or frame deadline (the sweep timer). */
 void conn_sweep(struct srv *s);
+/* Stop reading a peer, and read it again (first what it sent meanwhile)
+ * unless its output is still backed up. */
+void conn_pause(struct conn *c);
+void conn_resume(struct conn *c);
+
+/* stq.c: status requests, rendered off the loop */
+void stq_init(struct srv *s);
+void stq_close(struct srv *s);
+void stq_request(struct conn *c);
 
 /* srv.c */
 int  srv_start(struct srv *s);

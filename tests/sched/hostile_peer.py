@@ -99,11 +99,11 @@ def conns(path, n, how):
     for _ in range(int(n)):
         try:
             s = connect(path)
+            if how == "half":
+                s.sendall(hello()[:10])
         except OSError:
             refused += 1
             continue
-        if how == "half":
-            s.sendall(hello()[:10])
         socks.append(s)
     kept = []
     for s in socks:
