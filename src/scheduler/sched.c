@@ -494,9 +494,11 @@ static uint64_t holder_deadline(const struct sched *s,
 				const struct sched_gpu *g,
 				const struct sched_member *h)
 {
+	/* A hung holder reported while skip_unresponsive was off is
+	 * revoked once a reload turns it on. */
 	if (h->hard)
-		return h->hung_reported ? SCHED_NO_DEADLINE
-					: h->hard_at + s->cfg.grace_ms;
+		return h->hung_reported && !s->cfg.skip_unresponsive ?
+		       SCHED_NO_DEADLINE : h->hard_at + s->cfg.grace_ms;
 	if (g->contended)
 		return h->q_start + g->tq_ms;
 	return SCHED_NO_DEADLINE;
