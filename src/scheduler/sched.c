@@ -356,6 +356,8 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	}
 	g->cap_cfg = cap;
 	g->trusted = trusted;
+	if (!trusted && s->cfg.total_fn != NULL)
+		g->drv_total = s->cfg.total_fn(s->cfg.total_arg, uuid);
 	dl_init(&g->members);
 	dl_init(&g->queue);
 	dl_init(&g->holders);
@@ -412,7 +414,8 @@ int sched_attach(struct sched *s, struct sched_client *c,
 		sched_cap_refresh(g);
 	else
 		m->cap = g->trusted ? g->cap_cfg :
-			 capacity_of(total_mem, g->cap_cfg);
+			 capacity_of(g->drv_total ? g->drv_total : total_mem,
+				     g->cap_cfg);
 	return 0;
 }
 

@@ -2,7 +2,8 @@
  * Capacity views. A client's report of a GPU's memory is a claim, not a
  * fact: a peer can send any number. So a report never changes what other
  * clients are scheduled against. A GPU whose capacity is configured for
- * it is trusted and every member sees that capacity; otherwise each
+ * it is trusted and every member sees that capacity; so is the driver's
+ * own report of its memory (NVML) capped by the default; otherwise each
  * member sees its own report (capped by the default capacity), and a
  * group of co-runners must fit in the smallest view among its members.
  * A liar who reports 1 byte thus only keeps others from running beside
@@ -29,6 +30,9 @@ static uint64_t view_of(const struct sched_gpu *g, uint64_t claim)
 {
 	if (g->trusted)
 		return g->cap_cfg;
+	/* The driver's report, when there is one, replaces every claim. */
+	if (g->drv_total != 0)
+		claim = g->drv_total;
 	if (g->cap_cfg == 0)
 		return claim;
 	if (claim == 0)

@@ -87,6 +87,7 @@ struct sched_gpu {
 	uint64_t capacity;        /* for reports; grants use the views */
 	uint64_t cap_cfg;         /* configured cap, 0: none */
 	int trusted;              /* cap_cfg is this GPU's own: every view */
+	uint64_t drv_total;       /* the driver's report, 0: none */
 	uint64_t hcap;            /* smallest known view among the holders */
 	size_t n_hcap;            /* holders whose view is hcap */
 	struct sched_gpu_uid *uids;

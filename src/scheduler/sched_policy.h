@@ -44,9 +44,16 @@ struct sched_gpu_cfg {
 	uint64_t capacity;  /* bytes; 0: the reported memory */
 };
 
+typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
+/* The driver's own report of a GPU's memory in bytes (NVML), 0 if it
+ * does not know the GPU. Asked once, when a GPU record is made. */
+typedef uint64_t (*sched_total_fn)(void *arg, const uint8_t uuid[VS_UUID_LEN]);
+
 /*
  * Capacity. A per-GPU capacity from the configuration is trusted: every
- * client of that GPU is scheduled against it, whatever it reports. Else
+ * client of that GPU is scheduled against it, whatever it reports. Else,
+ * when the driver reports the GPU's memory (total_fn), that report capped
+ * by the default capacity is every client's view. Else
  * each client's own report of the GPU's memory (capped by the default
  * `capacity`) is its view, and a group of co-runners must fit in the
  * smallest view among its members: a client that claims less only
@@ -65,9 +72,10 @@ struct sched_cfg {
 	int      skip_unresponsive; /* revoke a hung holder's grant */
 	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
 	size_t   n_gpus;
+	sched_total_fn total_fn;    /* NULL: no driver report */
+	void    *total_arg;
 };
 
-typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
 
 struct sched;
 struct sched_client;
@@ -177,7 +185,8 @@ struct sched_gpu_info {
 	uint32_t tq_ms;
 	uint64_t total_mem;     /* the first attached client's report */
 	uint64_t capacity;      /* configured, or from total_mem */
-	int      trusted;       /* capacity configured for this GPU */
+	int      trusted;       /* capacity configured or from the driver */
+	uint64_t driver_total;  /* the driver's report, 0: none */
 	uint64_t footprint;     /* all attached clients */
 	uint64_t held;          /* footprint of the holders */
 	size_t   n_holders;

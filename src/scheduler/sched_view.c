@@ -82,7 +82,8 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 	out->tq_ms = g->tq_ms;
 	out->total_mem = g->total_mem;
 	out->capacity = g->capacity;
-	out->trusted = g->trusted;
+	out->trusted = g->trusted || g->drv_total != 0;
+	out->driver_total = g->drv_total;
 	out->footprint = g->total_fp;
 	out->held = g->held_fp;
 	out->n_holders = g->n_holders;

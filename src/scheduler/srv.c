@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "nvml.h"
 #include "srv.h"
 
 static uint64_t loop_clock(void *arg)
@@ -409,6 +410,8 @@ int srv_start(struct srv *s)
 	limits_defaults(&s->lim);
 	cfg.uid_gpus = s->lim.uid_gpus;
 	cfg.uid_requests = s->lim.uid_requests;
+	if (nvml_open() == 0)
+		cfg.total_fn = nvml_total;
 	s->timer_due = SCHED_NO_DEADLINE;
 	s->sched = sched_new(&cfg, loop_clock, s->loop);
 	if (s->sched == NULL)
@@ -462,6 +465,7 @@ void srv_stop(struct srv *s)
 	uv_close((uv_handle_t *)&s->timer, NULL);
 	uv_close((uv_handle_t *)&s->sweep, NULL);
 	stq_close(s);
+	nvml_close();
 	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&s->sig[i], NULL);
 }

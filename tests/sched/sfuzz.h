@@ -71,6 +71,13 @@ static uint64_t sf_size(struct sf *f)
 	return b < 240 ? b : (uint64_t)b << 50;
 }
 
+/* The driver knows GPU 2 only (NVML on a node with one GPU). */
+static uint64_t sf_driver(void *arg, const uint8_t uuid[VS_UUID_LEN])
+{
+	(void)arg;
+	return uuid[0] == 2 && uuid[1] == 0 ? 8ull << 30 : 0;
+}
+
 static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
 		   struct sched_gpu_cfg *gc)
 {
@@ -82,6 +89,7 @@ static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
 	cfg->skip_unresponsive = sf_byte(f) % 4 != 0;
 	cfg->uid_gpus = sf_byte(f) % 4;
 	cfg->uid_requests = sf_byte(f) % 5;
+	cfg->total_fn = sf_byte(f) % 2 ? sf_driver : NULL;
 	memset(gc, 0, sizeof(*gc));
 	gc->uuid[0] = 1;
 	gc->set = sf_byte(f) % 8;

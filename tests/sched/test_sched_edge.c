@@ -134,6 +134,46 @@ static void test_total_claim_binds_its_sender(void **state)
 	sched_free(s);
 }
 
+static uint64_t driver_total(void *arg, const uint8_t uuid[VS_UUID_LEN])
+{
+	(void)arg;
+	return memcmp(uuid, GPU_A, VS_UUID_LEN) == 0 ? 10 * GiB : 0;
+}
+
+/* The driver's report of the GPU's memory replaces every claim, capped by
+ * the default capacity; a GPU the driver does not know falls back to the
+ * claims. */
+static void test_driver_total_trusted(void **state)
+{
+	struct sched_cfg cfg;
+	struct sched_gpu_info gi;
+	struct sched *s;
+	struct sched_client *a, *b, *c;
+	(void)state;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tq_ms = 1000;
+	cfg.mode = VS_MODE_AUTO;
+	cfg.total_fn = driver_total;
+	fake_now = 0;
+	s = sched_new(&cfg, fake_clock, NULL);
+	a = cl(s, 1, 4);          /* lies low */
+	b = cl(s, 1ull << 50, 4); /* lies high */
+	c = cl(s, 64 * GiB, 4);
+	sched_request(s, a, GPU_A);
+	sched_request(s, b, GPU_A);
+	sched_request(s, c, GPU_A);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	assert_int_equal(st(c), SCHED_ST_WAITING); /* 12 GiB > 10 GiB */
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_true(gi.capacity == 10 * GiB && gi.trusted);
+	assert_true(gi.driver_total == 10 * GiB);
+	assert_int_equal(sched_attach(s, a, GPU_B, 3 * GiB), 0);
+	sched_gpu_info(sched_gpu_find(s, GPU_B), &gi);
+	assert_true(gi.capacity == 3 * GiB && !gi.trusted);
+	sched_free(s);
+}
+
 /* A capacity configured for the GPU itself is trusted: every client is
  * scheduled against it, whatever it reports. */
 static void test_configured_capacity_trusted(void **state)
@@ -453,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_total_learned_later),
 		cmocka_unit_test(test_total_claim_binds_its_sender),
 		cmocka_unit_test(test_configured_capacity_trusted),
+		cmocka_unit_test(test_driver_total_trusted),
 		cmocka_unit_test(test_larger_than_capacity_exclusive),
 		cmocka_unit_test(test_no_starvation_by_small),
 		cmocka_unit_test(test_waiter_footprint_changes),
