@@ -104,6 +104,9 @@ static void resume(struct conn *c)
 	c->paused = 0;
 	c->stash = NULL;
 	c->stash_len = 0;
+	/* The frame clock stood still while we did not read. */
+	if (c->t_frame != 0)
+		c->t_frame = uv_now(c->srv->loop);
 	if (n > 0)
 		feed(c, p, n);
 	free(p);
@@ -426,7 +429,8 @@ void conn_sweep(struct srv *s)
 		const char *why = NULL;
 
 		next = c->next;
-		if (c->t_frame != 0 && now - c->t_frame > s->lim.frame_ms)
+		if (c->t_frame != 0 && !c->paused &&
+		    now - c->t_frame > s->lim.frame_ms)
 			why = "did not finish a frame within frame_ms";
 		else if (c->client == NULL && !c->paused &&
 			 now - c->t_idle > s->lim.hello_ms)

@@ -118,9 +118,11 @@ struct sched {
 	size_t n_out, cap_out;
 };
 
-/* sched.c, for sched_conf.c */
+/* sched.c, for sched_conf.c and sched_admin.c */
 void sched_admit(struct sched *s, struct sched_gpu *g);
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
+
+/* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
