@@ -81,6 +81,8 @@ struct srv {
 	uint32_t st_cur, st_next;    /* rendering in flight, next one */
 	int st_busy;
 	uint64_t st_last;            /* end of the last rendering */
+	uint64_t st_cost;            /* its cost to the loop, ns */
+	uint64_t st_gap;             /* ms before the next one may start */
 	uint64_t timer_due;
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;

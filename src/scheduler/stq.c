@@ -5,9 +5,11 @@
  * up by that much. So the loop only takes a frozen copy of the policy
  * (sched_snapshot), a worker thread renders and frees it, and one
  * rendering answers every request that arrived before its copy was
- * taken. Renderings start at most every STQ_GAP_MS, and a peer waiting
- * for its status is not read meanwhile, so a flood of requests costs the
- * loop one copy per gap whatever the number of peers.
+ * taken. What a rendering costs the loop (the copy, the replies) is
+ * measured, and the next one waits nine times as long (at most
+ * STQ_GAP_MAX_MS): status requests take at most a tenth of the loop
+ * whatever their number, and a small status is still answered at once.
+ * A peer waiting for its status is not read meanwhile.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 #include "log.h"
 #include "srv.h"
 
-#define STQ_GAP_MS 100
+#define STQ_GAP_MAX_MS 100
 #define STQ_MAX    (VS_MAX_PAYLOAD - sizeof(struct vs_reply))
 
 static void start(struct srv *s);
@@ -87,11 +89,18 @@ static void after(uv_work_t *w, int status)
 {
 	struct srv *s = w->data;
 
+	uint64_t t0 = uv_hrtime();
+
 	(void)status;
 	s->st_busy = 0;
-	s->st_last = uv_now(s->loop);
 	if (!s->stopping)
 		answer(s, s->st_cur);
+	s->st_cost += uv_hrtime() - t0;
+	uv_update_time(s->loop);
+	s->st_last = uv_now(s->loop);
+	s->st_gap = s->st_cost * 9 / 1000000;
+	if (s->st_gap > STQ_GAP_MAX_MS)
+		s->st_gap = STQ_GAP_MAX_MS;
 	free(s->st_json);
 	s->st_json = NULL;
 }
@@ -103,16 +112,18 @@ static void on_gap(uv_timer_t *t)
 
 static void start(struct srv *s)
 {
-	uint64_t now = uv_now(s->loop);
+	uint64_t now = uv_now(s->loop), t0;
 
 	if (s->st_busy || s->stopping || uv_is_active((uv_handle_t *)&s->st_timer))
 		return;
-	if (s->st_last != 0 && now - s->st_last < STQ_GAP_MS) {
+	if (s->st_last != 0 && now - s->st_last < s->st_gap) {
 		uv_timer_start(&s->st_timer, on_gap,
-			       STQ_GAP_MS - (now - s->st_last), 0);
+			       s->st_gap - (now - s->st_last), 0);
 		return;
 	}
+	t0 = uv_hrtime();
 	s->st_snap = sched_snapshot(s->sched);
+	s->st_cost = uv_hrtime() - t0;
 	s->st_cur = s->st_next++;
 	if (s->st_next == 0)
 		s->st_next = 1;
