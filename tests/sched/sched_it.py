@@ -481,10 +481,12 @@ def t_grace(b):
 def t_auto(b):
     """Mode auto: what fits runs together, the rest waits in FCFS order."""
     G = 1 << 30
-    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 1}) as d:
-        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 1200)
+    # Holds of 2.5 s leave room for the status polls of a slow (sanitizer)
+    # build between C's arrival and the first release.
+    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 3}) as d:
+        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 2500)
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
-        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 1200)
+        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 2500)
         wait_for(lambda: len(holders_of(d)) == 2, 5, "B beside A")
         c = d.client("--label", "C", "--managed", 4 * G, "--hold-ms", 10)
         wait_for(lambda: len(queue_of(d)) == 1, 5, "C waits")
