@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "client_int.h"
+#include "frame.h"
 #include "gate_int.h"
 #include "log.h"
 
@@ -237,55 +238,45 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 }
 
 /* A peer of another version: its header layout is the same (frozen), so
- * an error frame it sends can still be read. */
-static int foreign_frame(const struct vs_hdr *h)
+ * an error frame it sends can still be read; the reader kept it. */
+static int foreign_frame(const struct vs_frx *rx)
 {
-	struct vs_error m;
+	const struct vs_error *m = vs_frx_foreign_error(rx);
 
-	if (h->type == VS_MSG_ERROR && h->length == sizeof(m) &&
-	    client_c.rlen >= sizeof(*h) + sizeof(m)) {
-		memcpy(&m, client_c.rbuf + sizeof(*h), sizeof(m));
-		if (m.code == VS_E_VERSION) {
-			on_version(m.detail ? m.detail : h->version);
-			return -1;
-		}
-	}
-	if (h->type == VS_MSG_ERROR && h->length == sizeof(m) &&
-	    client_c.rlen < sizeof(*h) + sizeof(m))
-		return 1; /* wait for the rest */
-	on_version(h->version);
+	if (m != NULL && m->code == VS_E_VERSION && m->detail != 0)
+		on_version(m->detail);
+	else
+		on_version(rx->in.hdr.version);
 	return -1;
 }
 
 /* One complete frame at the start of rbuf: 1 handled (consumed), 0 need
- * more bytes, -1 end the connection. */
+ * more bytes, -1 end the connection. rbuf keeps an incomplete frame's
+ * bytes, so the common reader starts afresh at each call. */
 static int one_frame(size_t *used)
 {
-	struct vs_hdr h;
-	const char *why = "?";
-	int rc;
+	const unsigned char *p = client_c.rbuf;
+	size_t n = client_c.rlen;
+	struct vs_frx rx;
 
-	if (client_c.rlen < sizeof(h))
+	/* Nothing the scheduler sends a client is longer than the reader's
+	 * own storage. */
+	vs_frx_init(&rx, VS_ROLE_SCHEDULER, VS_FRX_INLINE);
+	switch (vs_frx_push(&rx, &p, &n)) {
+	case VS_FRX_MORE:
 		return 0;
-	memcpy(&h, client_c.rbuf, sizeof(h));
-	rc = vs_check_hdr(&h, VS_ROLE_SCHEDULER);
-	if (rc == VS_E_VERSION && h.magic == VS_PROTO_MAGIC)
-		return foreign_frame(&h) > 0 ? 0 : -1;
-	if (rc != VS_OK || h.length > CLIENT_RBUF - sizeof(h)) {
+	case VS_FRX_FRAME:
+		*used = client_c.rlen - n;
+		return dispatch(&rx.in.hdr, vs_frx_payload(&rx)) < 0 ? -1 : 1;
+	case VS_FRX_VERSION:
+		return foreign_frame(&rx);
+	default:
 		if (!client_c.warned)
 			log_warn("malformed frame from the scheduler (type 0x%x, "
-				 "%u bytes)", h.type, h.length);
+				 "%u bytes): %s", rx.in.hdr.type,
+				 rx.in.hdr.length, rx.why ? rx.why : "?");
 		return -1;
 	}
-	if (client_c.rlen < sizeof(h) + h.length)
-		return 0;
-	if (vs_check_payload(&h, client_c.rbuf + sizeof(h), &why) != VS_OK) {
-		if (!client_c.warned)
-			log_warn("malformed frame from the scheduler: %s", why);
-		return -1;
-	}
-	*used = sizeof(h) + h.length;
-	return dispatch(&h, client_c.rbuf + sizeof(h)) < 0 ? -1 : 1;
 }
 
 int client_read(void)

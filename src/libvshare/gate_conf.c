@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "gate_int.h"
+#include "label.h"
 #include "log.h"
 #include "shim_env.h"
 
@@ -48,14 +49,6 @@ static int usable_cpus(void)
 	return n > 0 ? n : 1;
 }
 
-/* The wire label allows printable bytes only. */
-static void label_clean(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
-
 void gate_conf_read(struct gate_conf *c)
 {
 	const char *sock = shim_env_str("VSHARE_SOCKET", VS_DEFAULT_SOCKET);
@@ -73,7 +66,9 @@ void gate_conf_read(struct gate_conf *c)
 		snprintf(c->label, VS_LABEL_MAX, "%s", label);
 	else
 		default_label(c->label, VS_LABEL_MAX);
-	label_clean(c->label);
+	/* The wire label allows UTF-8 text without control characters; the
+	 * cut above may have split a character. */
+	vs_label_clean(c->label);
 	c->idle_ms = shim_env_u64("VSHARE_IDLE_MS", GATE_IDLE_MS_DEFAULT, 0,
 				  3600u * 1000u);
 	if (strcmp(swap, "eager") == 0) {

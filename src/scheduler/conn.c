@@ -1,7 +1,7 @@
 /*
  * One peer connection: accept, read frames, write frames, close. Framing
- * only: a complete, valid frame goes to srv_dispatch; a malformed one
- * closes this connection and nothing else.
+ * only: a complete, valid frame goes up through the server's
+ * conn_events; a malformed one closes this connection and nothing else.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,7 +78,7 @@ void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	srv_conn_gone(c);
+	s->events->gone(c);
 	uid_release(c);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -113,7 +113,7 @@ static void resume(struct conn *c)
 	if (!c->closing && !c->paused &&
 	    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) != 0)
 		conn_close(c);
-	srv_flush(c->srv);
+	c->srv->events->read_done(c->srv);
 }
 
 static void on_written(uv_write_t *req, int status)
@@ -276,20 +276,21 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 	int whole = 0;
 
 	while (!c->closing) {
-		enum frx_result r;
+		enum vs_frx_result r;
 
 		if (c->paused) {
 			if (n > 0)
 				stash(c, p, n);
 			break;
 		}
-		r = frx_push(&c->rx, &p, &n);
+		r = vs_frx_push(&c->rx, &p, &n);
 		switch (r) {
-		case FRX_FRAME:
+		case VS_FRX_FRAME:
 			whole = 1;
-			srv_dispatch(c, &c->rx.in.hdr, frx_payload(&c->rx));
+			c->srv->events->frame(c, &c->rx.in.hdr,
+					      vs_frx_payload(&c->rx));
 			continue;
-		case FRX_VERSION:
+		case VS_FRX_VERSION:
 			log_info("peer pid %d speaks protocol version %u, not %u",
 				 c->cred.pid, c->rx.in.hdr.version,
 				 VS_PROTO_VERSION);
@@ -302,14 +303,14 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 					c->rx.in.hdr.version);
 			conn_close(c);
 			return;
-		case FRX_PROTO:
+		case VS_FRX_PROTO:
 			log_info("peer pid %d: %s (type 0x%x, length %u): "
 				 "disconnecting it", c->cred.pid, c->rx.why,
 				 c->rx.in.hdr.type, c->rx.in.hdr.length);
 			conn_send_error(c, VS_E_PROTO, 0, "%s", c->rx.why);
 			conn_close(c);
 			return;
-		default:
+		default: /* VS_FRX_MORE; a request never needs a VS_FRX_BUFFER */
 			clocks(c, whole);
 			return;
 		}
@@ -345,7 +346,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	} else {
 		feed(c, (const unsigned char *)buf->base, (size_t)n);
 	}
-	srv_flush(c->srv);
+	c->srv->events->read_done(c->srv);
 }
 
 /* Refuse a new peer with a reason it can print: 0 if it may stay. */
@@ -399,6 +400,8 @@ void conn_on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->srv = s;
+	/* Clients and admins alike; none sends more than a request. */
+	vs_frx_init(&c->rx, 0, VS_FRX_MAX_REQ);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;

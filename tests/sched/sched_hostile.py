@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from schedtest import Daemon, check, main, wait_for  # noqa: E402
+from schedtest import Daemon, check, main, scenarios, wait_for  # noqa: E402
 
 GiB = 1 << 30
 # Everyone may reach the socket, as everyone in its group may.
@@ -166,10 +166,6 @@ def t_flood(b):
         check(d.alive(), "daemon died")
 
 
-SCENARIOS = {"capacity": t_capacity, "gpu_table": t_gpu_table,
-             "conns": t_conns, "flood": t_flood}
-
-
 def guarded(fn):
     def run(b):
         if os.geteuid() != 0 or shutil.which("setpriv") is None:
@@ -180,4 +176,4 @@ def guarded(fn):
 
 
 if __name__ == "__main__":
-    sys.exit(main({k: guarded(v) for k, v in SCENARIOS.items()}))
+    sys.exit(main({k: guarded(v) for k, v in scenarios(globals()).items()}))

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frx.h"
+#include "frame.h"
 #include "sched_int.h"
 
 #define SF_SLOTS 12
@@ -35,7 +35,7 @@ struct sf {
 	int reloaded;           /* limits may have been lowered */
 	struct sched *s;
 	struct sched_client *c[SF_SLOTS];
-	struct frx rx[SF_SLOTS];
+	struct vs_frx rx[SF_SLOTS];
 };
 
 #define SF_CHECK(cond) do { if (!(cond)) { \
@@ -160,17 +160,17 @@ static void sf_frame(struct sf *f, int i)
 			buf[k] = sf_byte(f);
 	}
 	for (;;) {
-		enum frx_result r = frx_push(&f->rx[i], &p, &n);
+		enum vs_frx_result r = vs_frx_push(&f->rx[i], &p, &n);
 
-		if (r == FRX_FRAME) {
-			sf_dispatch(f, i, &f->rx[i].in.hdr, frx_payload(&f->rx[i]));
+		if (r == VS_FRX_FRAME) {
+			sf_dispatch(f, i, &f->rx[i].in.hdr, vs_frx_payload(&f->rx[i]));
 			continue;
 		}
-		if (r != FRX_MORE) { /* the daemon closes this peer */
+		if (r != VS_FRX_MORE) { /* the daemon closes this peer */
 			if (f->c[i] != NULL)
 				sched_client_del(f->s, f->c[i]);
 			f->c[i] = NULL;
-			frx_init(&f->rx[i]);
+			vs_frx_init(&f->rx[i], 0, VS_FRX_MAX_REQ);
 		}
 		break;
 	}
@@ -246,7 +246,7 @@ static void sf_run(const uint8_t *data, size_t size)
 	f.s = sched_new(&cfg, sf_clock, &f);
 	SF_CHECK(f.s != NULL);
 	for (int i = 0; i < SF_SLOTS; i++)
-		frx_init(&f.rx[i]);
+		vs_frx_init(&f.rx[i], 0, VS_FRX_MAX_REQ);
 	while (f.n > 0) {
 		uint8_t op = sf_byte(&f);
 		int i = (op >> 4) % SF_SLOTS;
@@ -268,7 +268,7 @@ static void sf_run(const uint8_t *data, size_t size)
 			if (f.c[i] != NULL)
 				sched_client_del(f.s, f.c[i]);
 			f.c[i] = NULL;
-			frx_init(&f.rx[i]);
+			vs_frx_init(&f.rx[i], 0, VS_FRX_MAX_REQ);
 			break;
 		case 2: case 3: case 4:
 			sf_frame(&f, i);
