@@ -32,7 +32,9 @@
  * reload is LIVE, or RESTART for what is bound to the listening socket.
  *
  * max_clients: with footprints clamped to SCHED_FP_MAX (2^44), 2^18
- * clients keep every per-GPU sum below 2^62.
+ * clients keep every per-GPU sum below 2^62. uid_* to outq_total are the
+ * limits against hostile peers (docs/scheduler.md): outq_max must hold a
+ * status reply (1 MiB and its header), so it starts at 2 MiB.
  */
 #define CONF_KEYS(X) \
 X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
@@ -46,7 +48,15 @@ X(socket_mode,       OCTAL, NUM(0660),                  0600,        0777,      
 X(admin_group,       GROUP, STR(CONF_DEF_ADMIN_GROUP),  0,           0,            "",        GLOBAL,                           LIVE)    \
 X(status_public,     BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
 X(log_level,         LEVEL, NUM(LOG_LVL_INFO),          0,           0,            "",        GLOBAL,                           LIVE)    \
-X(max_clients,       UINT,  NUM(16384),                 1,           262144,       "clients", GLOBAL,                           LIVE)
+X(max_clients,       UINT,  NUM(16384),                 1,           262144,       "clients", GLOBAL,                           LIVE)    \
+X(uid_conns,         UINT,  NUM(256),                   1,           262144,       "connections", GLOBAL,                       LIVE)    \
+X(uid_gpus,          UINT,  NUM(64),                    1,           SCHED_MAX_GPUS, "GPUs",  GLOBAL,                           LIVE)    \
+X(uid_requests,      UINT,  NUM(4096),                  1,           1u << 20,     "requests", GLOBAL,                          LIVE)    \
+X(hello_ms,          UINT,  NUM(10000),                 100,         3600000,      "ms",      GLOBAL,                           LIVE)    \
+X(frame_ms,          UINT,  NUM(5000),                  100,         3600000,      "ms",      GLOBAL,                           LIVE)    \
+X(outq_pause,        SIZE,  NUM(16384),                 4096,        1u << 20,     "bytes",   GLOBAL,                           LIVE)    \
+X(outq_max,          SIZE,  NUM(2u << 20),              2u << 20,    1u << 30,     "bytes",   GLOBAL,                           LIVE)    \
+X(outq_total,        SIZE,  NUM(32u << 20),             2u << 20,    16ull << 30,  "bytes",   GLOBAL,                           LIVE)
 
 #define NUM(v) (v), NULL
 #define STR(s) 0, (s)
@@ -154,14 +164,18 @@ static int get_str(const cJSON *it, const char *key, char *out, size_t n,
 }
 
 /* Bytes: a number, or a string like "8G". */
-static int get_size(const cJSON *it, const char *key, uint64_t hi,
-		    uint64_t *out, char *err, size_t errlen)
+static int get_size(const cJSON *it, const char *key, uint64_t lo,
+		    uint64_t hi, uint64_t *out, char *err, size_t errlen)
 {
 	if (!cJSON_IsString(it))
-		return get_int(it, key, 0, hi, out, err, errlen);
+		return get_int(it, key, lo, hi, out, err, errlen);
 	if (vs_parse_size(it->valuestring, 0, out) != 0)
 		ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
 		    it->valuestring);
+	if (*out < lo || *out > hi)
+		ERR("%s: %s is out of range (%llu to %llu bytes)", key,
+		    it->valuestring, (unsigned long long)lo,
+		    (unsigned long long)hi);
 	return 0;
 }
 
@@ -214,7 +228,7 @@ static int parse_num(const struct conf_key *k, const cJSON *it,
 	case CONF_T_UINT:
 		return get_int(it, key, k->lo, k->hi, v, err, errlen);
 	case CONF_T_SIZE:
-		return get_size(it, key, k->hi, v, err, errlen);
+		return get_size(it, key, k->lo, k->hi, v, err, errlen);
 	case CONF_T_OCTAL:
 		return get_octal(it, k, key, v, err, errlen);
 	case CONF_T_BOOL:
@@ -574,6 +588,8 @@ void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)
 	out->capacity = c->capacity;
 	out->grace_ms = c->grace_ms;
 	out->skip_unresponsive = c->skip_unresponsive;
+	out->uid_gpus = c->uid_gpus;
+	out->uid_requests = c->uid_requests;
 	out->gpus = c->gpus;
 	out->n_gpus = c->n_gpus;
 }

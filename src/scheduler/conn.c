@@ -126,7 +126,7 @@ static void on_written(uv_write_t *req, int status)
 	c->srv->outq_total -= w->cost;
 	free(w);
 	if (c->paused && !c->closing && c->status_gen == 0 &&
-	    c->outq <= c->srv->lim.outq_pause / 2)
+	    c->outq <= c->srv->conf->outq_pause / 2)
 		resume(c);
 }
 
@@ -140,7 +140,7 @@ void conn_pause(struct conn *c)
 
 void conn_resume(struct conn *c)
 {
-	if (c->status_gen == 0 && c->outq <= c->srv->lim.outq_pause)
+	if (c->status_gen == 0 && c->outq <= c->srv->conf->outq_pause)
 		resume(c);
 }
 
@@ -148,14 +148,14 @@ void conn_resume(struct conn *c)
  * make the daemon queue more for it than one read's worth of answers. */
 static void pause_if_full(struct conn *c)
 {
-	if (c->outq > c->srv->lim.outq_pause)
+	if (c->outq > c->srv->conf->outq_pause)
 		conn_pause(c);
 }
 
 /* 0 if `cost` more bytes may be queued to c, else the peer is dropped. */
 static int queue_room(struct conn *c, size_t cost)
 {
-	const struct limits *l = &c->srv->lim;
+	const struct conf *l = c->srv->conf;
 
 	if (c->outq + cost > l->outq_max) {
 		log_warn("peer pid %d does not read its messages: "
@@ -164,8 +164,9 @@ static int queue_room(struct conn *c, size_t cost)
 	}
 	if (c->srv->outq_total + cost > l->outq_total) {
 		log_warn("%llu bytes queued to peers that do not read "
-			 "(outq_total %u): disconnecting pid %d",
-			 (unsigned long long)c->srv->outq_total, l->outq_total,
+			 "(outq_total %llu): disconnecting pid %d",
+			 (unsigned long long)c->srv->outq_total,
+			 (unsigned long long)l->outq_total,
 			 c->cred.pid);
 		return -1;
 	}
@@ -369,14 +370,14 @@ static int admit_peer(struct conn *c)
 	u = uid_slot(s, c->cred.uid, 1);
 	if (u == NULL)
 		return -1;
-	if (u->n >= s->lim.uid_conns) {
+	if (u->n >= s->conf->uid_conns) {
 		/* Not a warning per refusal: that would let the peer fill
 		 * the log. */
 		log_debug("uid %u has %u connections (uid_conns): refusing "
 			  "pid %d", c->cred.uid, u->n, c->cred.pid);
-		conn_send_error(c, VS_E_LIMIT, s->lim.uid_conns,
+		conn_send_error(c, VS_E_LIMIT, s->conf->uid_conns,
 				"uid %u has too many connections (uid_conns "
-				"%u)", c->cred.uid, s->lim.uid_conns);
+				"%u)", c->cred.uid, s->conf->uid_conns);
 		return -1;
 	}
 	u->n++;
@@ -433,10 +434,10 @@ void conn_sweep(struct srv *s)
 
 		next = c->next;
 		if (c->t_frame != 0 && !c->paused &&
-		    now - c->t_frame > s->lim.frame_ms)
+		    now - c->t_frame > s->conf->frame_ms)
 			why = "did not finish a frame within frame_ms";
 		else if (c->client == NULL && !c->paused &&
-			 now - c->t_idle > s->lim.hello_ms)
+			 now - c->t_idle > s->conf->hello_ms)
 			why = "sent no whole frame within hello_ms";
 		if (why == NULL)
 			continue;

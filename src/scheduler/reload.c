@@ -48,8 +48,6 @@ int reload_conf(struct srv *s)
 	keep_socket_settings(s->conf, &nc);
 	conf_sched_cfg(&nc, &cfg);
 	conf_sched_cfg(s->conf, &old);
-	cfg.uid_gpus = old.uid_gpus = s->lim.uid_gpus;
-	cfg.uid_requests = old.uid_requests = s->lim.uid_requests;
 	if (sched_reconfigure(s->sched, &old, &cfg) != 0) {
 		log_error("reload: out of memory; the running configuration "
 			  "stays");

@@ -222,7 +222,7 @@ static uint64_t gpu_total(const struct sched_gpu *g)
 static const char *limit_name(const struct conn *c, uint16_t type, int rc,
 			      uint32_t *value)
 {
-	const struct limits *l = &c->srv->lim;
+	const struct conf *l = c->srv->conf;
 	struct sched_uid_info ui;
 
 	if (rc == VS_E_FULL) {
@@ -380,9 +380,6 @@ int srv_start(struct srv *s)
 	int rc;
 
 	conf_sched_cfg(s->conf, &cfg);
-	limits_defaults(&s->lim);
-	cfg.uid_gpus = s->lim.uid_gpus;
-	cfg.uid_requests = s->lim.uid_requests;
 	if (nvml_open() == 0)
 		cfg.total_fn = nvml_total;
 	s->timer_due = SCHED_NO_DEADLINE;

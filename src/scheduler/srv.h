@@ -22,7 +22,6 @@
 
 #include "conf.h"
 #include "frame.h"
-#include "limits.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
@@ -89,7 +88,6 @@ struct srv {
 	char admin_group_name[CONF_NAME_MAX];
 	struct conn *conns;
 	size_t n_conns;
-	struct limits lim;
 	uv_timer_t sweep;            /* hello and frame deadlines */
 	uint64_t outq_total;         /* every conn's outq */
 	struct srv_uid *uids;
