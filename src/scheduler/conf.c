@@ -5,12 +5,14 @@
  * a default.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -19,6 +21,9 @@
 #include "log.h"
 
 #define ERR(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+/* The largest configuration file read. */
+#define CONF_FILE_MAX (1 << 20)
 
 /* 2^53: the largest byte count that a JSON number holds exactly. */
 #define JSON_INT_MAX 9007199254740992ull
@@ -353,9 +358,10 @@ static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 }
 
 /* "line 3, column 7" of where cJSON stopped, for a syntax error. */
-static void json_where(const char *text, char *out, size_t n)
+static void json_where_at(const char *text, const char *at, char *out,
+			  size_t n)
 {
-	const char *at = cJSON_GetErrorPtr(), *p;
+	const char *p;
 	int line = 1, col = 1;
 
 	if (at == NULL || at < text || at > text + strlen(text)) {
@@ -375,15 +381,40 @@ static void json_where(const char *text, char *out, size_t n)
 		snprintf(out, n, "at line %d, column %d", line, col);
 }
 
+static void json_where(const char *text, char *out, size_t n)
+{
+	json_where_at(text, cJSON_GetErrorPtr(), out, n);
+}
+
+/* Anything but white space after the object is an error: a file that
+ * two edits left with two objects must not load the first one quietly. */
+static int trailing(const char *text, const char *end, char *err,
+		    size_t errlen)
+{
+	char where[64];
+
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	if (*end == '\0')
+		return 0;
+	json_where_at(text, end, where, sizeof(where));
+	ERR("data after the JSON object, %s", where);
+}
+
 int conf_parse(struct conf *c, const char *text, char *err, size_t errlen)
 {
-	cJSON *root = cJSON_Parse(text), *it;
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithOpts(text, &end, 0), *it;
 	char where[64];
 	int rc = 0;
 
 	if (root == NULL) {
 		json_where(text, where, sizeof(where));
 		ERR("not valid JSON: error %s", where);
+	}
+	if (trailing(text, end, err, errlen) != 0) {
+		cJSON_Delete(root);
+		return -1;
 	}
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
@@ -400,41 +431,63 @@ int conf_parse(struct conf *c, const char *text, char *err, size_t errlen)
 	return rc;
 }
 
-int conf_load(struct conf *c, const char *path, int must_exist, char *err,
-	      size_t errlen)
+/* The whole file, NUL-terminated, in *text. Opened without blocking and
+ * read only if it is a regular file: a FIFO (or a device) named as the
+ * configuration would otherwise stop the daemon in open() or read() at a
+ * reload, with every client waiting. 0, 1 (missing, and may be), -1. */
+static int read_file(const char *path, int must_exist, char **text,
+		     char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
-	char *text;
-	long n;
-	int rc;
+	size_t n = 0;
+	char *t;
 
-	if (f == NULL) {
+	if (fd < 0) {
 		if (errno == ENOENT && !must_exist)
 			return 1;
 		ERR("%s: %s", path, strerror(errno));
 	}
-	/* fopen opens a directory for reading; say what is wrong with it. */
-	if (fstat(fileno(f), &st) != 0)
+	if (fstat(fd, &st) != 0)
 		st.st_mode = 0;
 	if (!S_ISREG(st.st_mode)) {
-		fclose(f);
+		close(fd);
 		ERR("%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" :
 		    "not a regular file");
 	}
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (1 << 20) ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		fclose(f);
-		ERR("%s: unreadable or larger than 1 MiB", path);
+	if (st.st_size > CONF_FILE_MAX || (t = malloc((size_t)st.st_size + 1))
+	    == NULL) {
+		close(fd);
+		ERR("%s: larger than 1 MiB", path);
 	}
-	text = malloc((size_t)n + 1);
-	if (text == NULL || fread(text, 1, (size_t)n, f) != (size_t)n) {
-		free(text);
-		fclose(f);
-		ERR("%s: read error", path);
+	/* The size may change under us: read what there is, up to it. */
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, t + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
 	}
-	fclose(f);
-	text[n] = '\0';
+	close(fd);
+	t[n] = '\0';
+	if (memchr(t, '\0', n) != NULL) {
+		free(t);
+		ERR("%s: contains a NUL byte: not a JSON text file", path);
+	}
+	*text = t;
+	return 0;
+}
+
+int conf_load(struct conf *c, const char *path, int must_exist, char *err,
+	      size_t errlen)
+{
+	char *text = NULL;
+	int rc = read_file(path, must_exist, &text, err, errlen);
+
+	if (rc != 0)
+		return rc;
 	rc = conf_parse(c, text, err, errlen);
 	free(text);
 	if (rc != 0) {

@@ -143,6 +143,38 @@ def t_no_reader(b):
         check(d.alive(), "daemon died")
 
 
+def t_config_fifo(b):
+    """A FIFO (or anything but a regular file) where the config file was:
+    SIGHUP refuses it at once and the daemon serves on; at start it is an
+    error with a reason. Trailing data after the object is refused too."""
+    with Daemon(b, {"tq_s": 30}) as d:
+        os.unlink(d.conf)
+        os.mkfifo(d.conf)
+        hup(d)
+        wait_for(lambda: "not a regular file" in d.logtext(), 5,
+                 "the FIFO refused")
+        t0 = time.monotonic()
+        check(d.ctl("status")[0] == 0 and time.monotonic() - t0 < 5,
+              "the daemon stopped serving after SIGHUP on a FIFO")
+        os.unlink(d.conf)
+        write_conf(d, '{"tq_s": 7} {"tq_s": 8}')
+        hup(d)
+        wait_for(lambda: "data after the JSON object" in d.logtext(), 5,
+                 "trailing data refused")
+        check(d.alive(), "daemon died")
+    d = Daemon(b, start=False)
+    try:
+        os.unlink(d.conf)
+        os.mkfifo(d.conf)
+        p = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                            "--config", d.conf], capture_output=True,
+                           text=True, timeout=10)
+        check(p.returncode == 1 and "not a regular file" in p.stderr,
+              "start with a FIFO: rc %d %s" % (p.returncode, p.stderr))
+    finally:
+        shutil.rmtree(d.dir, ignore_errors=True)
+
+
 def fake_daemon(path, answers):
     """Serve one connection per answer: read the request, send the answer
     (bytes), close."""
