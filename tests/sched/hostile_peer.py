@@ -4,6 +4,7 @@ prints one JSON line with what the daemon answered, then keeps its
 connections open until its stdin closes (or --hold seconds pass).
 
   hostile_peer.py SOCKET lie TOTAL           attach the test GPU claiming TOTAL bytes
+  hostile_peer.py SOCKET label HEX           register with the label HEX (bytes)
   hostile_peer.py SOCKET fill NCONN NGPUS    each connection attaches NGPUS made-up GPUs
   hostile_peer.py SOCKET conns N idle|half   N connections that send nothing or half a frame
   hostile_peer.py SOCKET flood NCONN NREQ    NCONN connections send NREQ requests, never read
@@ -74,6 +75,13 @@ def errors_of(s, timeout):
 def lie(path, total):
     s = connect(path)
     s.sendall(hello() + attach(UUID, int(total)))
+    errs, _ = errors_of(s, 0.3)
+    return {"errors": errs}, [s]
+
+
+def label(path, hexlabel):
+    s = connect(path)
+    s.sendall(hello(bytes.fromhex(hexlabel)) + attach(UUID, 16 << 30))
     errs, _ = errors_of(s, 0.3)
     return {"errors": errs}, [s]
 
@@ -197,7 +205,8 @@ def main():
     if cmd == "status":
         status(path, *args)
         return
-    fn = {"lie": lie, "fill": fill, "conns": conns, "flood": flood}[cmd]
+    fn = {"lie": lie, "label": label, "fill": fill, "conns": conns,
+          "flood": flood}[cmd]
     result, keep = fn(path, *args)
     print(json.dumps(result), flush=True)
     sys.stdin.read()  # hold the connections until told to stop

@@ -90,6 +90,26 @@ def t_capacity(b):
         liar.stop()
 
 
+def t_label_controls(b):
+    """A label with what a terminal acts on (a C1 CSI, a bidi override, a
+    line separator) reaches neither the log nor vsharectl's output."""
+    bad = [b"\xc2\x9b", b"\xe2\x80\xae", b"\xe2\x80\xa8", b"\x1b"]
+    with Daemon(b, OPEN) as d:
+        # (C0 controls such as ESC cost the peer its connection already.)
+        lab = b"x\xc2\x9b" b"2J\xe2\x80\xae" b"y\xe2\x80\xa8" b"z"
+        peer = Peer(d, "label", lab.hex())
+        check(peer.result["errors"] == [], "refused: %r" % peer.result)
+        rc, out, _ = d.ctl("status")
+        check(rc == 0 and "x??2J???y???z" in out, "status: %r" % out)
+        rc, js, _ = d.ctl("--json", "status")
+        with open(d.log, "rb") as f:
+            log = f.read()
+        for seq in bad:
+            check(seq not in out.encode() and seq not in js.encode() and
+                  seq not in log, "%r printed" % seq)
+        peer.stop()
+
+
 def t_gpu_table(b):
     """16 connections attaching 64 made-up GPUs each are refused past
     uid_gpus with VS_E_LIMIT naming the GPU; another user's program is
