@@ -100,6 +100,7 @@ struct srv {
 	size_t st_len;
 	uint32_t st_cur, st_next;    /* rendering in flight, next one */
 	int st_busy;
+	int st_answering;            /* after() is sending replies */
 	uint64_t st_last;            /* end of the last rendering */
 	uint64_t st_cost;            /* its cost to the loop, ns */
 	uint64_t st_gap;             /* ms before the next one may start */

@@ -40,37 +40,32 @@ static void work(uv_work_t *w)
 }
 
 /* One reply frame's payload: struct vs_reply, then the text. */
-static void *reply_of(struct srv *s, uint32_t *len)
+static void *reply_of(const char *json, size_t len, uint32_t *rlen)
 {
 	static const char oom[] = "out of memory";
-	const char *text = s->st_json ? s->st_json : oom;
-	size_t n = s->st_json ? s->st_len : sizeof(oom) - 1;
+	const char *text = json ? json : oom;
+	size_t n = json ? len : sizeof(oom) - 1;
 	struct vs_reply *r = malloc(sizeof(*r) + n);
 
 	if (r == NULL)
 		return NULL;
-	r->status = s->st_json ? VS_OK : VS_E_INVAL;
+	r->status = json ? VS_OK : VS_E_INVAL;
 	r->json_len = (uint32_t)n;
 	memcpy(r + 1, text, n);
-	*len = (uint32_t)(sizeof(*r) + n);
+	*rlen = (uint32_t)(sizeof(*r) + n);
 	return r;
 }
 
-static void answer(struct srv *s, uint32_t gen)
+static void answer(struct srv *s, uint32_t gen, const char *json, size_t n)
 {
 	uint32_t len = 0;
-	void *r = reply_of(s, &len);
+	void *r = reply_of(json, n, &len);
 	struct conn *c, *next;
-	int more = 0;
 
 	for (c = s->conns; c != NULL; c = next) {
 		next = c->next;
-		if (c->status_gen == 0)
+		if (c->status_gen != gen)
 			continue;
-		if (c->status_gen != gen) {
-			more = 1;
-			continue;
-		}
 		c->status_gen = 0;
 		if (r == NULL) {
 			conn_close(c);
@@ -81,28 +76,43 @@ static void answer(struct srv *s, uint32_t gen)
 			conn_resume(c);
 	}
 	free(r);
-	if (more)
-		start(s);
 }
 
+static int anyone_waits(const struct srv *s)
+{
+	for (const struct conn *c = s->conns; c != NULL; c = c->next)
+		if (c->status_gen != 0)
+			return 1;
+	return 0;
+}
+
+/* The rendering is done. Its text is taken off the shared fields first:
+ * answering reads peers again, whose new requests must wait for the
+ * bookkeeping below (st_answering), not start a rendering whose worker
+ * would write those fields while this one still uses them. */
 static void after(uv_work_t *w, int status)
 {
 	struct srv *s = w->data;
-
+	char *json = s->st_json;
+	size_t len = s->st_len;
 	uint64_t t0 = uv_hrtime();
 
 	(void)status;
+	s->st_json = NULL;
 	s->st_busy = 0;
+	s->st_answering = 1;
 	if (!s->stopping)
-		answer(s, s->st_cur);
+		answer(s, s->st_cur, json, len);
+	s->st_answering = 0;
+	free(json);
 	s->st_cost += uv_hrtime() - t0;
 	uv_update_time(s->loop);
 	s->st_last = uv_now(s->loop);
 	s->st_gap = s->st_cost * 9 / 1000000;
 	if (s->st_gap > STQ_GAP_MAX_MS)
 		s->st_gap = STQ_GAP_MAX_MS;
-	free(s->st_json);
-	s->st_json = NULL;
+	if (!s->stopping && anyone_waits(s))
+		start(s);
 }
 
 static void on_gap(uv_timer_t *t)
@@ -114,7 +124,8 @@ static void start(struct srv *s)
 {
 	uint64_t now = uv_now(s->loop), t0;
 
-	if (s->st_busy || s->stopping || uv_is_active((uv_handle_t *)&s->st_timer))
+	if (s->st_busy || s->st_answering || s->stopping ||
+	    uv_is_active((uv_handle_t *)&s->st_timer))
 		return;
 	if (s->st_last != 0 && now - s->st_last < s->st_gap) {
 		uv_timer_start(&s->st_timer, on_gap,
