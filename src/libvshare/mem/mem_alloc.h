@@ -1,12 +1,26 @@
 /*
  * Unified Memory conversion: device allocations become managed, counted
  * in the registry (mem_reg.h), limited per process, reported through
- * cuMemGetInfo. The hooks (hook_mem.c) translate and delegate here.
+ * cuMemGetInfo. The hooks (hook_mem.c) translate and delegate here; a
+ * change of the footprint goes to the scheduler client
+ * (client_footprint_changed).
  */
 #ifndef VSHARE_MEM_ALLOC_H
 #define VSHARE_MEM_ALLOC_H
 
 #include <cuda.h>
+#include <stdint.h>
+
+/* VSHARE_* settings of the memory layer, read once at init. */
+struct mem_conf {
+	int convert;              /* VSHARE_CONVERT, default 1 */
+	int allow_single_oversub; /* VSHARE_ALLOW_SINGLE_OVERSUB, default 0 */
+	uint64_t mem_limit;       /* VSHARE_MEM_LIMIT, 0 = none */
+	uint64_t capacity;        /* VSHARE_CAPACITY, 0 = none */
+};
+
+extern struct mem_conf mem_conf;
+void mem_conf_read(void);
 
 /* Returned by a mem_* function that leaves the call to the real driver
  * function of the hook (whichever variant the hook is). Never a CUDA

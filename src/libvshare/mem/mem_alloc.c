@@ -1,11 +1,23 @@
 #include <stdint.h>
 
-#include "gate.h"
+#include "client.h"
+#include "cu_query.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
 #include "mem_reg.h"
-#include "shim_ops.h"
+#include "shim_env.h"
+
+struct mem_conf mem_conf = { .convert = 1 };
+
+void mem_conf_read(void)
+{
+	mem_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);
+	mem_conf.allow_single_oversub =
+		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
+	mem_conf.mem_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
+	mem_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
+}
 
 /* The driver aligns pitched rows for texture access; 512 bytes satisfies
  * every GPU's texture pitch alignment. */
@@ -16,10 +28,10 @@
  * oversubscribing itself only thrashes). 0 = no limit. */
 static uint64_t dev_limit(int dev)
 {
-	uint64_t phys = shim_ops_device_total(dev);
-	uint64_t lim = shim_conf.mem_limit;
+	uint64_t phys = cuq_device_total(dev);
+	uint64_t lim = mem_conf.mem_limit;
 
-	if (!shim_conf.allow_single_oversub && phys != 0 &&
+	if (!mem_conf.allow_single_oversub && phys != 0 &&
 	    (lim == 0 || phys < lim))
 		lim = phys;
 	return lim;
@@ -51,12 +63,12 @@ static CUresult reserve(int dev, int kind, uint64_t size)
  * context); VMM memory by none. */
 static void record(int ns, uint64_t key, uint64_t size, int dev, int kind)
 {
-	const void *owner = ns == MREG_PTR ? shim_ops_current_context() : NULL;
+	const void *owner = ns == MREG_PTR ? cuq_current_context() : NULL;
 
 	if (mreg_insert(ns, key, size, dev, kind, owner) != 0)
 		log_once(LOG_LVL_WARN, "out of memory for the allocation "
 			 "registry: some memory is not accounted for");
-	gate_footprint_changed(dev);
+	client_footprint_changed(dev);
 }
 
 /* lim: the limit to apply (dev_limit for converted memory). */
@@ -66,8 +78,11 @@ static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
 	__typeof__(&cuMemAllocManaged) am = REAL(cuMemAllocManaged);
 	CUresult r;
 
-	if (am == NULL)
-		return shim_missing("cuMemAllocManaged");
+	if (am == NULL) {
+		log_once(LOG_LVL_ERROR, "cuMemAllocManaged: the real CUDA driver "
+			 "function is not available");
+		return CUDA_ERROR_NOT_INITIALIZED;
+	}
 	r = reserve_within(dev, MREG_MANAGED, size, lim);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -108,10 +123,10 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 	int dev;
 
 	mem_defer_reap(0);
-	dev = shim_ops_current_device();
+	dev = cuq_current_device();
 	if (dev < 0 || dptr == NULL || size == 0)
 		return MEM_PASS; /* the driver reports the error */
-	if (!shim_conf.convert)
+	if (!mem_conf.convert)
 		return alloc_pinned(dptr, size, dev);
 	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
 			  dev_limit(dev));
@@ -132,7 +147,7 @@ static CUresult alloc_pitch_pinned(CUdeviceptr *dptr, size_t *pitch,
 {
 	__typeof__(&cuMemAllocPitch_v2) real = REAL(cuMemAllocPitch_v2);
 	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
-	int dev = shim_ops_current_device();
+	int dev = cuq_current_device();
 	CUresult r;
 
 	if (dev < 0)
@@ -158,7 +173,7 @@ CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
 	if (dptr == NULL || pitch == NULL || width == 0 || height == 0 ||
 	    (elem_size != 4 && elem_size != 8 && elem_size != 16))
 		return MEM_PASS;
-	if (!shim_conf.convert)
+	if (!mem_conf.convert)
 		return alloc_pitch_pinned(dptr, pitch, width, height, elem_size);
 	p = (width + MEM_PITCH_ALIGN - 1) / MEM_PITCH_ALIGN * MEM_PITCH_ALIGN;
 	if (p < width || height > SIZE_MAX / p)
@@ -174,12 +189,12 @@ CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags)
 	int dev;
 
 	mem_defer_reap(0);
-	dev = shim_ops_current_device();
+	dev = cuq_current_device();
 	if (dev < 0 || dptr == NULL || size == 0)
 		return MEM_PASS;
 	/* The program asked for managed memory itself, oversubscription
 	 * included: only an explicit VSHARE_MEM_LIMIT bounds it. */
-	return alloc_managed(dptr, size, dev, flags, shim_conf.mem_limit);
+	return alloc_managed(dptr, size, dev, flags, mem_conf.mem_limit);
 }
 
 CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
@@ -189,10 +204,10 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
 	mem_defer_reap(0);
 	/* Inside a capture the allocation becomes a graph node whose memory
 	 * the graph owns: it must stay stream-ordered. */
-	if (!shim_conf.convert || dptr == NULL || size == 0 ||
-	    shim_ops_stream_capturing(stream))
+	if (!mem_conf.convert || dptr == NULL || size == 0 ||
+	    cuq_stream_capturing(stream))
 		return MEM_PASS;
-	dev = shim_ops_stream_device(stream);
+	dev = cuq_stream_device(stream);
 	if (dev < 0)
 		return MEM_PASS;
 	/* Managed memory is usable by the stream at once, so allocating it
@@ -208,7 +223,7 @@ static CUresult free_now(CUdeviceptr dptr)
 	CUresult r = real(dptr);
 
 	if (r == CUDA_SUCCESS && mreg_remove(MREG_PTR, dptr, &e) == 0)
-		gate_footprint_changed(e.dev);
+		client_footprint_changed(e.dev);
 	return r;
 }
 
@@ -228,7 +243,7 @@ CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 	mem_defer_reap(0);
 	if (dptr == 0 || mreg_lookup(MREG_PTR, dptr, &e) != 0)
 		return MEM_PASS;
-	if (shim_ops_stream_capturing(stream)) {
+	if (cuq_stream_capturing(stream)) {
 		/* A graph cannot free memory it did not allocate from a pool,
 		 * and when its launches will have passed is unknown. */
 		log_once(LOG_LVL_WARN, "a stream-ordered free of converted "
@@ -277,7 +292,7 @@ CUresult mem_release(CUmemGenericAllocationHandle handle)
 	CUresult r = real(handle);
 
 	if (r == CUDA_SUCCESS && mreg_remove(MREG_VMM, handle, &e) == 0)
-		gate_footprint_changed(e.dev);
+		client_footprint_changed(e.dev);
 	return r;
 }
 
@@ -295,23 +310,23 @@ CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes)
 	r = real(&f, &t);
 	if (r != CUDA_SUCCESS)
 		return r;
-	dev = shim_ops_current_device();
+	dev = cuq_current_device();
 	if (dev < 0) {
 		*free_bytes = f;
 		*total_bytes = t;
 		return r;
 	}
 	total = t;
-	if (shim_conf.capacity != 0 && shim_conf.capacity < total)
-		total = shim_conf.capacity;
-	if (shim_conf.mem_limit != 0 && shim_conf.mem_limit < total)
-		total = shim_conf.mem_limit;
+	if (mem_conf.capacity != 0 && mem_conf.capacity < total)
+		total = mem_conf.capacity;
+	if (mem_conf.mem_limit != 0 && mem_conf.mem_limit < total)
+		total = mem_conf.mem_limit;
 	mreg_usage(dev, &managed, &pinned);
 	used = managed + pinned;
 	*total_bytes = (size_t)total;
 	*free_bytes = used < total ? (size_t)(total - used) : 0;
 	/* Unconverted memory needs real free device memory. */
-	if (!shim_conf.convert && f < *free_bytes)
+	if (!mem_conf.convert && f < *free_bytes)
 		*free_bytes = f;
 	return CUDA_SUCCESS;
 }

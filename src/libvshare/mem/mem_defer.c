@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
+#include "client.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
@@ -118,7 +118,7 @@ void mem_defer_reap(int wait)
 		if (mfree != NULL && mfree(due[i].ptr) != CUDA_SUCCESS)
 			log_once(LOG_LVL_WARN, "a deferred free of converted "
 				 "memory failed");
-		gate_footprint_changed(e.dev);
+		client_footprint_changed(e.dev);
 	}
 	free(due);
 }

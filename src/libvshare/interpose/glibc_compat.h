@@ -5,11 +5,14 @@
  * gave their functions a new GLIBC_2.34 version, which a program built
  * here binds by default; the old versions are still exported by every
  * newer glibc. This header is force-included (-include) into every source
- * of libvshare.so, so code added later is covered too; the test
- * shim.glibc_versions fails on any GLIBC_ version above 2.28.
+ * of libvshare.so by vshare_layer (src/libvshare/CMakeLists.txt), so code
+ * added to any layer later is covered too; the test shim.glibc_versions
+ * fails on any GLIBC_ version above 2.28.
  *
- * dlsym is not listed: the shim defines its own dlsym and reaches the real
- * one through dlvsym (hook_resolve.c).
+ * dlsym is not listed: the shim defines its own dlsym (hook_dlsym.c) and
+ * reaches the C library's through dlvsym under each version it has had
+ * (shim_libc.c). fstat is not listed either: its symbol only exists since
+ * 2.33, so client_fd.c makes the system call itself.
  */
 #ifndef VSHARE_GLIBC_COMPAT_H
 #define VSHARE_GLIBC_COMPAT_H

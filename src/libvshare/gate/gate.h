@@ -1,8 +1,9 @@
 /*
- * The GPU lock gate: the contract between the hook layer (hooks, mem_*),
- * which knows CUDA, and the gate and scheduler client (gate_*, client_*),
- * which know the lock. The gate reaches the driver only through the
- * operations below, so its tests can drive it with fakes.
+ * The GPU lock gate, as the hooks see it: the contract between the hook
+ * layer, which knows CUDA, and the gate, which knows the per-GPU lock
+ * state. The gate reaches the driver only through the operations below, so
+ * its tests can drive it with fakes. Who opens and closes the gate (the
+ * scheduler client) uses gate_ctl.h.
  */
 #ifndef VSHARE_GATE_H
 #define VSHARE_GATE_H
@@ -12,9 +13,9 @@
 #define GATE_MAX_GPUS 64
 
 /* What the gate needs from the CUDA side. The functions are called from
- * application threads inside a hook (guard set) and from the gate's own
- * client thread (no hook active): they must reach the real driver
- * directly, not through the hooked entry points. */
+ * application threads inside a hook (guard set) and from the client
+ * thread through gate_take (no hook active): they must reach the real
+ * driver directly, not through the hooked entry points. */
 struct gate_cuda_ops {
 	/* Device ordinal of the calling thread's current context, or -1 if
 	 * there is none. Called only when the thread's context changed (see
@@ -29,11 +30,6 @@ struct gate_cuda_ops {
 	/* Wait for all work this process submitted to a device (every context
 	 * it has there); 0 on success. */
 	int (*sync_device)(int dev);
-	/* This process's footprint on a device, in bytes. */
-	void (*footprint)(int dev, uint64_t *managed, uint64_t *pinned);
-	/* Move this process's managed memory of a device to the GPU
-	 * (to_host = 0) or to host memory (to_host = 1), in bulk, and wait. */
-	void (*prefetch)(int dev, int to_host);
 	/* Optional (may be NULL): the calling thread's current context
 	 * (cuCtxGetCurrent), NULL if none. It must be cheap: the gate calls it
 	 * on every submission and calls current_device only when it returns a
@@ -46,10 +42,20 @@ struct gate_cuda_ops {
 	 * current_context altogether (every submission goes to device 0; one
 	 * from a thread with no context fails in the driver anyway). */
 	int (*device_count)(void);
+	/* Optional (may be NULL): note the calling thread's current context
+	 * as one of its device's, for sync_device. current_device does that
+	 * as it answers; a one-device process no longer asks for the device
+	 * on its fast path, so the gate calls this on the slow path instead,
+	 * where the thread waits for the lock anyway. */
+	void (*track_context)(void);
 };
 
-/* Called once from the shim's init, after the real driver is resolved. */
-void gate_init(const struct gate_cuda_ops *ops);
+struct gate_events;
+
+/* Called once from the shim's init, after the real driver is resolved.
+ * Reads the gate's settings (VSHARE_DISABLE, VSHARE_SPIN_US). `ev` is how
+ * the gate tells its controller that a thread waits (gate_ctl.h). */
+void gate_init(const struct gate_cuda_ops *ops, const struct gate_events *ev);
 
 /*
  * Submission hooks bracket the real call with these. gate_enter blocks
@@ -67,14 +73,12 @@ void gate_exit(int token);
  * fast path does not ask the driver about capture. */
 void gate_capture_delta(int delta);
 
-/* The memory registry changed this process's footprint on a device. */
-void gate_footprint_changed(int dev);
-
-/* pthread_atfork child handler: drop the inherited connection and lock
- * state without touching CUDA. */
+/* pthread_atfork child handler: drop the inherited lock state without
+ * touching CUDA. */
 void gate_atfork_child(void);
 
-/* Process exit: release every lock, stop the client thread. Must not
+/* Process exit: open every gate for good, so that nobody stays blocked on
+ * a gate that nobody will open, and make gate_take give up. Must not
  * deadlock whatever the order of atexit handlers and the driver's own
  * teardown. */
 void gate_shutdown(void);

@@ -4,22 +4,17 @@
  * submission costs two atomic operations on the gate's in-flight count
  * and, now and then, a store of a coarse timestamp: no mutex and no system
  * call. Otherwise the caller takes the slow path and blocks until the
- * scheduler client opens the gate.
+ * gate's controller (the scheduler client) opens it. The gate keeps the
+ * lock state only; it tells the controller that a thread waits through
+ * the events table given to gate_init (gate_ctl.h), and is opened and
+ * taken back through gate_grant and gate_take (gate_ctl.c).
  */
 #include <string.h>
 #include <time.h>
 
+#include "atomics.h"
 #include "gate_int.h"
 #include "log.h"
-
-struct gate_global gate_g = {
-	.cap_mu = PTHREAD_MUTEX_INITIALIZER,
-	.cap_cv = PTHREAD_COND_INITIALIZER,
-};
-
-#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define A_LOAD_RLX(p)  __atomic_load_n((p), __ATOMIC_RELAXED)
-#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
 /* The device of the calling thread's current context, cached per thread
  * and keyed by the context, so a submission asks the driver at most for
@@ -38,62 +33,6 @@ static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
 
-uint64_t gate_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t gate_now_ms(void)
-{
-	struct timespec ts;
-
-	/* The coarse clock is read from the vDSO: a few nanoseconds and
-	 * precise to a scheduler tick, plenty for an idle time of 100 ms. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void gpu_init(struct gate_gpu *g)
-{
-	memset(g, 0, sizeof(*g));
-	pthread_mutex_init(&g->mu, NULL);
-	pthread_cond_init(&g->cv_open, NULL);
-	pthread_cond_init(&g->cv_drain, NULL);
-}
-
-long gate_inflight(struct gate_gpu *g)
-{
-	long n = 0;
-
-	/* Read after the releaser's store of the closed state: every entry
-	 * that saw the gate open has its increment before that store, so it
-	 * is counted here until its exit. */
-	for (int i = 0; i < GATE_SHARDS; i++)
-		n += A_LOAD(&g->shard[i].inflight);
-	return n;
-}
-
-uint64_t gate_last_ms(struct gate_gpu *g)
-{
-	uint64_t last = 0;
-
-	for (int i = 0; i < GATE_SHARDS; i++) {
-		uint64_t t = A_LOAD_RLX(&g->shard[i].last_ms);
-
-		if (t > last)
-			last = t;
-	}
-	return last;
-}
-
-void gate_stamp(struct gate_gpu *g, uint64_t ms)
-{
-	__atomic_store_n(&g->shard[0].last_ms, ms, __ATOMIC_RELAXED);
-}
-
 __attribute__((noinline))
 static int new_shard(void)
 {
@@ -109,12 +48,13 @@ static inline int my_shard(void)
 	return tcache.shard - 1;
 }
 
-void gate_init(const struct gate_cuda_ops *ops)
+void gate_init(const struct gate_cuda_ops *ops, const struct gate_events *ev)
 {
 	gate_g.ops = ops;
+	gate_g.ev = ev;
 	gate_conf_read(&gate_g.conf);
 	for (int i = 0; i < GATE_MAX_GPUS; i++)
-		gpu_init(&gate_g.gpu[i]);
+		gate_gpu_init(&gate_g.gpu[i]);
 	A_STORE(&gate_g.captures, 0);
 	A_STORE(&gate_g.failopen, 0);
 	A_STORE(&gate_g.shutting, 0);
@@ -141,8 +81,9 @@ static int current_dev(void)
 	return tcache.dev;
 }
 
-/* The first entrant of a GPU learns its UUID and memory, for the client's
- * ATTACH. Called with g->mu held. */
+/* The first entrant of a GPU learns its UUID and memory, for the
+ * controller (the client's ATTACH, gate_gpu_info). Called with g->mu
+ * held. */
 static int gpu_learn(struct gate_gpu *g, int dev)
 {
 	if (g->known)
@@ -185,12 +126,11 @@ static int enter_slow_wait(struct gate_gpu *g, int dev, int sh)
 	}
 	learn_count();
 	/* The fast path of a one-device process no longer asks for the
-	 * context; asking here keeps the ops' view of contexts seen current
-	 * (the shim tracks them for its synchronize on release). */
-	if (A_LOAD_RLX(&gate_g.one_dev))
-		(void)gate_g.ops->current_device();
-	client_start();
-	gate_wait_open(g);
+	 * context, so the context that this thread submits from is noted
+	 * here: a release must synchronize it (gate.h, track_context). */
+	if (A_LOAD_RLX(&gate_g.one_dev) && gate_g.ops->track_context != NULL)
+		gate_g.ops->track_context();
+	gate_wait_open(g, dev);
 	/* The state only changes under mu, so this entry is safe from a
 	 * releaser: it cannot close the gate before it sees this count. */
 	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
@@ -200,7 +140,7 @@ static int enter_slow_wait(struct gate_gpu *g, int dev, int sh)
 
 /*
  * The slow path runs with cancellation disabled: its condition wait (and
- * a waiter's own send of a REQUEST) is a cancellation point, and a thread
+ * the wake-up the controller's `wanted` sends) is a cancellation point, and a thread
  * cancelled there would leave the gate's mutex locked and its waiter count
  * up, stopping every other thread and the client thread for good. It stays
  * disabled through the real call, until gate_exit (the token says so): a
@@ -306,7 +246,7 @@ void gate_exit(int token)
 		return;
 	s = &gate_g.gpu[token / GATE_SHARDS].shard[token % GATE_SHARDS];
 	/* Store the stamp only when the coarse clock moved. */
-	now = gate_now_ms();
+	now = gate_clock_ms();
 	if (A_LOAD_RLX(&s->last_ms) != now)
 		__atomic_store_n(&s->last_ms, now, __ATOMIC_RELAXED);
 	leave(&gate_g.gpu[token / GATE_SHARDS], token % GATE_SHARDS);
@@ -323,49 +263,12 @@ void gate_capture_delta(int delta)
 	}
 }
 
-void gate_footprint_changed(int dev)
-{
-	struct gate_gpu *g;
-
-	if (dev < 0 || dev >= GATE_MAX_GPUS || !A_LOAD_RLX(&gate_g.enabled))
-		return;
-	g = &gate_g.gpu[dev];
-	/* Only the first change since the client last looked wakes it. */
-	if (__atomic_exchange_n(&g->fp_dirty, 1, __ATOMIC_SEQ_CST) == 0 &&
-	    client_started())
-		client_wake();
-}
-
-void gate_open(struct gate_gpu *g)
-{
-	pthread_mutex_lock(&g->mu);
-	A_STORE(&g->state, GATE_OPEN);
-	pthread_cond_broadcast(&g->cv_open);
-	pthread_cond_broadcast(&g->cv_drain);
-	pthread_mutex_unlock(&g->mu);
-}
-
-void gate_open_all(void)
-{
-	for (int i = 0; i < GATE_MAX_GPUS; i++) {
-		struct gate_gpu *g = &gate_g.gpu[i];
-
-		pthread_mutex_lock(&g->mu);
-		if (g->known || g->waiters)
-			A_STORE(&g->state, GATE_OPEN);
-		pthread_cond_broadcast(&g->cv_open);
-		pthread_cond_broadcast(&g->cv_drain);
-		pthread_mutex_unlock(&g->mu);
-	}
-}
-
 void gate_atfork_child(void)
 {
 	/* Another thread may have held any of these mutexes at the fork:
 	 * re-create them rather than unlock what this thread never locked. */
-	client_forget();
 	for (int i = 0; i < GATE_MAX_GPUS; i++)
-		gpu_init(&gate_g.gpu[i]);
+		gate_gpu_init(&gate_g.gpu[i]);
 	pthread_mutex_init(&gate_g.cap_mu, NULL);
 	pthread_cond_init(&gate_g.cap_cv, NULL);
 	A_STORE(&gate_g.captures, 0);
@@ -378,10 +281,10 @@ void gate_shutdown(void)
 	if (__atomic_exchange_n(&gate_g.shutting, 1, __ATOMIC_SEQ_CST))
 		return;
 	/* Whatever still runs during exit runs unshared; nobody stays
-	 * blocked on a gate that no client thread will open. */
+	 * blocked on a gate that no controller will open, and a gate_take
+	 * waiting for captures or calls in flight gives up. */
 	gate_open_all();
 	pthread_mutex_lock(&gate_g.cap_mu);
 	pthread_cond_broadcast(&gate_g.cap_cv);
 	pthread_mutex_unlock(&gate_g.cap_mu);
-	client_stop();
 }

@@ -1,17 +1,14 @@
 /*
- * Waiting at a closed gate: ask for the lock (the waiting thread's own
- * REQUEST, or through the client thread), busy-wait a little for the grant
- * where the CPUs allow it, then sleep until the client thread opens the
- * gate. Called with the gate's mutex held.
+ * Waiting at a closed gate: tell the controller (the scheduler client)
+ * that this thread waits, busy-wait a little for the grant where the CPUs
+ * allow it, then sleep until the controller opens the gate. Called with
+ * the gate's mutex held.
  */
 #include <sched.h>
 #include <sys/sysinfo.h>
 
+#include "atomics.h"
 #include "gate_int.h"
-
-#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define A_LOAD_RLX(p)  __atomic_load_n((p), __ATOMIC_RELAXED)
-#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
 static uint64_t spin_checked_ms;   /* atomic: last load check */
 static int spin_busy;              /* atomic: CPUs were busy then */
@@ -39,6 +36,11 @@ int gate_spin_ok(void)
 	return !busy;
 }
 
+uint64_t gate_spin_window_ns(void)
+{
+	return gate_spin_ok() ? gate_g.conf.spin_ns : 0;
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -62,33 +64,45 @@ static void spin_open(struct gate_gpu *g)
 			continue;
 		if (gate_now_ns() >= end)
 			break;
-		/* The scheduler or the client thread, woken by this thread's
-		 * REQUEST, may be queued on this very CPU: let it run. */
+		/* The client thread woken by this thread, or the scheduler
+		 * woken by its REQUEST, may be queued on this very CPU: let
+		 * it run. */
 		sched_yield();
 	}
 }
 
-/* Wait until the gate opens: ask for the lock (directly or through the
- * client thread), spin a little if no other waiter does, then sleep. */
-void gate_wait_open(struct gate_gpu *g)
+/* Tell the controller that a thread waits at dev: without the gate's
+ * mutex, so that the controller may take it (through its readers or
+ * gate_take) while this thread is inside the callback. */
+static void tell_wanted(struct gate_gpu *g, int dev)
 {
-	int rc, spin;
+	const struct gate_events *ev = gate_g.ev;
+
+	if (ev == NULL || ev->wanted == NULL)
+		return;
+	pthread_mutex_unlock(&g->mu);
+	ev->wanted(ev->arg, dev);
+	pthread_mutex_lock(&g->mu);
+}
+
+/* Wait until the gate opens: tell the controller, spin a little if no
+ * other waiter does, then sleep. The state is looked at again after each
+ * step that dropped the mutex: the gate may have opened meanwhile. */
+void gate_wait_open(struct gate_gpu *g, int dev)
+{
+	int spin;
 
 	while (A_LOAD(&g->state) != GATE_OPEN) {
 		if (A_LOAD(&gate_g.failopen) || A_LOAD(&gate_g.shutting)) {
-			A_STORE(&g->state, GATE_OPEN);
+			gate_open_locked(g);
 			break;
 		}
 		g->waiters++;
-		/* With spinning, this thread sends its REQUEST itself and wakes
-		 * the client thread only to poll for the GRANT. Without, the
-		 * client thread sends it: a waiter that goes to sleep right
-		 * after its own send gained nothing where it was measured
-		 * (docs/gate.md). */
+		/* The controller's thread sends the REQUEST; a waiter that
+		 * spins lets it poll for the GRANT without sleeping (the
+		 * controller asks gate_spin_window_ns). */
 		spin = gate_spin_ok();
-		rc = spin ? client_request_direct(g) : -1;
-		if (rc != 0)
-			client_wake();
+		tell_wanted(g, dev);
 		if (spin && !g->spinner && A_LOAD(&g->state) != GATE_OPEN) {
 			g->spinner = 1;
 			pthread_mutex_unlock(&g->mu);

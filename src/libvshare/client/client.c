@@ -1,7 +1,9 @@
 /*
  * The scheduler client: one background thread that owns the connection to
- * vshare-scheduler. Application threads never touch the socket; they set
- * flags in their gate and wake this thread through a socket pair.
+ * vshare-scheduler and every GPU's protocol state. Application threads
+ * never touch either: a thread waiting at a gate sets its GPU's wanted bit
+ * and wakes this thread through a socket pair (client_wanted), without
+ * taking any lock of the client's.
  */
 #include <errno.h>
 #include <poll.h>
@@ -14,47 +16,60 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "client_int.h"
-#include "gate_int.h"
 #include "log.h"
-
-#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
 /* How long gate_shutdown waits for the thread: it may be inside a
  * synchronize that the exiting driver never finishes. */
 #define CLIENT_STOP_WAIT_MS 300
 
-struct client_conn client_c = { .sock = -1, .sock_id = { .fd = -1 } };
 
-static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The thread's life: RUN_NONE until the first client_wanted starts it,
+ * RUN_STARTING while that thread creates it, RUN_RUNNING, RUN_STOPPED
+ * once client_stop ran (for good: no thread starts after it). */
+enum { RUN_NONE, RUN_STARTING, RUN_RUNNING, RUN_STOPPED };
+static int run_state;        /* atomic */
 static pthread_t thread;
-static int started;          /* atomic */
-/* The wake-up channel: application threads write to wake_wr, the client
- * thread polls wake_rd. A socket pair rather than an eventfd: every socket
- * has an inode of its own, so own_fd_valid tells it from a descriptor the
- * program opened on its number (all eventfds share one inode). wake_mu
- * guards the pair's replacement by the client thread. */
-static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct own_fd wake_rd = { .fd = -1 }, wake_wr = { .fd = -1 };
+static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
-static int thread_done;      /* under start_mu */
+static int thread_done;      /* under done_mu */
+
+/*
+ * The wake-up channel: any thread writes to wake_wr, the client thread
+ * polls wake_rd. A socket pair rather than an eventfd: every socket has an
+ * inode of its own, so own_fd_valid tells it from a descriptor the program
+ * opened on its number (all eventfds share one inode). The writers take no
+ * lock: wake_fd publishes wake_wr while it may be written, and wake_users
+ * counts the writers inside client_wake. The client thread replaces the
+ * pair only after unpublishing it and waiting out the writers, so none
+ * writes to a descriptor that is being closed (or has become the
+ * program's).
+ */
+static struct own_fd wake_rd = { .fd = -1 }, wake_wr = { .fd = -1 };
+static int wake_fd = -1;     /* atomic */
+static int wake_users;       /* atomic */
 
 int client_started(void)
 {
-	return A_LOAD(&started);
+	return A_LOAD(&run_state) == RUN_RUNNING;
 }
 
-void client_wake(void)
+static void client_wake(void)
 {
 	char one = 1;
+	int fd;
 
-	/* Not blocking (a full channel has a wake-up pending already), and
-	 * no SIGPIPE for the application thread if the other end is gone. */
-	pthread_mutex_lock(&wake_mu);
-	if (own_fd_valid(&wake_wr))
-		(void)!send(wake_wr.fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-	pthread_mutex_unlock(&wake_mu);
+	/* Count in, then look: with the replacer's unpublish-then-wait (both
+	 * sequentially consistent) either this thread sees no channel or the
+	 * replacer waits for it. Not blocking (a full channel has a wake-up
+	 * pending already), and no SIGPIPE for the calling thread if the
+	 * other end is gone. */
+	__atomic_add_fetch(&wake_users, 1, __ATOMIC_SEQ_CST);
+	fd = A_LOAD(&wake_fd);
+	if (fd >= 0 && own_fd_valid(&wake_wr))
+		(void)!send(fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	__atomic_sub_fetch(&wake_users, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A fresh wake-up channel; the old one is closed where it is still ours.
@@ -64,14 +79,16 @@ static int wake_renew(void)
 	int sv[2], rc;
 
 	rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv);
-	pthread_mutex_lock(&wake_mu);
+	A_STORE(&wake_fd, -1);
+	while (A_LOAD(&wake_users) != 0)
+		sched_yield();
 	own_fd_close(&wake_rd);
 	own_fd_close(&wake_wr);
 	if (rc == 0) {
 		own_fd_take(&wake_rd, sv[0]);
 		own_fd_take(&wake_wr, sv[1]);
+		A_STORE(&wake_fd, wake_wr.fd);
 	}
-	pthread_mutex_unlock(&wake_mu);
 	return rc;
 }
 
@@ -94,13 +111,6 @@ static void check_fds(void)
 		(void)wake_renew();
 	if (client_c.sock >= 0 && !own_fd_valid(&client_c.sock_id))
 		client_lost("the program closed the scheduler connection");
-}
-
-/* Running unshared: gates open, entrants pass. */
-static void go_unshared(void)
-{
-	A_STORE(&gate_g.failopen, 1);
-	gate_open_all();
 }
 
 static void schedule_retry(void)
@@ -128,27 +138,25 @@ void client_lost(const char *why)
 	client_set_sock(-1);
 	client_c.rlen = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
-		struct gate_gpu *g = &gate_g.gpu[i];
+		struct client_gpu *c = &client_g.gpu[i];
 
-		pthread_mutex_lock(&g->mu);
-		held[i] = g->held;
-		g->held = g->requested = g->attached = g->fp_valid = 0;
-		g->drop = 0;
-		g->want = g->known;
-		pthread_mutex_unlock(&g->mu);
+		held[i] = c->held;
+		c->held = c->requested = c->attached = c->fp_valid = 0;
+		c->drop = 0;
+		c->want = client_learn(i);
 	}
 	/* The backoff restarts from its minimum only after a working
 	 * connection (CLIENT_STABLE_MS), so a scheduler that accepts and
 	 * then hangs up is not hammered. */
 	schedule_retry();
-	if (A_LOAD(&gate_g.shutting))
+	if (client_stopping())
 		return;
 	client_c.warned = 1;
-	if (!gate_g.conf.require_sched) {
+	if (!client_g.conf.require_sched) {
 		if (!client_c.version_seen && !quiet)
 			log_warn("lost the scheduler (%s): running unshared until "
 				 "it is back", why);
-		go_unshared();
+		(void)gate_set_unshared(1);
 		return;
 	}
 	if (!client_c.version_seen && !quiet)
@@ -156,7 +164,7 @@ void client_lost(const char *why)
 			 "back", why);
 	for (int i = 0; i < GATE_MAX_GPUS; i++)
 		if (held[i])
-			gate_drain(i);
+			(void)client_take(i);
 }
 
 static void connect_failed(int err)
@@ -165,15 +173,15 @@ static void connect_failed(int err)
 	if (client_c.warned)
 		return;
 	client_c.warned = 1;
-	if (gate_g.conf.require_sched) {
+	if (client_g.conf.require_sched) {
 		log_warn("no scheduler at %s (%s): GPU work waits for it "
-			 "(VSHARE_REQUIRE_SCHEDULER)", gate_g.conf.socket_path,
+			 "(VSHARE_REQUIRE_SCHEDULER)", client_g.conf.socket_path,
 			 strerror(err));
 		return;
 	}
-	log_warn("no scheduler at %s (%s): running unshared", gate_g.conf.socket_path,
+	log_warn("no scheduler at %s (%s): running unshared", client_g.conf.socket_path,
 		 strerror(err));
-	go_unshared();
+	(void)gate_set_unshared(1);
 }
 
 /* Back from running unshared: every GPU this process used goes through a
@@ -181,22 +189,11 @@ static void connect_failed(int err)
  * and is requested again; its gate stays closed until the grant. */
 static void rejoin(void)
 {
-	if (!A_LOAD(&gate_g.failopen))
+	if (!gate_set_unshared(0))
 		return;
-	A_STORE(&gate_g.failopen, 0);
-	for (int i = 0; i < GATE_MAX_GPUS; i++) {
-		struct gate_gpu *g = &gate_g.gpu[i];
-		int open;
-
-		pthread_mutex_lock(&g->mu);
-		open = g->known && A_LOAD(&g->state) == GATE_OPEN;
-		pthread_mutex_unlock(&g->mu);
-		if (open && gate_drain(i) == 0) {
-			pthread_mutex_lock(&g->mu);
-			g->want = 1;
-			pthread_mutex_unlock(&g->mu);
-		}
-	}
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		if (client_learn(i) && client_take(i) == 0)
+			client_g.gpu[i].want = 1;
 }
 
 static void try_connect(void)
@@ -206,7 +203,7 @@ static void try_connect(void)
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, gate_g.conf.socket_path, strlen(gate_g.conf.socket_path));
+	memcpy(sa.sun_path, client_g.conf.socket_path, strlen(client_g.conf.socket_path));
 	/* Non-blocking: connecting to a scheduler that is stopped with its
 	 * listen queue full would block the thread for ever; it fails with
 	 * EAGAIN instead and is tried again later. Reads and sends do not
@@ -231,10 +228,10 @@ static void try_connect(void)
 /* Only a scheduler that answered takes the GPUs back from running
  * unshared: one that accepts and then says nothing must not stop the
  * program's work at each attempt. */
-void client_welcomed(void)
+static void client_welcomed(void)
 {
 	if (client_c.warned && !client_c.back_told && !client_c.version_seen)
-		log_info("connected to the scheduler at %s", gate_g.conf.socket_path);
+		log_info("connected to the scheduler at %s", client_g.conf.socket_path);
 	client_c.back_told = client_c.warned;
 	client_c.version_seen = 0;
 	client_c.welcomed = 1;
@@ -284,7 +281,7 @@ static void *client_main(void *arg)
 	int t, n, r;
 
 	(void)arg;
-	while (!A_LOAD(&gate_g.shutting)) {
+	while (!client_stopping()) {
 		check_fds();
 		if (client_c.sock < 0 && !client_c.version_dead &&
 		    gate_now_ms() >= client_c.next_try_ms)
@@ -292,7 +289,10 @@ static void *client_main(void *arg)
 		if (client_c.sock >= 0 && !client_c.welcomed &&
 		    gate_now_ms() >= client_c.welcome_by_ms)
 			client_lost("it does not answer");
-		t = client_c.sock >= 0 && client_c.welcomed ? client_work() : -1;
+		t = -1;
+		if (client_c.sock >= 0 && client_c.welcomed &&
+		    client_work(&t) != 0)
+			client_lost("sending to the scheduler failed");
 		t = next_timeout(t);
 		/* A wake-up channel that could not be made again: look at
 		 * least every 100 ms. */
@@ -314,29 +314,41 @@ static void *client_main(void *arg)
 		if (client_c.sock >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    client_read() != 0)
 			client_lost("connection closed");
+		/* A WELCOME among the frames: the connection now serves the
+		 * GPUs (read by client_msg.c, acted on here). */
+		if (client_c.sock >= 0 && client_c.welcome_new) {
+			client_c.welcome_new = 0;
+			client_welcomed();
+		}
 		if (pf[0].revents & POLLIN)
 			wake_drain();
 	}
 	client_set_sock(-1);
-	pthread_mutex_lock(&start_mu);
+	pthread_mutex_lock(&done_mu);
 	thread_done = 1;
 	pthread_cond_broadcast(&done_cv);
-	pthread_mutex_unlock(&start_mu);
+	pthread_mutex_unlock(&done_mu);
 	return NULL;
 }
 
-void client_start(void)
+void client_init(const struct client_callbacks *cb)
+{
+	client_g.cb = cb;
+	client_conf_read(&client_g.conf);
+}
+
+/* Start the thread, once: the first caller creates it, a concurrent one
+ * goes on (its wanted bit is seen by the new thread's first pass). A
+ * client that cannot start leaves the program running unshared. */
+static void client_start(void)
 {
 	sigset_t all, old;
-	int rc;
+	int none = RUN_NONE, rc;
 
-	if (A_LOAD(&started))
+	if (A_LOAD(&run_state) != RUN_NONE ||
+	    !__atomic_compare_exchange_n(&run_state, &none, RUN_STARTING, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return;
-	pthread_mutex_lock(&start_mu);
-	if (A_LOAD(&started) || A_LOAD(&gate_g.shutting)) {
-		pthread_mutex_unlock(&start_mu);
-		return;
-	}
 	client_c.sock = -1;
 	client_c.backoff_ms = CLIENT_BACKOFF_MIN_MS;
 	client_c.next_try_ms = 0;
@@ -348,11 +360,36 @@ void client_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		log_warn("cannot start the scheduler client: running unshared");
-		A_STORE(&gate_g.failopen, 1);
-	} else {
-		A_STORE(&started, 1);
+		(void)gate_set_unshared(1);
+		return;
 	}
-	pthread_mutex_unlock(&start_mu);
+	/* client_stop came meanwhile: the thread sees stop_asked and ends. */
+	if (!__atomic_compare_exchange_n(&run_state, &(int){ RUN_STARTING },
+					 RUN_RUNNING, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_SEQ_CST))
+		pthread_detach(thread);
+}
+
+void client_wanted(void *arg, int dev)
+{
+	(void)arg;
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return;
+	/* Only the first wait since the client thread last looked wakes it;
+	 * the thread finds the waiters through gate_waiting. */
+	if (A_XCHG(&client_g.gpu[dev].wanted, 1) != 0 && client_started())
+		return;
+	client_start();
+	client_wake();
+}
+
+void client_footprint_changed(int dev)
+{
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return;
+	/* Only the first change since the client last looked wakes it. */
+	if (A_XCHG(&client_g.gpu[dev].fp_dirty, 1) == 0 && client_started())
+		client_wake();
 }
 
 void client_stop(void)
@@ -360,22 +397,20 @@ void client_stop(void)
 	struct timespec ts;
 	int done = 0;
 
-	pthread_mutex_lock(&start_mu);
-	if (!A_LOAD(&started)) {
-		pthread_mutex_unlock(&start_mu);
+	A_STORE(&client_g.stop_asked, 1);
+	if (A_XCHG(&run_state, RUN_STOPPED) != RUN_RUNNING)
 		return;
-	}
-	A_STORE(&started, 0);
 	client_wake();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += CLIENT_STOP_WAIT_MS * 1000000L;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&done_mu);
 	while (!thread_done &&
-	       pthread_cond_timedwait(&done_cv, &start_mu, &ts) == 0)
+	       pthread_cond_timedwait(&done_cv, &done_mu, &ts) == 0)
 		;
 	done = thread_done;
-	pthread_mutex_unlock(&start_mu);
+	pthread_mutex_unlock(&done_mu);
 	/* If the thread is stuck (in the driver), leave it: the process is
 	 * exiting and the kernel closes the socket, which the scheduler
 	 * takes as a release. (A wait on a condition variable rather than
@@ -387,20 +422,24 @@ void client_stop(void)
 		pthread_detach(thread);
 }
 
-void client_forget(void)
+void client_atfork_child(void)
 {
 	/* The fork child has no client thread; these descriptors are copies
-	 * of the parent's, and closing them leaves its connection alone. */
+	 * of the parent's, and closing them leaves its connection alone. A
+	 * thread of the parent that was inside client_wake does not exist
+	 * here. */
 	own_fd_close(&client_c.sock_id);
 	own_fd_close(&wake_rd);
 	own_fd_close(&wake_wr);
+	A_STORE(&wake_fd, -1);
+	A_STORE(&wake_users, 0);
 	memset(&client_c, 0, sizeof(client_c));
 	client_c.sock = -1;
 	client_c.sock_id.fd = -1;
-	pthread_mutex_init(&wake_mu, NULL);
-	pthread_mutex_init(&client_send_mu, NULL);
-	pthread_mutex_init(&start_mu, NULL);
+	memset(client_g.gpu, 0, sizeof(client_g.gpu));
+	pthread_mutex_init(&done_mu, NULL);
 	pthread_cond_init(&done_cv, NULL);
 	thread_done = 0;
-	A_STORE(&started, 0);
+	A_STORE(&client_g.stop_asked, 0);
+	A_STORE(&run_state, RUN_NONE);
 }

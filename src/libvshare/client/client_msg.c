@@ -10,33 +10,23 @@
 
 #include "client_int.h"
 #include "frame.h"
-#include "gate_int.h"
 #include "log.h"
-
-#define A_LOAD(p)      __atomic_load_n((p), __ATOMIC_SEQ_CST)
-#define A_STORE(p, v)  __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
-
-pthread_mutex_t client_send_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void client_set_sock(int fd)
 {
-	pthread_mutex_lock(&client_send_mu);
-	if (fd < 0 && client_c.sock < 0) {
-		pthread_mutex_unlock(&client_send_mu);
+	if (fd < 0 && client_c.sock < 0)
 		return;
-	}
 	/* A socket the program closed is not closed again: its number may
 	 * be one of the program's own descriptors by now. */
 	own_fd_close(&client_c.sock_id);
 	own_fd_take(&client_c.sock_id, fd);
 	client_c.sock = fd;
 	client_c.welcomed = 0;
-	__atomic_store_n(&client_c.gen, client_c.gen + 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&client_send_mu);
+	client_c.welcome_new = 0;
 }
 
-/* Wait for room in the socket, at most CLIENT_SEND_WAIT_MS in all; a
- * signal taken by the calling (application) thread is no failure. */
+/* Wait for room in the socket, at most CLIENT_SEND_WAIT_MS in all. The
+ * client thread blocks every signal, but an EINTR is no failure either. */
 static int wait_room(void)
 {
 	uint64_t end = gate_now_ms() + CLIENT_SEND_WAIT_MS, now;
@@ -78,26 +68,15 @@ static int send_all(const unsigned char *buf, size_t n)
 	return 0;
 }
 
-int client_send_on(unsigned gen, uint16_t type, const void *payload,
-		   uint32_t len)
+int client_send(uint16_t type, const void *payload, uint32_t len)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 256];
-	int rc = -1;
 
-	if (len > sizeof(buf) - sizeof(struct vs_hdr))
+	if (len > sizeof(buf) - sizeof(struct vs_hdr) || client_c.sock < 0)
 		return -1;
 	vs_hdr_init((struct vs_hdr *)buf, type, len);
 	memcpy(buf + sizeof(struct vs_hdr), payload, len);
-	pthread_mutex_lock(&client_send_mu);
-	if (client_c.sock >= 0 && (gen == 0 || gen == client_c.gen))
-		rc = send_all(buf, sizeof(struct vs_hdr) + len);
-	pthread_mutex_unlock(&client_send_mu);
-	return rc;
-}
-
-int client_send(uint16_t type, const void *payload, uint32_t len)
-{
-	return client_send_on(0, type, payload, len);
+	return send_all(buf, sizeof(struct vs_hdr) + len);
 }
 
 int client_hello(void)
@@ -106,20 +85,17 @@ int client_hello(void)
 
 	memset(&m, 0, sizeof(m));
 	m.proto_version = VS_PROTO_VERSION;
-	memcpy(m.label, gate_g.conf.label, strnlen(gate_g.conf.label, VS_LABEL_MAX));
+	memcpy(m.label, client_g.conf.label,
+	       strnlen(client_g.conf.label, VS_LABEL_MAX));
 	return client_send(VS_MSG_HELLO, &m, sizeof(m));
 }
 
 static int gpu_by_uuid(const uint8_t uuid[VS_UUID_LEN])
 {
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
-		struct gate_gpu *g = &gate_g.gpu[i];
-		int hit;
+		const struct client_gpu *c = &client_g.gpu[i];
 
-		pthread_mutex_lock(&g->mu);
-		hit = g->known && memcmp(g->uuid, uuid, VS_UUID_LEN) == 0;
-		pthread_mutex_unlock(&g->mu);
-		if (hit)
+		if (c->known && memcmp(c->uuid, uuid, VS_UUID_LEN) == 0)
 			return i;
 	}
 	return -1;
@@ -127,33 +103,24 @@ static int gpu_by_uuid(const uint8_t uuid[VS_UUID_LEN])
 
 static void on_grant(const struct vs_grant *m)
 {
-	int dev = gpu_by_uuid(m->uuid), held;
-	struct gate_gpu *g;
+	int dev = gpu_by_uuid(m->uuid);
+	struct client_gpu *c;
 
 	if (dev < 0)
 		return;
-	g = &gate_g.gpu[dev];
+	c = &client_g.gpu[dev];
 	/* The grant came: no more polling for it. */
-	__atomic_store_n(&client_c.spin_until_ns, 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&g->mu);
-	held = g->held;
-	if ((m->flags & VS_GRANTF_OVERSUB) && !held) {
-		/* Swap in before the first kernel runs: one bulk prefetch is
-		 * several times faster than the page faults it replaces. */
-		pthread_mutex_unlock(&g->mu);
-		gate_g.ops->prefetch(dev, 0);
-		pthread_mutex_lock(&g->mu);
-	}
-	g->held = 1;
-	g->requested = 0;
-	g->want = 0;
-	g->drop = 0;
-	/* A fresh holder counts as active, so an idle drop that follows the
-	 * grant does not take the GPU before its waiters have run. */
-	gate_stamp(g, gate_now_ms());
-	A_STORE(&g->state, GATE_OPEN);
-	pthread_cond_broadcast(&g->cv_open);
-	pthread_mutex_unlock(&g->mu);
+	client_c.spin_until_ns = 0;
+	/* Before the gate opens: under oversubscription the top swaps the
+	 * memory in here, one bulk prefetch being several times faster than
+	 * the page faults it replaces. */
+	if (!c->held)
+		client_g.cb->granted(client_g.cb->arg, dev, m->flags);
+	c->held = 1;
+	c->requested = 0;
+	c->want = 0;
+	c->drop = 0;
+	gate_grant(dev);
 	log_debug("GPU %d granted (%s, quantum %u ms%s)", dev,
 		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
 		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "");
@@ -162,30 +129,28 @@ static void on_grant(const struct vs_grant *m)
 static void on_drop(const struct vs_drop *m)
 {
 	int dev = gpu_by_uuid(m->uuid);
-	struct gate_gpu *g;
+	struct client_gpu *c;
 
 	if (dev < 0)
 		return;
-	g = &gate_g.gpu[dev];
-	pthread_mutex_lock(&g->mu);
+	c = &client_g.gpu[dev];
 	/* An urgent reason overrides a pending idle drop, never the reverse. */
-	if (g->held && (g->drop == 0 || g->drop == VS_DROP_IDLE))
-		g->drop = m->reason;
-	pthread_mutex_unlock(&g->mu);
+	if (c->held && (c->drop == 0 || c->drop == VS_DROP_IDLE))
+		c->drop = m->reason;
 	log_debug("GPU %d: drop requested (%s)", dev,
 		  vs_drop_reason_name(m->reason));
 }
 
 static void on_version(uint32_t theirs)
 {
-	if (!gate_g.conf.require_sched)
+	if (!client_g.conf.require_sched)
 		client_c.version_dead = 1;
 	if (client_c.version_seen)
 		return;
 	client_c.version_seen = 1;
 	log_error("the scheduler speaks protocol version %u, this libvshare "
 		  "speaks version %u: %s", theirs, VS_PROTO_VERSION,
-		  gate_g.conf.require_sched ? "waiting for a matching scheduler"
+		  client_g.conf.require_sched ? "waiting for a matching scheduler"
 					    : "running unshared");
 }
 
@@ -207,7 +172,7 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 
 		client_c.client_id = m->client_id;
 		log_debug("registered as client %u", m->client_id);
-		client_welcomed();
+		client_c.welcome_new = 1;
 		return 0;
 	}
 	case VS_MSG_GRANT:

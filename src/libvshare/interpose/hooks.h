@@ -1,15 +1,14 @@
 /*
  * The hook table generated from hooks.def: one id per hooked or called
  * driver symbol, the real driver's pointer for each, and the lookups that
- * the dlsym and cuGetProcAddress interposers use.
+ * the dlsym and cuGetProcAddress interposers use. The hook bodies and the
+ * init that fills the real pointers are the top's (hook_body.h, shim.c).
  */
 #ifndef VSHARE_HOOKS_H
 #define VSHARE_HOOKS_H
 
 #include <cuda.h>
 #include <stddef.h>
-
-#include "shim.h"
 
 enum hook_id {
 #define H(kind, sym, base, since, pt, stream, params, args) HK_##sym,
@@ -37,7 +36,7 @@ extern const struct hook_info hook_infos[HK_COUNT];
 
 /* Real driver entry points, indexed by hook id. Written at init and when a
  * lookup through the driver finds one the init did not; read with
- * hook_real(). */
+ * hook_real_load() or REAL(). */
 extern void *hook_real_tab[HK_COUNT];
 
 static inline void *hook_real_load(enum hook_id id)
@@ -54,20 +53,11 @@ static inline void hook_real_claim(enum hook_id id, void *p)
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-/* The real function of a symbol, typed, once the shim is initialized
- * (NULL if the driver does not have it). */
-#define REAL(sym) ((__typeof__(&sym))shim_real(HK_##sym))
-
-/* Start of a hand-written hook: the real function, a result, and the
- * pass-through when the real function is missing or the shim is already
- * active on this thread. Its end (guard left, r_ returned) is the hook's. */
-#define HOOK_ENTER(sym, args)                                   \
-	__typeof__(&sym) real_ = REAL(sym);                     \
-	CUresult r_;                                            \
-	if (real_ == NULL)                                      \
-		return shim_missing(#sym);                      \
-	if (!shim_guard_enter())                                \
-		return real_ args
+/* The real function of a symbol, typed (NULL if the driver does not have
+ * it). It reads the table only: code below the hooks (mem_*, the gate's
+ * CUDA operations) runs after a hook made sure of the init. A hook itself
+ * uses REAL_INIT (hook_body.h), which runs the init first. */
+#define REAL(sym) ((__typeof__(&sym))hook_real_load(HK_##sym))
 
 /* The stream of a per-thread (_ptsz) variant: there NULL means the calling
  * thread's default stream, not the legacy one. */
