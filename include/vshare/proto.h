@@ -81,6 +81,14 @@ struct vs_hdr {
 #define VS_E_NOGPU        (-2)  /* ENOENT: no such GPU */
 #define VS_E_INVAL       (-22)  /* EINVAL: value out of range */
 #define VS_E_STATE       (-16)  /* EBUSY: message not valid in this state */
+/* Refusals of a well-formed request by a limit (docs/scheduler.md lists
+ * them). `detail` carries the limit's value. When the refused frame names
+ * a GPU (ATTACH, REQUEST), `msg` starts with that GPU's UUID as
+ * vs_uuid_format writes it, then ": ". A client that hears either one for
+ * a GPU runs that GPU unshared (or, when it must have the scheduler,
+ * waits and says why); a connection refused with one is closed after it. */
+#define VS_E_LIMIT      (-122)  /* EDQUOT: a per-user or per-client limit */
+#define VS_E_FULL        (-28)  /* ENOSPC: a node-wide table or cap is full */
 
 /* GPU modes. */
 #define VS_MODE_AUTO       0u   /* serialize only what does not fit together */

@@ -25,6 +25,22 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
 	return len;
 }
 
+/* Characters a terminal acts on rather than shows: C1 controls
+ * (U+0080..U+009F, U+009B is an escape sequence's CSI), the line and
+ * paragraph separators (U+2028, U+2029) and the bidirectional embeddings,
+ * overrides and isolates (U+202A..U+202E, U+2066..U+2069), which can make
+ * a label show as something else. */
+static int is_control_seq(const unsigned char *p, size_t k)
+{
+	if (k == 2)
+		return p[0] == 0xc2 && p[1] < 0xa0;
+	if (k == 3 && p[0] == 0xe2 && p[1] == 0x80)
+		return p[2] >= 0xa8 && p[2] <= 0xae;
+	if (k == 3 && p[0] == 0xe2 && p[1] == 0x81)
+		return p[2] >= 0xa6 && p[2] <= 0xa9;
+	return 0;
+}
+
 void vs_label_clean(char *label)
 {
 	unsigned char *p = (unsigned char *)label;
@@ -36,6 +52,8 @@ void vs_label_clean(char *label)
 		if (k == 0 || p[0] < 0x20 || p[0] == 0x7f) {
 			*p = '?';
 			k = 1;
+		} else if (is_control_seq(p, k)) {
+			memset(p, '?', k); /* the length stays */
 		}
 		p += k;
 		n -= k;

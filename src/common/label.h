@@ -4,7 +4,10 @@
  * which must be UTF-8) and terminals. vs_label_clean makes any text follow
  * the rule: each byte that does not begin a valid UTF-8 sequence (overlong
  * forms, surrogates and code points past U+10FFFF included), and each
- * control character (below 0x20, and DEL), becomes '?'. The shim cleans
+ * control character (below 0x20, and DEL), becomes '?'; so does each byte
+ * of a character a terminal would act on (C1 controls U+0080..U+009F,
+ * U+2028, U+2029, the bidirectional controls U+202A..U+202E and
+ * U+2066..U+2069). The shim cleans
  * its label before HELLO, and the scheduler again at HELLO, since the peer
  * may be another program.
  *

@@ -224,6 +224,8 @@ const char *vs_err_name(int32_t code)
 	case VS_E_NOGPU:   return "no such GPU";
 	case VS_E_INVAL:   return "invalid value";
 	case VS_E_STATE:   return "not valid in this state";
+	case VS_E_LIMIT:   return "limit reached";
+	case VS_E_FULL:    return "scheduler full";
 	default:           return "unknown error";
 	}
 }

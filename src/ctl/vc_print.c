@@ -150,7 +150,9 @@ static void print_member(const struct client *c, const char *user,
 	const char *st;
 
 	vs_status_get(o, &vs_status_member, m);
-	st = m[VS_SM_state].str;
+	/* A holder whose grant was taken back is idle to the policy, but
+	 * the admin needs to see that it did not let go by itself. */
+	st = m[VS_SM_revoked].bool_ ? "revoked" : m[VS_SM_state].str;
 	fmt_bytes(m[VS_SM_managed].num, mg, sizeof(mg));
 	fmt_bytes(m[VS_SM_pinned].num, pn, sizeof(pn));
 	fmt_ms(m[VS_SM_held_ms].num, held, sizeof(held));

@@ -5,12 +5,14 @@
  * a default.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -19,6 +21,9 @@
 #include "log.h"
 
 #define ERR(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+/* The largest configuration file read. */
+#define CONF_FILE_MAX (1 << 20)
 
 /* 2^53: the largest byte count that a JSON number holds exactly. */
 #define JSON_INT_MAX 9007199254740992ull
@@ -32,7 +37,9 @@
  * reload is LIVE, or RESTART for what is bound to the listening socket.
  *
  * max_clients: with footprints clamped to SCHED_FP_MAX (2^44), 2^18
- * clients keep every per-GPU sum below 2^62.
+ * clients keep every per-GPU sum below 2^62. uid_* to outq_total are the
+ * limits against hostile peers (docs/scheduler.md): outq_max must hold a
+ * status reply (1 MiB and its header), so it starts at 2 MiB.
  */
 #define CONF_KEYS(X) \
 X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
@@ -46,7 +53,15 @@ X(socket_mode,       OCTAL, NUM(0660),                  0600,        0777,      
 X(admin_group,       GROUP, STR(CONF_DEF_ADMIN_GROUP),  0,           0,            "",        GLOBAL,                           LIVE)    \
 X(status_public,     BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
 X(log_level,         LEVEL, NUM(LOG_LVL_INFO),          0,           0,            "",        GLOBAL,                           LIVE)    \
-X(max_clients,       UINT,  NUM(16384),                 1,           262144,       "clients", GLOBAL,                           LIVE)
+X(max_clients,       UINT,  NUM(16384),                 1,           262144,       "clients", GLOBAL,                           LIVE)    \
+X(uid_conns,         UINT,  NUM(256),                   1,           262144,       "connections", GLOBAL,                       LIVE)    \
+X(uid_gpus,          UINT,  NUM(64),                    1,           SCHED_MAX_GPUS, "GPUs",  GLOBAL,                           LIVE)    \
+X(uid_requests,      UINT,  NUM(4096),                  1,           1u << 20,     "requests", GLOBAL,                          LIVE)    \
+X(hello_ms,          UINT,  NUM(10000),                 100,         3600000,      "ms",      GLOBAL,                           LIVE)    \
+X(frame_ms,          UINT,  NUM(5000),                  100,         3600000,      "ms",      GLOBAL,                           LIVE)    \
+X(outq_pause,        SIZE,  NUM(16384),                 4096,        1u << 20,     "bytes",   GLOBAL,                           LIVE)    \
+X(outq_max,          SIZE,  NUM(2u << 20),              2u << 20,    1u << 30,     "bytes",   GLOBAL,                           LIVE)    \
+X(outq_total,        SIZE,  NUM(32u << 20),             2u << 20,    16ull << 30,  "bytes",   GLOBAL,                           LIVE)
 
 #define NUM(v) (v), NULL
 #define STR(s) 0, (s)
@@ -154,14 +169,18 @@ static int get_str(const cJSON *it, const char *key, char *out, size_t n,
 }
 
 /* Bytes: a number, or a string like "8G". */
-static int get_size(const cJSON *it, const char *key, uint64_t hi,
-		    uint64_t *out, char *err, size_t errlen)
+static int get_size(const cJSON *it, const char *key, uint64_t lo,
+		    uint64_t hi, uint64_t *out, char *err, size_t errlen)
 {
 	if (!cJSON_IsString(it))
-		return get_int(it, key, 0, hi, out, err, errlen);
+		return get_int(it, key, lo, hi, out, err, errlen);
 	if (vs_parse_size(it->valuestring, 0, out) != 0)
 		ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
 		    it->valuestring);
+	if (*out < lo || *out > hi)
+		ERR("%s: %s is out of range (%llu to %llu bytes)", key,
+		    it->valuestring, (unsigned long long)lo,
+		    (unsigned long long)hi);
 	return 0;
 }
 
@@ -214,7 +233,7 @@ static int parse_num(const struct conf_key *k, const cJSON *it,
 	case CONF_T_UINT:
 		return get_int(it, key, k->lo, k->hi, v, err, errlen);
 	case CONF_T_SIZE:
-		return get_size(it, key, k->hi, v, err, errlen);
+		return get_size(it, key, k->lo, k->hi, v, err, errlen);
 	case CONF_T_OCTAL:
 		return get_octal(it, k, key, v, err, errlen);
 	case CONF_T_BOOL:
@@ -339,9 +358,10 @@ static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 }
 
 /* "line 3, column 7" of where cJSON stopped, for a syntax error. */
-static void json_where(const char *text, char *out, size_t n)
+static void json_where_at(const char *text, const char *at, char *out,
+			  size_t n)
 {
-	const char *at = cJSON_GetErrorPtr(), *p;
+	const char *p;
 	int line = 1, col = 1;
 
 	if (at == NULL || at < text || at > text + strlen(text)) {
@@ -361,15 +381,40 @@ static void json_where(const char *text, char *out, size_t n)
 		snprintf(out, n, "at line %d, column %d", line, col);
 }
 
+static void json_where(const char *text, char *out, size_t n)
+{
+	json_where_at(text, cJSON_GetErrorPtr(), out, n);
+}
+
+/* Anything but white space after the object is an error: a file that
+ * two edits left with two objects must not load the first one quietly. */
+static int trailing(const char *text, const char *end, char *err,
+		    size_t errlen)
+{
+	char where[64];
+
+	while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+		end++;
+	if (*end == '\0')
+		return 0;
+	json_where_at(text, end, where, sizeof(where));
+	ERR("data after the JSON object, %s", where);
+}
+
 int conf_parse(struct conf *c, const char *text, char *err, size_t errlen)
 {
-	cJSON *root = cJSON_Parse(text), *it;
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithOpts(text, &end, 0), *it;
 	char where[64];
 	int rc = 0;
 
 	if (root == NULL) {
 		json_where(text, where, sizeof(where));
 		ERR("not valid JSON: error %s", where);
+	}
+	if (trailing(text, end, err, errlen) != 0) {
+		cJSON_Delete(root);
+		return -1;
 	}
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
@@ -386,41 +431,63 @@ int conf_parse(struct conf *c, const char *text, char *err, size_t errlen)
 	return rc;
 }
 
-int conf_load(struct conf *c, const char *path, int must_exist, char *err,
-	      size_t errlen)
+/* The whole file, NUL-terminated, in *text. Opened without blocking and
+ * read only if it is a regular file: a FIFO (or a device) named as the
+ * configuration would otherwise stop the daemon in open() or read() at a
+ * reload, with every client waiting. 0, 1 (missing, and may be), -1. */
+static int read_file(const char *path, int must_exist, char **text,
+		     char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
-	char *text;
-	long n;
-	int rc;
+	size_t n = 0;
+	char *t;
 
-	if (f == NULL) {
+	if (fd < 0) {
 		if (errno == ENOENT && !must_exist)
 			return 1;
 		ERR("%s: %s", path, strerror(errno));
 	}
-	/* fopen opens a directory for reading; say what is wrong with it. */
-	if (fstat(fileno(f), &st) != 0)
+	if (fstat(fd, &st) != 0)
 		st.st_mode = 0;
 	if (!S_ISREG(st.st_mode)) {
-		fclose(f);
+		close(fd);
 		ERR("%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" :
 		    "not a regular file");
 	}
-	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (1 << 20) ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		fclose(f);
-		ERR("%s: unreadable or larger than 1 MiB", path);
+	if (st.st_size > CONF_FILE_MAX || (t = malloc((size_t)st.st_size + 1))
+	    == NULL) {
+		close(fd);
+		ERR("%s: larger than 1 MiB", path);
 	}
-	text = malloc((size_t)n + 1);
-	if (text == NULL || fread(text, 1, (size_t)n, f) != (size_t)n) {
-		free(text);
-		fclose(f);
-		ERR("%s: read error", path);
+	/* The size may change under us: read what there is, up to it. */
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, t + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
 	}
-	fclose(f);
-	text[n] = '\0';
+	close(fd);
+	t[n] = '\0';
+	if (memchr(t, '\0', n) != NULL) {
+		free(t);
+		ERR("%s: contains a NUL byte: not a JSON text file", path);
+	}
+	*text = t;
+	return 0;
+}
+
+int conf_load(struct conf *c, const char *path, int must_exist, char *err,
+	      size_t errlen)
+{
+	char *text = NULL;
+	int rc = read_file(path, must_exist, &text, err, errlen);
+
+	if (rc != 0)
+		return rc;
 	rc = conf_parse(c, text, err, errlen);
 	free(text);
 	if (rc != 0) {
@@ -574,6 +641,8 @@ void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)
 	out->capacity = c->capacity;
 	out->grace_ms = c->grace_ms;
 	out->skip_unresponsive = c->skip_unresponsive;
+	out->uid_gpus = c->uid_gpus;
+	out->uid_requests = c->uid_requests;
 	out->gpus = c->gpus;
 	out->n_gpus = c->n_gpus;
 }

@@ -35,6 +35,15 @@ struct conf {
 	int      status_public;     /* may non-admins read the status? */
 	int      log_level;         /* enum log_level */
 	uint32_t max_clients;
+	/* Limits against hostile peers (docs/scheduler.md, threat model). */
+	uint32_t uid_conns;         /* connections of one uid */
+	uint32_t uid_gpus;          /* distinct GPUs one uid attaches */
+	uint32_t uid_requests;      /* requests of one uid waiting */
+	uint32_t hello_ms;          /* to register (or send a whole frame) */
+	uint32_t frame_ms;          /* to finish a frame once started */
+	uint64_t outq_pause;        /* bytes queued: stop reading the peer */
+	uint64_t outq_max;          /* bytes queued: drop the peer */
+	uint64_t outq_total;        /* bytes queued to all peers */
 	struct sched_gpu_cfg *gpus; /* per-GPU overrides */
 	size_t   n_gpus;
 };

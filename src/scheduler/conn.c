@@ -13,12 +13,62 @@
 
 struct wreq {
 	uv_write_t req;
+	struct conn *c;
+	size_t cost;               /* what it counts in outq */
 	unsigned char data[];
 };
 
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* What a queued write really costs: the request, its copy of the bytes
+ * and the allocator's overhead, not the payload alone. */
+static size_t write_cost(size_t bytes)
+{
+	return (sizeof(struct wreq) + bytes + 15) / 16 * 16 + 16;
+}
+
+/* ---- connections per uid ---- */
+
+static struct srv_uid *uid_slot(struct srv *s, uint32_t uid, int add)
+{
+	for (size_t i = 0; i < s->n_uids; i++)
+		if (s->uids[i].uid == uid)
+			return &s->uids[i];
+	if (!add)
+		return NULL;
+	if (s->n_uids == s->cap_uids) {
+		size_t n = s->cap_uids ? s->cap_uids * 2 : 8;
+		struct srv_uid *p = realloc(s->uids, n * sizeof(*p));
+
+		if (p == NULL)
+			return NULL;
+		s->uids = p;
+		s->cap_uids = n;
+	}
+	s->uids[s->n_uids].uid = uid;
+	s->uids[s->n_uids].n = 0;
+	return &s->uids[s->n_uids++];
+}
+
+static void uid_release(struct conn *c)
+{
+	struct srv *s = c->srv;
+	struct srv_uid *u;
+
+	if (!c->counted || (u = uid_slot(s, c->cred.uid, 0)) == NULL)
+		return;
+	c->counted = 0;
+	if (--u->n == 0)
+		*u = s->uids[--s->n_uids];
+}
+
 static void on_closed(uv_handle_t *h)
 {
-	free(h); /* the pipe is the first member of struct conn */
+	struct conn *c = (struct conn *)h; /* the pipe is the first member */
+
+	free(c->stash);
+	free(c);
 }
 
 void conn_close(struct conn *c)
@@ -29,6 +79,7 @@ void conn_close(struct conn *c)
 		return;
 	c->closing = 1;
 	s->events->gone(c);
+	uid_release(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -39,10 +90,87 @@ void conn_close(struct conn *c)
 	uv_close((uv_handle_t *)&c->pipe, on_closed);
 }
 
+static void feed(struct conn *c, const unsigned char *p, size_t n);
+
+/* Its output drained: read the peer again, starting with what it sent
+ * while it was paused. */
+static void resume(struct conn *c)
+{
+	if (c->closing || !c->paused)
+		return;
+	unsigned char *p = c->stash;
+	size_t n = c->stash_len;
+
+	c->paused = 0;
+	c->stash = NULL;
+	c->stash_len = 0;
+	/* The frame clock stood still while we did not read. */
+	if (c->t_frame != 0)
+		c->t_frame = uv_now(c->srv->loop);
+	if (n > 0)
+		feed(c, p, n);
+	free(p);
+	if (!c->closing && !c->paused &&
+	    uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) != 0)
+		conn_close(c);
+	c->srv->events->read_done(c->srv);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
+	struct wreq *w = (struct wreq *)req;
+	struct conn *c = w->c;
+
 	(void)status; /* a failed write shows up as a read error or EOF */
-	free(req);
+	c->outq -= w->cost;
+	c->srv->outq_total -= w->cost;
+	free(w);
+	if (c->paused && !c->closing && c->status_gen == 0 &&
+	    c->outq <= c->srv->conf->outq_pause / 2)
+		resume(c);
+}
+
+void conn_pause(struct conn *c)
+{
+	if (c->paused || c->closing)
+		return;
+	c->paused = 1;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+}
+
+void conn_resume(struct conn *c)
+{
+	if (c->status_gen == 0 && c->outq <= c->srv->conf->outq_pause)
+		resume(c);
+}
+
+/* A peer whose output backs up is not read until it drains: it cannot
+ * make the daemon queue more for it than one read's worth of answers. */
+static void pause_if_full(struct conn *c)
+{
+	if (c->outq > c->srv->conf->outq_pause)
+		conn_pause(c);
+}
+
+/* 0 if `cost` more bytes may be queued to c, else the peer is dropped. */
+static int queue_room(struct conn *c, size_t cost)
+{
+	const struct conf *l = c->srv->conf;
+
+	if (c->outq + cost > l->outq_max) {
+		log_warn("peer pid %d does not read its messages: "
+			 "disconnecting it", c->cred.pid);
+		return -1;
+	}
+	if (c->srv->outq_total + cost > l->outq_total) {
+		log_warn("%llu bytes queued to peers that do not read "
+			 "(outq_total %llu): disconnecting pid %d",
+			 (unsigned long long)c->srv->outq_total,
+			 (unsigned long long)l->outq_total,
+			 c->cred.pid);
+		return -1;
+	}
+	return 0;
 }
 
 void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
@@ -72,28 +200,27 @@ void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
 		log_debug("peer %d: write: %s", c->cred.pid, uv_strerror(n));
 		conn_close(c);
 	} else if ((size_t)n < total) {
-		size_t rest = total - (size_t)n;
+		size_t rest = total - (size_t)n, cost = write_cost(rest);
 		struct wreq *w;
 
-		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) +
-		    rest > CONN_MAX_OUTQ) {
-			log_warn("peer pid %d does not read its messages: "
-				 "disconnecting it", c->cred.pid);
+		if (queue_room(c, cost) != 0 ||
+		    (w = malloc(sizeof(*w) + rest)) == NULL) {
 			conn_close(c);
 			goto out;
 		}
-		w = malloc(sizeof(*w) + rest);
-		if (w == NULL) {
-			conn_close(c);
-			goto out;
-		}
+		w->c = c;
+		w->cost = cost;
 		memcpy(w->data, buf + n, rest);
 		b = uv_buf_init((char *)w->data, (unsigned)rest);
 		if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
 			     on_written) != 0) {
 			free(w);
 			conn_close(c);
+			goto out;
 		}
+		c->outq += cost;
+		c->srv->outq_total += cost;
+		pause_if_full(c);
 	}
 out:
 	if (buf != stack)
@@ -119,13 +246,48 @@ void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 	conn_send(c, VS_MSG_ERROR, &e, sizeof(e));
 }
 
+/* Keep what a paused peer sent beyond the frame that filled its queue. */
+static void stash(struct conn *c, const unsigned char *p, size_t n)
+{
+	c->stash = malloc(n);
+	if (c->stash == NULL) {
+		conn_close(c);
+		return;
+	}
+	memcpy(c->stash, p, n);
+	c->stash_len = n;
+}
+
+/* Deadlines: a whole frame resets the idle clock, a partial one starts
+ * the frame clock. */
+static void clocks(struct conn *c, int whole)
+{
+	uint64_t now = uv_now(c->srv->loop);
+
+	if (whole)
+		c->t_idle = now;
+	if (c->rx.len == 0)
+		c->t_frame = 0;
+	else if (c->t_frame == 0 || whole)
+		c->t_frame = now;
+}
+
 static void feed(struct conn *c, const unsigned char *p, size_t n)
 {
-	while (!c->closing) {
-		enum vs_frx_result r = vs_frx_push(&c->rx, &p, &n);
+	int whole = 0;
 
+	while (!c->closing) {
+		enum vs_frx_result r;
+
+		if (c->paused) {
+			if (n > 0)
+				stash(c, p, n);
+			break;
+		}
+		r = vs_frx_push(&c->rx, &p, &n);
 		switch (r) {
 		case VS_FRX_FRAME:
+			whole = 1;
 			c->srv->events->frame(c, &c->rx.in.hdr,
 					      vs_frx_payload(&c->rx));
 			continue;
@@ -150,16 +312,18 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 			conn_close(c);
 			return;
 		default: /* VS_FRX_MORE; a request never needs a VS_FRX_BUFFER */
+			clocks(c, whole);
 			return;
 		}
 	}
+	clocks(c, whole);
 }
 
 /* One buffer for every read: the loop is single-threaded and each read
  * is consumed before the next one starts. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
-	static char rbuf[64 * 1024];
+	static char rbuf[CONN_READ_MAX];
 
 	(void)h;
 	(void)suggested;
@@ -186,6 +350,41 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	c->srv->events->read_done(c->srv);
 }
 
+/* Refuse a new peer with a reason it can print: 0 if it may stay. */
+static int admit_peer(struct conn *c)
+{
+	struct srv *s = c->srv;
+	uint32_t max = s->conf->max_clients;
+	struct srv_uid *u;
+
+	if (s->n_conns > max) {
+		log_warn("more than max_clients (%u) connections: refusing "
+			 "pid %d", max, c->cred.pid);
+		conn_send_error(c, VS_E_FULL, max, "too many connections "
+				"(max_clients %u): try again later", max);
+		return -1;
+	}
+	/* Root and the admin group may always connect, up to max_clients. */
+	if (c->is_admin)
+		return 0;
+	u = uid_slot(s, c->cred.uid, 1);
+	if (u == NULL)
+		return -1;
+	if (u->n >= s->conf->uid_conns) {
+		/* Not a warning per refusal: that would let the peer fill
+		 * the log. */
+		log_debug("uid %u has %u connections (uid_conns): refusing "
+			  "pid %d", c->cred.uid, u->n, c->cred.pid);
+		conn_send_error(c, VS_E_LIMIT, s->conf->uid_conns,
+				"uid %u has too many connections (uid_conns "
+				"%u)", c->cred.uid, s->conf->uid_conns);
+		return -1;
+	}
+	u->n++;
+	c->counted = 1;
+	return 0;
+}
+
 void conn_on_connection(uv_stream_t *server, int status)
 {
 	struct srv *s = server->data;
@@ -209,23 +408,41 @@ void conn_on_connection(uv_stream_t *server, int status)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
+	c->t_idle = uv_now(s->loop);
 	if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0 ||
 	    uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
-	    sock_peer(fd, &c->cred, s, &c->is_admin) != 0) {
-		conn_close(c);
-		return;
-	}
-	if (s->n_conns > s->conf->max_clients) {
-		log_warn("more than max_clients (%u) connections: refusing "
-			 "pid %d", s->conf->max_clients, c->cred.pid);
-		/* Say why before closing: the peer would otherwise see a
-		 * bare disconnect. */
-		conn_send_error(c, VS_E_STATE, s->conf->max_clients,
-				"too many connections (max_clients %u): try "
-				"again later", s->conf->max_clients);
+	    sock_peer(fd, &c->cred, s, &c->is_admin) != 0 ||
+	    admit_peer(c) != 0) {
 		conn_close(c);
 		return;
 	}
 	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) != 0)
 		conn_close(c);
+}
+
+/* A peer that is not registered must send a whole frame within hello_ms
+ * of connecting (or of its last frame); any peer must finish a frame
+ * within frame_ms of its first byte. Idle registered clients stay: a
+ * program may hold the GPU without talking. */
+void conn_sweep(struct srv *s)
+{
+	uint64_t now = uv_now(s->loop);
+	struct conn *c = s->conns, *next;
+
+	for (; c != NULL; c = next) {
+		const char *why = NULL;
+
+		next = c->next;
+		if (c->t_frame != 0 && !c->paused &&
+		    now - c->t_frame > s->conf->frame_ms)
+			why = "did not finish a frame within frame_ms";
+		else if (c->client == NULL && !c->paused &&
+			 now - c->t_idle > s->conf->hello_ms)
+			why = "sent no whole frame within hello_ms";
+		if (why == NULL)
+			continue;
+		log_debug("peer pid %d %s: disconnecting it", c->cred.pid, why);
+		conn_send_error(c, VS_E_STATE, 0, "%s", why);
+		conn_close(c);
+	}
 }

@@ -192,6 +192,7 @@ int main(int argc, char **argv)
 	uv_run(s.loop, UV_RUN_DEFAULT);
 	sched_free(s.sched);
 	free(s.batch);
+	free(s.uids);
 	uv_loop_close(s.loop);
 	conf_free(&c);
 	if (rc == 0)

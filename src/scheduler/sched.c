@@ -49,6 +49,22 @@ static struct sched_member *member_find(const struct sched_client *c,
 
 /* ---- granting and dropping ---- */
 
+static void wait_enter(struct sched_member *m)
+{
+	dl_append(&m->g->queue, &m->q_link);
+	m->g->n_waiting++;
+	m->c->u->n_waiting++;
+	m->state = SCHED_ST_WAITING;
+}
+
+static void wait_leave(struct sched_member *m)
+{
+	dl_remove(&m->q_link);
+	m->g->n_waiting--;
+	m->c->u->n_waiting--;
+	m->state = SCHED_ST_IDLE;
+}
+
 static void emit_grant(struct sched *s, struct sched_member *m)
 {
 	struct sched_gpu *g = m->g;
@@ -58,14 +74,15 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 		return;
 	o->type = VS_MSG_GRANT;
 	memcpy(o->u.grant.uuid, g->uuid, VS_UUID_LEN);
-	/* In auto, a client larger than the capacity runs alone: nobody,
-	 * not even a client of no footprint, is admitted beside it. */
+	/* In auto, a client larger than its view of the capacity runs
+	 * alone: nobody, not even a client of no footprint, is admitted
+	 * beside it. */
 	o->u.grant.kind = g->mode == VS_MODE_ON ||
-			  (g->mode == VS_MODE_AUTO && m->fp > g->capacity) ?
+			  (g->mode == VS_MODE_AUTO && m->fp > m->cap) ?
 			  VS_GRANT_EXCLUSIVE : VS_GRANT_SHARED;
 	/* Oversubscribed: the working sets of everyone attached do not fit,
 	 * so pages of the new holder may have been evicted: prefetch them. */
-	o->u.grant.flags = g->total_fp > g->capacity ? VS_GRANTF_OVERSUB : 0;
+	o->u.grant.flags = g->total_fp > m->cap ? VS_GRANTF_OVERSUB : 0;
 	o->u.grant.tq_ms = g->tq_ms;
 }
 
@@ -84,11 +101,11 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 {
 	struct sched_gpu *g = m->g;
 
-	dl_remove(&m->q_link);
-	g->n_waiting--;
+	wait_leave(m);
 	dl_append(&g->holders, &m->h_link);
 	g->n_holders++;
 	g->held_fp += m->fp;
+	sched_cap_hold(g, m);
 	m->state = SCHED_ST_HOLDING;
 	m->since = now;
 	m->q_start = now;
@@ -106,6 +123,7 @@ static void unhold(struct sched_member *m)
 	dl_remove(&m->h_link);
 	g->n_holders--;
 	g->held_fp -= m->fp;
+	sched_cap_unhold(g, m);
 	if (m->hard)
 		g->n_hard--;
 	m->hard = 0;
@@ -136,7 +154,7 @@ static int fits(const struct sched_gpu *g, const struct sched_member *m)
 	case VS_MODE_ON:
 		return 0;
 	default:
-		return g->held_fp + m->fp <= g->capacity;
+		return g->held_fp + m->fp <= sched_cap_group(g, m);
 	}
 }
 
@@ -183,7 +201,7 @@ static void admit(struct sched *s, struct sched_gpu *g)
  * that grew) are told to drop, last granted first in line. */
 static void enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 {
-	uint64_t now = sched_now(s), sum = 0;
+	uint64_t now = sched_now(s), sum = 0, cap = 0;
 	size_t i = 0;
 
 	if (g->mode == VS_MODE_OFF)
@@ -192,7 +210,8 @@ static void enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 		struct sched_member *h = dl_entry(it, struct sched_member, h_link);
 
 		sum += h->fp;
-		if (i++ > 0 && (g->mode == VS_MODE_ON || sum > g->capacity))
+		cap = sched_cap_min(cap, h->cap);
+		if (i++ > 0 && (g->mode == VS_MODE_ON || sum > cap))
 			hard_drop(s, h, reason, now);
 	}
 }
@@ -207,6 +226,11 @@ struct sched_client *sched_client_new(struct sched *s,
 
 	if (c == NULL)
 		return NULL;
+	c->u = sched_uid_ref(s, cred->uid);
+	if (c->u == NULL) {
+		free(c);
+		return NULL;
+	}
 	c->id = s->next_id++;
 	if (s->next_id == 0)
 		s->next_id = 1;
@@ -231,19 +255,21 @@ void sched_client_del(struct sched *s, struct sched_client *c)
 		struct sched_member *m = c->m[i];
 		struct sched_gpu *g = m->g;
 
-		if (m->state == SCHED_ST_HOLDING) {
+		if (m->state == SCHED_ST_HOLDING)
 			unhold(m);
-		} else if (m->state == SCHED_ST_WAITING) {
-			dl_remove(&m->q_link);
-			g->n_waiting--;
-		}
+		else if (m->state == SCHED_ST_WAITING)
+			wait_leave(m);
 		dl_remove(&m->m_link);
 		g->n_members--;
 		g->total_fp -= m->fp;
+		sched_uid_gpu_del(g, c);
+		if (m->claim != 0 && m->claim == g->total_mem)
+			sched_cap_refresh(g); /* the reported total came from m */
 		free(m);
 		admit(s, g);
 	}
 	free(c->m);
+	sched_uid_unref(s, c->u);
 	dl_remove(&c->link);
 	s->n_clients--;
 	free(c);
@@ -270,8 +296,13 @@ static struct sched_gpu *gpu_slot(struct sched *s)
 		for (size_t i = 0; i < s->n_gpus; i++) {
 			g = s->gpus[i];
 			if (g->n_members == 0) {
+				struct sched_gpu_uid *keep = g->uids;
+				size_t cap = g->cap_uids;
+
 				memset(g, 0, sizeof(*g));
 				g->index = (uint32_t)i;
+				g->uids = keep;
+				g->cap_uids = cap;
 				return g;
 			}
 		}
@@ -295,11 +326,11 @@ static struct sched_gpu *gpu_slot(struct sched *s)
 }
 
 static struct sched_gpu *gpu_new(struct sched *s,
-				 const uint8_t uuid[VS_UUID_LEN],
-				 uint64_t total_mem)
+				 const uint8_t uuid[VS_UUID_LEN])
 {
 	struct sched_gpu *g = gpu_slot(s);
 	uint64_t cap = s->cfg.capacity;
+	int trusted = 0;
 
 	if (g == NULL)
 		return NULL;
@@ -315,33 +346,20 @@ static struct sched_gpu *gpu_new(struct sched *s,
 			g->tq_ms = gc->tq_ms;
 		if (gc->set & SCHED_GCFG_MODE)
 			g->mode = gc->mode;
-		if (gc->set & SCHED_GCFG_CAP)
+		if (gc->set & SCHED_GCFG_CAP) {
 			cap = gc->capacity;
+			trusted = cap != 0;
+		}
 	}
-	g->total_mem = total_mem;
 	g->cap_cfg = cap;
-	g->capacity = capacity_of(total_mem, cap);
+	g->trusted = trusted;
+	if (!trusted && s->cfg.total_fn != NULL)
+		g->drv_total = s->cfg.total_fn(s->cfg.total_arg, uuid);
 	dl_init(&g->members);
 	dl_init(&g->queue);
 	dl_init(&g->holders);
+	sched_cap_refresh(g);
 	return g;
-}
-
-/* Clients of one GPU may report different totals (a first client that
- * could not read it reports 0). The smallest known total counts: a
- * capacity that is too large would let co-runners overcommit the card. */
-static void retotal(struct sched *s, struct sched_gpu *g, uint64_t total_mem)
-{
-	uint64_t old = g->capacity;
-
-	if (total_mem == 0 || (g->total_mem != 0 && total_mem >= g->total_mem))
-		return;
-	g->total_mem = total_mem;
-	g->capacity = capacity_of(total_mem, g->cap_cfg);
-	if (g->capacity < old)
-		enforce_fit(s, g, VS_DROP_CAPACITY);
-	else if (g->capacity > old)
-		admit(s, g);
 }
 
 int sched_attach(struct sched *s, struct sched_client *c,
@@ -351,32 +369,50 @@ int sched_attach(struct sched *s, struct sched_client *c,
 	struct sched_gpu *g = (struct sched_gpu *)cg;
 	struct sched_member *m;
 
+	int rc;
+
 	if (member_find(c, uuid) != NULL)
 		return 0; /* attaching twice is harmless */
 	if (c->n_m >= SCHED_MAX_CLIENT_GPUS)
-		return VS_E_INVAL;
+		return VS_E_LIMIT;
 	if (c->n_m == c->cap_m) {
 		size_t n = c->cap_m ? c->cap_m * 2 : 2;
 		struct sched_member **p = realloc(c->m, n * sizeof(*p));
 
 		if (p == NULL)
-			return VS_E_INVAL;
+			return VS_E_FULL;
 		c->m = p;
 		c->cap_m = n;
 	}
-	if (g == NULL && (g = gpu_new(s, uuid, total_mem)) == NULL)
-		return VS_E_INVAL;
-	retotal(s, g, total_mem);
+	/* The uid's limit is checked before a record is made: a refused
+	 * made-up UUID must not take a slot. */
+	if (g == NULL && c->u->uid != 0 && s->cfg.uid_gpus != 0 &&
+	    c->u->n_gpus >= s->cfg.uid_gpus)
+		return VS_E_LIMIT;
+	if (g == NULL && (g = gpu_new(s, uuid)) == NULL)
+		return VS_E_FULL;
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
-		return VS_E_INVAL;
+		return VS_E_FULL;
+	rc = sched_uid_gpu_add(s, g, c);
+	if (rc != 0) {
+		free(m);
+		return rc;
+	}
 	m->c = c;
 	m->g = g;
+	m->claim = total_mem;
 	dl_init(&m->q_link);
 	dl_init(&m->h_link);
 	dl_append(&g->members, &m->m_link);
 	g->n_members++;
 	c->m[c->n_m++] = m;
+	if (g->total_mem == 0 && total_mem != 0)
+		sched_cap_refresh(g);
+	else
+		m->cap = g->trusted ? g->cap_cfg :
+			 capacity_of(g->drv_total ? g->drv_total : total_mem,
+				     g->cap_cfg);
 	return 0;
 }
 
@@ -416,11 +452,11 @@ int sched_request(struct sched *s, struct sched_client *c,
 		return VS_E_NOGPU;
 	if (m->state != SCHED_ST_IDLE)
 		return VS_E_STATE;
+	if (!sched_uid_may_wait(s, c))
+		return VS_E_LIMIT;
 	m->revoked = 0;
-	m->state = SCHED_ST_WAITING;
 	m->since = sched_now(s);
-	dl_append(&m->g->queue, &m->q_link);
-	m->g->n_waiting++;
+	wait_enter(m);
 	admit(s, m->g);
 	return 0;
 }
@@ -437,9 +473,7 @@ int sched_released(struct sched *s, struct sched_client *c,
 		unhold(m);
 		break;
 	case SCHED_ST_WAITING: /* gave up waiting */
-		dl_remove(&m->q_link);
-		m->g->n_waiting--;
-		m->state = SCHED_ST_IDLE;
+		wait_leave(m);
 		break;
 	default:
 		/* The release of a grant we took back after a hang is late,
@@ -460,9 +494,11 @@ static uint64_t holder_deadline(const struct sched *s,
 				const struct sched_gpu *g,
 				const struct sched_member *h)
 {
+	/* A hung holder reported while skip_unresponsive was off is
+	 * revoked once a reload turns it on. */
 	if (h->hard)
-		return h->hung_reported ? SCHED_NO_DEADLINE
-					: h->hard_at + s->cfg.grace_ms;
+		return h->hung_reported && !s->cfg.skip_unresponsive ?
+		       SCHED_NO_DEADLINE : h->hard_at + s->cfg.grace_ms;
 	if (g->contended)
 		return h->q_start + g->tq_ms;
 	return SCHED_NO_DEADLINE;
@@ -527,93 +563,7 @@ uint64_t sched_next_deadline(const struct sched *s)
 	return best;
 }
 
-/* ---- admin ---- */
-
-/* Call fn on each targeted GPU; the count, or VS_E_NOGPU. */
-static int for_targets(struct sched *s, uint32_t target, uint32_t index,
-		       const uint8_t uuid[VS_UUID_LEN],
-		       void (*fn)(struct sched *, struct sched_gpu *, uint32_t),
-		       uint32_t value)
-{
-	struct sched_gpu *g;
-
-	if (target & VS_TARGET_ALL) {
-		for (size_t i = 0; i < s->n_gpus; i++)
-			fn(s, s->gpus[i], value);
-		return (int)s->n_gpus;
-	}
-	if (target & VS_TARGET_INDEX) {
-		if (index >= s->n_gpus)
-			return VS_E_NOGPU;
-		g = s->gpus[index];
-	} else {
-		g = (struct sched_gpu *)sched_gpu_find(s, uuid);
-		if (g == NULL)
-			return VS_E_NOGPU;
-	}
-	fn(s, g, value);
-	return 1;
-}
-
-static void gpu_set_tq(struct sched *s, struct sched_gpu *g, uint32_t tq_ms)
-{
-	(void)s;
-	/* Running windows keep their start: a shorter quantum that is
-	 * already over makes the next tick drop the holder. */
-	g->tq_ms = tq_ms;
-}
-
-int sched_set_tq(struct sched *s, uint32_t target, uint32_t index,
-		 const uint8_t uuid[VS_UUID_LEN], uint32_t tq_s)
-{
-	if (tq_s < SCHED_TQ_MIN_S || tq_s > SCHED_TQ_MAX_S)
-		return VS_E_INVAL;
-	if (target & VS_TARGET_ALL)
-		s->cfg.tq_ms = tq_s * 1000u;
-	return for_targets(s, target, index, uuid, gpu_set_tq, tq_s * 1000u);
-}
-
-static void gpu_set_mode(struct sched *s, struct sched_gpu *g, uint32_t mode)
-{
-	struct dlink *it;
-
-	if (g->mode == mode)
-		return;
-	g->mode = mode;
-	for (it = g->members.next; it != &g->members; it = it->next) {
-		struct sched_member *m = dl_entry(it, struct sched_member, m_link);
-		struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
-
-		if (o == NULL)
-			continue;
-		o->type = VS_MSG_MODE;
-		memcpy(o->u.mode.uuid, g->uuid, VS_UUID_LEN);
-		o->u.mode.mode = mode;
-	}
-	if (mode == VS_MODE_OFF) {
-		/* Nobody is dropped in mode off: forget pending drops, so no
-		 * holder is declared hung over a drop that no longer counts. */
-		ITER_HOLDERS(g, it2, nx) {
-			dl_entry(it2, struct sched_member, h_link)->hard = 0;
-		}
-		g->n_hard = 0;
-	} else {
-		enforce_fit(s, g, VS_DROP_MODE);
-	}
-	admit(s, g);
-}
-
-int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
-		   const uint8_t uuid[VS_UUID_LEN], uint32_t mode)
-{
-	if (mode > VS_MODE_OFF)
-		return VS_E_INVAL;
-	if (target & VS_TARGET_ALL)
-		s->cfg.mode = mode;
-	return for_targets(s, target, index, uuid, gpu_set_mode, mode);
-}
-
-/* For sched_conf.c. */
+/* For sched_conf.c and sched_admin.c. */
 void sched_admit(struct sched *s, struct sched_gpu *g)
 {
 	admit(s, g);
@@ -624,16 +574,6 @@ void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 	enforce_fit(s, g, reason);
 }
 
-uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap)
-{
-	return capacity_of(total_mem, cap);
-}
-
-void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode)
-{
-	gpu_set_mode(s, g, mode);
-}
-
 void sched_free(struct sched *s)
 {
 	if (s == NULL)
@@ -641,9 +581,12 @@ void sched_free(struct sched *s)
 	while (!dl_empty(&s->clients))
 		sched_client_del(s, dl_entry(s->clients.next,
 					     struct sched_client, link));
-	for (size_t i = 0; i < s->n_gpus; i++)
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		free(s->gpus[i]->uids);
 		free(s->gpus[i]);
+	}
 	free(s->gpus);
+	free(s->uids);
 	free(s->gcfg);
 	free(s->out);
 	free(s);

@@ -11,13 +11,14 @@
 struct eff {
 	uint32_t tq_ms, mode;
 	uint64_t cap;
+	int trusted;            /* the GPU's own capacity, not the default */
 };
 
 /* What a configuration gives one GPU: its own entry over the defaults. */
 static struct eff effective(const struct sched_cfg *c,
 			    const uint8_t uuid[VS_UUID_LEN])
 {
-	struct eff e = { c->tq_ms, c->mode, c->capacity };
+	struct eff e = { c->tq_ms, c->mode, c->capacity, 0 };
 
 	for (size_t i = 0; i < c->n_gpus; i++) {
 		const struct sched_gpu_cfg *gc = &c->gpus[i];
@@ -28,21 +29,21 @@ static struct eff effective(const struct sched_cfg *c,
 			e.tq_ms = gc->tq_ms;
 		if (gc->set & SCHED_GCFG_MODE)
 			e.mode = gc->mode;
-		if (gc->set & SCHED_GCFG_CAP)
+		if (gc->set & SCHED_GCFG_CAP) {
 			e.cap = gc->capacity;
+			e.trusted = gc->capacity != 0;
+		}
 	}
 	return e;
 }
 
 /* A new capacity: what no longer fits is dropped, what fits is admitted. */
-static void recap(struct sched *s, struct sched_gpu *g, uint64_t cap)
+static void recap(struct sched *s, struct sched_gpu *g, const struct eff *e)
 {
-	uint64_t old = g->capacity;
-
-	g->cap_cfg = cap;
-	g->capacity = sched_capacity_of(g->total_mem, cap);
-	if (g->capacity < old)
-		sched_enforce_fit(s, g, VS_DROP_CAPACITY);
+	g->cap_cfg = e->cap;
+	g->trusted = e->trusted;
+	sched_cap_refresh(g);
+	sched_enforce_fit(s, g, VS_DROP_CAPACITY);
 	sched_admit(s, g);
 }
 
@@ -53,8 +54,8 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 		struct sched_gpu *g = s->gpus[i];
 		struct eff o = effective(old, g->uuid), n = effective(cfg, g->uuid);
 
-		if (n.cap != o.cap)
-			recap(s, g, n.cap);
+		if (n.cap != o.cap || n.trusted != o.trusted)
+			recap(s, g, &n);
 		if (n.tq_ms != o.tq_ms)
 			g->tq_ms = n.tq_ms;
 		if (n.mode != o.mode)
@@ -84,6 +85,8 @@ int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
 	s->cfg.n_gpus = cfg->n_gpus;
 	s->cfg.capacity = cfg->capacity;
 	s->cfg.grace_ms = cfg->grace_ms;
+	s->cfg.uid_gpus = cfg->uid_gpus;
+	s->cfg.uid_requests = cfg->uid_requests;
 	s->cfg.skip_unresponsive = cfg->skip_unresponsive;
 	return 0;
 }

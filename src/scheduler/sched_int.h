@@ -41,6 +41,9 @@ struct sched_member {
 	struct dlink h_link;      /* g->holders while holding, in grant order */
 	uint64_t managed, pinned;
 	uint64_t fp;              /* managed + pinned, clamped */
+	uint64_t claim;           /* total memory it reported, 0: unknown */
+	uint64_t cap;             /* its view of the capacity, 0: unknown */
+	struct sched_member *copy; /* scratch of sched_snapshot */
 	enum sched_state state;
 	uint64_t since;           /* request or grant time */
 	uint64_t q_start;         /* start of the current quantum window */
@@ -51,9 +54,24 @@ struct sched_member {
 	int revoked;
 };
 
+/* What one uid's clients hold, against the per-uid limits. */
+struct sched_uid {
+	uint32_t uid;
+	uint32_t n_clients;
+	uint32_t n_gpus;          /* distinct GPUs its clients attach */
+	uint32_t n_waiting;
+};
+
+/* How many members of one uid a GPU has. */
+struct sched_gpu_uid {
+	uint32_t uid;
+	uint32_t n;
+};
+
 struct sched_client {
 	uint32_t id;
 	struct sched_cred cred;
+	struct sched_uid *u;
 	char label[VS_LABEL_MAX + 1];
 	void *user;
 	struct dlink link;        /* s->clients */
@@ -66,9 +84,15 @@ struct sched_gpu {
 	uint32_t index;
 	uint32_t mode;
 	uint32_t tq_ms;
-	uint64_t total_mem;
-	uint64_t capacity;
+	uint64_t total_mem;       /* first member's claim, for reports */
+	uint64_t capacity;        /* for reports; grants use the views */
 	uint64_t cap_cfg;         /* configured cap, 0: none */
+	int trusted;              /* cap_cfg is this GPU's own: every view */
+	uint64_t drv_total;       /* the driver's report, 0: none */
+	uint64_t hcap;            /* smallest known view among the holders */
+	size_t n_hcap;            /* holders whose view is hcap */
+	struct sched_gpu_uid *uids;
+	size_t n_uids, cap_uids;
 	uint64_t total_fp;        /* every member */
 	uint64_t held_fp;         /* holders */
 	struct dlink members, queue, holders;
@@ -82,20 +106,44 @@ struct sched {
 	struct sched_gpu_cfg *gcfg;
 	sched_clock_fn clock;
 	void *clock_arg;
+	uint64_t frozen_now;      /* the clock of a snapshot */
+	void *arena;              /* a snapshot's clients and members */
 	struct sched_gpu **gpus;
 	size_t n_gpus, cap_gpus;
 	struct dlink clients;
 	size_t n_clients;
+	struct sched_uid **uids;
+	size_t n_uids, cap_uids;
 	uint32_t next_id;
 	struct sched_out *out;
 	size_t n_out, cap_out;
 };
 
-/* sched.c, for sched_conf.c */
+/* sched.c, for sched_conf.c and sched_admin.c */
 void sched_admit(struct sched *s, struct sched_gpu *g);
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
-uint64_t sched_capacity_of(uint64_t total_mem, uint64_t cap);
+
+/* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
+
+/* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
+uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */
+void sched_cap_hold(struct sched_gpu *g, const struct sched_member *m);
+void sched_cap_unhold(struct sched_gpu *g, const struct sched_member *m);
+/* The capacity a group of the holders plus m must fit in (0: none known). */
+uint64_t sched_cap_group(const struct sched_gpu *g, const struct sched_member *m);
+/* Recompute every member's view, the holders' minimum and the report
+ * fields, after cap_cfg, trusted or the membership changed. */
+void sched_cap_refresh(struct sched_gpu *g);
+
+/* sched_uid.c: per-uid accounting */
+struct sched_uid *sched_uid_ref(struct sched *s, uint32_t uid);
+void sched_uid_unref(struct sched *s, struct sched_uid *u);
+/* Count a new member of g for its uid: 0, or VS_E_LIMIT past uid_gpus. */
+int  sched_uid_gpu_add(struct sched *s, struct sched_gpu *g,
+		       struct sched_client *c);
+void sched_uid_gpu_del(struct sched_gpu *g, struct sched_client *c);
+int  sched_uid_may_wait(const struct sched *s, const struct sched_client *c);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

@@ -44,17 +44,38 @@ struct sched_gpu_cfg {
 	uint64_t capacity;  /* bytes; 0: the reported memory */
 };
 
+typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
+/* The driver's own report of a GPU's memory in bytes (NVML), 0 if it
+ * does not know the GPU. Asked once, when a GPU record is made. */
+typedef uint64_t (*sched_total_fn)(void *arg, const uint8_t uuid[VS_UUID_LEN]);
+
+/*
+ * Capacity. A per-GPU capacity from the configuration is trusted: every
+ * client of that GPU is scheduled against it, whatever it reports. Else,
+ * when the driver reports the GPU's memory (total_fn), that report capped
+ * by the default capacity is every client's view. Else
+ * each client's own report of the GPU's memory (capped by the default
+ * `capacity`) is its view, and a group of co-runners must fit in the
+ * smallest view among its members: a client that claims less only
+ * serializes itself, one that claims more cannot make others co-run
+ * beyond their own view, and nothing outlives the client that said it.
+ */
 struct sched_cfg {
 	uint32_t tq_ms;             /* default quantum */
 	uint32_t mode;              /* default mode, VS_MODE_* */
 	uint64_t capacity;          /* cap in bytes, 0: the reported memory */
+	/* Per-uid limits (uid 0 is exempt; 0: no limit): distinct GPUs the
+	 * clients of one uid attach, and their requests waiting at once. */
+	uint32_t uid_gpus;
+	uint32_t uid_requests;
 	uint32_t grace_ms;          /* after a hard drop, before it counts as hung */
 	int      skip_unresponsive; /* revoke a hung holder's grant */
 	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
 	size_t   n_gpus;
+	sched_total_fn total_fn;    /* NULL: no driver report */
+	void    *total_arg;
 };
 
-typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
 
 struct sched;
 struct sched_client;
@@ -114,8 +135,9 @@ uint32_t sched_client_id(const struct sched_client *c);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses
- * with VS_E_INVAL past SCHED_MAX_CLIENT_GPUS, or when SCHED_MAX_GPUS
- * GPUs all have clients. */
+ * with VS_E_LIMIT past SCHED_MAX_CLIENT_GPUS or the uid's uid_gpus, with
+ * VS_E_FULL when SCHED_MAX_GPUS GPUs all have clients; sched_request
+ * with VS_E_LIMIT past the uid's uid_requests. */
 int sched_attach(struct sched *s, struct sched_client *c,
 		 const uint8_t uuid[VS_UUID_LEN], uint64_t total_mem);
 int sched_footprint(struct sched *s, struct sched_client *c,
@@ -144,6 +166,13 @@ size_t sched_out_count(const struct sched *s);
 const struct sched_out *sched_out_at(const struct sched *s, size_t i);
 void sched_out_clear(struct sched *s);
 
+/* A frozen copy for the read-only views below (and nothing else), so
+ * that a status report can be rendered on another thread while the
+ * policy goes on; NULL when out of memory. Free it with sched_snap_free,
+ * on any thread. */
+struct sched *sched_snapshot(const struct sched *s);
+void sched_snap_free(struct sched *snap);
+
 /* Read-only views for status reports and tests. */
 size_t sched_gpu_count(const struct sched *s);
 const struct sched_gpu *sched_gpu_at(const struct sched *s, size_t i);
@@ -154,8 +183,10 @@ struct sched_gpu_info {
 	uint32_t index;
 	uint32_t mode;
 	uint32_t tq_ms;
-	uint64_t total_mem;
-	uint64_t capacity;
+	uint64_t total_mem;     /* the first attached client's report */
+	uint64_t capacity;      /* configured, or from total_mem */
+	int      trusted;       /* capacity configured or from the driver */
+	uint64_t driver_total;  /* the driver's report, 0: none */
 	uint64_t footprint;     /* all attached clients */
 	uint64_t held;          /* footprint of the holders */
 	size_t   n_holders;
@@ -178,12 +209,22 @@ struct sched_client_info {
 	const char *label;
 	size_t n_gpus;
 };
+/* What one uid's clients use now, against the per-uid limits. */
+struct sched_uid_info {
+	uint32_t n_clients;
+	uint32_t n_gpus;        /* distinct GPUs attached */
+	uint32_t n_waiting;     /* requests waiting */
+};
+/* 0, or -1 when the uid has no client. */
+int sched_uid_info(const struct sched *s, uint32_t uid,
+		   struct sched_uid_info *out);
 void sched_client_info(const struct sched_client *c,
 		       struct sched_client_info *out);
 struct sched_member_info {
 	const uint8_t *uuid;
 	uint64_t managed;
 	uint64_t pinned;
+	uint64_t capacity;      /* its view: see struct sched_cfg */
 	enum sched_state state;
 	int      revoked;       /* grant taken back after a hang */
 	uint64_t held_ms;       /* in the current grant, 0 unless holding */

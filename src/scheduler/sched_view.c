@@ -90,6 +90,8 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 	out->tq_ms = g->tq_ms;
 	out->total_mem = g->total_mem;
 	out->capacity = g->capacity;
+	out->trusted = g->trusted || g->drv_total != 0;
+	out->driver_total = g->drv_total;
 	out->footprint = g->total_fp;
 	out->held = g->held_fp;
 	out->n_holders = g->n_holders;
@@ -160,6 +162,7 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->uuid = m->g->uuid;
 	out->managed = m->managed;
 	out->pinned = m->pinned;
+	out->capacity = m->cap;
 	out->state = m->state;
 	out->revoked = m->revoked;
 	out->held_ms = m->state == SCHED_ST_HOLDING ? now - m->since : 0;

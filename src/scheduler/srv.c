@@ -12,6 +12,7 @@
 
 #include "label.h"
 #include "log.h"
+#include "nvml.h"
 #include "srv.h"
 
 static uint64_t loop_clock(void *arg)
@@ -25,6 +26,18 @@ static void on_timer(uv_timer_t *t)
 
 	s->timer_due = SCHED_NO_DEADLINE;
 	sched_tick(s->sched);
+	srv_flush(s);
+}
+
+/* Deadlines of peers are checked this often: they are seconds long, and
+ * one pass over the connections is cheap beside them. */
+#define SWEEP_MS 250
+
+static void on_sweep(uv_timer_t *t)
+{
+	struct srv *s = t->data;
+
+	conn_sweep(s);
 	srv_flush(s);
 }
 
@@ -205,6 +218,51 @@ static uint64_t gpu_total(const struct sched_gpu *g)
 	return gi.total_mem;
 }
 
+/* Which limit refused an ATTACH or a REQUEST, and its value. */
+static const char *limit_name(const struct conn *c, uint16_t type, int rc,
+			      uint32_t *value)
+{
+	const struct conf *l = c->srv->conf;
+	struct sched_uid_info ui;
+
+	if (rc == VS_E_FULL) {
+		*value = SCHED_MAX_GPUS;
+		return "GPU table full";
+	}
+	if (type == VS_MSG_REQUEST) {
+		*value = l->uid_requests;
+		return "uid_requests";
+	}
+	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
+	    ui.n_gpus >= l->uid_gpus) {
+		*value = l->uid_gpus;
+		return "uid_gpus";
+	}
+	*value = SCHED_MAX_CLIENT_GPUS;
+	return "GPUs per client";
+}
+
+/* A refusal by a limit names the GPU first, so that the client knows
+ * which GPU to run unshared (include/vshare/proto.h). Logged once per
+ * connection: a peer must not be able to fill the log. */
+static void refuse(struct conn *c, uint16_t type, const void *payload, int rc)
+{
+	char uuid[VS_UUID_STR_LEN];
+	uint32_t value;
+	const char *what = limit_name(c, type, rc, &value);
+
+	vs_uuid_format(((const struct vs_gpu_ref *)payload)->uuid, uuid);
+	if (!c->refused_once)
+		log_warn("%s refused for uid %u (pid %d) on %s: %s (%u); the "
+			 "client runs that GPU unshared",
+			 type == VS_MSG_ATTACH ? "attach" : "request",
+			 c->cred.uid, c->cred.pid, uuid, what, value);
+	c->refused_once = 1;
+	conn_send_error(c, rc, value, "%s: %s refused: %s (%u)", uuid,
+			type == VS_MSG_ATTACH ? "attach" : "request", what,
+			value);
+}
+
 /* A client request; the policy answers through the outbox, or with an
  * error code that the client hears as VS_MSG_ERROR. */
 static void on_client_msg(struct conn *c, const struct vs_hdr *h,
@@ -228,12 +286,12 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 		/* A new GPU may take the slot of an unused one: by UUID. */
 		if (rc >= 0 && known == NULL)
 			log_new_gpu(sched_gpu_find(sc, m->uuid));
-		else if (rc >= 0 && gpu_total(sched_gpu_find(sc, m->uuid)) != total)
-			log_warn("client %u reports %llu bytes on a GPU known "
-				 "with %llu: the smaller total now counts",
-				 sched_client_id(c->client),
-				 (unsigned long long)m->total_mem,
-				 (unsigned long long)total);
+		else if (rc >= 0 && m->total_mem != total)
+			log_debug("client %u reports %llu bytes on a GPU known "
+				  "with %llu: its report binds its own grants "
+				  "only", sched_client_id(c->client),
+				  (unsigned long long)m->total_mem,
+				  (unsigned long long)total);
 		break;
 	}
 	case VS_MSG_FOOTPRINT: {
@@ -254,7 +312,9 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 		rc = VS_E_PROTO;
 		break;
 	}
-	if (rc < 0) {
+	if (rc == VS_E_LIMIT || rc == VS_E_FULL)
+		refuse(c, h->type, payload, rc);
+	else if (rc < 0) {
 		const struct vs_msg_info *mi = vs_msg_lookup(h->type);
 
 		conn_send_error(c, rc, 0, "%s: %s", mi ? mi->name : "?",
@@ -267,7 +327,10 @@ static void dispatch(struct conn *c, const struct vs_hdr *h,
 {
 	const struct vs_msg_info *mi = vs_msg_lookup(h->type);
 
-	if (mi != NULL && mi->role == VS_ROLE_ADMIN)
+	if (h->type == VS_MSG_STATUS &&
+	    (c->is_admin || c->srv->conf->status_public))
+		stq_request(c);
+	else if (mi != NULL && mi->role == VS_ROLE_ADMIN)
 		ctl_handle(c, h, payload);
 	else if (h->type == VS_MSG_HELLO)
 		on_hello(c, payload);
@@ -317,6 +380,8 @@ int srv_start(struct srv *s)
 	int rc;
 
 	conf_sched_cfg(s->conf, &cfg);
+	if (nvml_open() == 0)
+		cfg.total_fn = nvml_total;
 	s->timer_due = SCHED_NO_DEADLINE;
 	s->events = &events;
 	s->sched = sched_new(&cfg, loop_clock, s->loop);
@@ -324,6 +389,10 @@ int srv_start(struct srv *s)
 		return -1;
 	uv_timer_init(s->loop, &s->timer);
 	s->timer.data = s;
+	stq_init(s);
+	uv_timer_init(s->loop, &s->sweep);
+	s->sweep.data = s;
+	uv_timer_start(&s->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
 	for (int i = 0; i < 3; i++) {
 		static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
 
@@ -365,6 +434,9 @@ void srv_stop(struct srv *s)
 	if (s->listener.loop != NULL)
 		uv_close((uv_handle_t *)&s->listener, NULL);
 	uv_close((uv_handle_t *)&s->timer, NULL);
+	uv_close((uv_handle_t *)&s->sweep, NULL);
+	stq_close(s);
+	nvml_close();
 	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&s->sig[i], NULL);
 }

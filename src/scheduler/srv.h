@@ -1,11 +1,14 @@
 /*
  * The daemon's libuv layer: the listening socket (sock_*), one connection
  * per peer (conn_*: framing only), dispatch of client requests to the
- * policy and of its outbox to the peers (srv_*), admin requests (ctl_*)
- * and SIGHUP (reload_*). Everything runs on one loop thread.
+ * policy and of its outbox to the peers (srv_*), admin requests (ctl_*),
+ * status requests (stq_*) and SIGHUP (reload_*). Everything runs on one
+ * loop thread, but for the rendering of status documents (stq.c), which
+ * works on a private copy of the policy.
  *
- * Calls go one way (STYLE.md rule 12): srv.c calls ctl.c, reload.c,
- * conn.c and sock.c; ctl.c calls conn.c; conn.c calls sock.c. A lower
+ * Calls go one way (STYLE.md rule 12): srv.c calls ctl.c, stq.c,
+ * reload.c, conn.c and sock.c; stq.c calls ctl.c and conn.c; ctl.c calls
+ * conn.c; conn.c calls sock.c. A lower
  * file reports upward through a return value, or through the callbacks
  * srv.c hands down: struct conn_events for conn.c, the connection
  * callback of sock_listen for sock.c.
@@ -22,8 +25,10 @@
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
-/* Bytes queued to a peer that does not read before it is dropped. */
-#define CONN_MAX_OUTQ   (4u << 20)
+/* Bytes asked of one read: a few hundred requests. A peer whose output
+ * backs up is no longer read, and what it sent beyond the frame that
+ * filled its queue waits in its stash, so this bounds the stash. */
+#define CONN_READ_MAX   4096u
 
 struct srv;
 struct conn;
@@ -47,7 +52,22 @@ struct conn {
 	struct sched_cred cred;      /* SO_PEERCRED */
 	int is_admin;
 	int closing;
+	int paused;                  /* reading stopped: output backed up */
+	int refused_once;            /* a limit refusal was logged */
+	int counted;                 /* in its uid's connection count */
+	uint64_t t_idle;             /* accept or last whole frame, ms */
+	uint64_t t_frame;            /* first byte of a partial frame, or 0 */
+	uint64_t outq;               /* bytes queued, with their overhead */
+	uint32_t status_gen;         /* waits for this status rendering */
+	unsigned char *stash;        /* read, not yet decoded (paused) */
+	size_t stash_len;
 	struct vs_frx rx;             /* the frame being received */
+};
+
+/* Connections per uid, for the uid_conns limit. */
+struct srv_uid {
+	uint32_t uid;
+	uint32_t n;
 };
 
 struct srv {
@@ -68,6 +88,22 @@ struct srv {
 	char admin_group_name[CONF_NAME_MAX];
 	struct conn *conns;
 	size_t n_conns;
+	uv_timer_t sweep;            /* hello and frame deadlines */
+	uint64_t outq_total;         /* every conn's outq */
+	struct srv_uid *uids;
+	size_t n_uids, cap_uids;
+	/* stq.c: status renderings */
+	uv_work_t st_work;
+	uv_timer_t st_timer;
+	struct sched *st_snap;
+	char *st_json;
+	size_t st_len;
+	uint32_t st_cur, st_next;    /* rendering in flight, next one */
+	int st_busy;
+	int st_answering;            /* after() is sending replies */
+	uint64_t st_last;            /* end of the last rendering */
+	uint64_t st_cost;            /* its cost to the loop, ns */
+	uint64_t st_gap;             /* ms before the next one may start */
 	uint64_t timer_due;
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
@@ -89,6 +125,17 @@ void conn_send(struct conn *c, uint16_t type, const void *payload,
 void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void conn_close(struct conn *c);
+/* Close peers past their hello or frame deadline (the sweep timer). */
+void conn_sweep(struct srv *s);
+/* Stop reading a peer, and read it again (first what it sent meanwhile)
+ * unless its output is still backed up. */
+void conn_pause(struct conn *c);
+void conn_resume(struct conn *c);
+
+/* stq.c: status requests, rendered off the loop */
+void stq_init(struct srv *s);
+void stq_close(struct srv *s);
+void stq_request(struct conn *c);
 
 /* srv.c */
 int  srv_start(struct srv *s);

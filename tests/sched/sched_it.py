@@ -459,6 +459,10 @@ def t_grace(b):
         a = d.client("--label", "A", "--hold-ms", 3000, "--ignore-drops")
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
         bb = d.client("--label", "B", "--hold-ms", 10)
+        # The status table tells a revoked holder from an idle client.
+        wait_for(lambda: any(" A " in l and " revoked " in l for l in
+                             d.ctl("status")[1].splitlines()), 5,
+                 "A shown as revoked")
         evs = sorted(events(finish(a, "A")) + events(finish(bb, "B")))
         ga = [t for t, w, e, _ in evs if w == "A#0" and e == "grant"][0]
         gb = [t for t, w, e, _ in evs if w == "B#0" and e == "grant"][0]

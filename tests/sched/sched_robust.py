@@ -106,30 +106,73 @@ def t_max_clients(b):
 
 
 def t_no_reader(b):
-    """A peer that makes the daemon answer but never reads is dropped once
-    its queue passes the cap; the daemon's memory stays bounded and the
-    others are served meanwhile."""
+    """A peer that makes the daemon answer but never reads is no longer
+    read once its queue backs up: its sends block, the daemon's memory
+    stays bounded, the others are served meanwhile, and once it reads
+    again it gets every answer and is read again."""
     with Daemon(b, {"mode": "on"}) as d:
         s = d.raw()
         s.sendall(hello(b"deaf"))
         # Each REQUEST for a GPU never attached earns a 152-byte ERROR.
         burst = gpu_ref("REQUEST") * 4096
-        sent, dropped = 0, False
-        s.settimeout(5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        sent, throttled = 0, False
+        s.settimeout(2)
         try:
-            while sent < 200000:
+            while sent < 400000:
                 s.sendall(burst)
                 sent += 4096
-        except (BrokenPipeError, ConnectionResetError):
-            dropped = True
-        check(dropped, "still connected after %d unread answers" % sent)
-        check("does not read its messages" in d.logtext(), "not logged")
+        except socket.timeout:
+            throttled = True
+        check(throttled, "never throttled after %d unread answers" % sent)
         c = d.client("--label", "C", "--hold-ms", 10)
         out, _ = c.communicate(timeout=10)
         check(c.returncode == 0, "a reader was not served: " + out)
         rss = int([l for l in open("/proc/%d/status" % d.proc.pid)
                    if l.startswith("VmRSS")][0].split()[1])
         check(rss < 64 * 1024, "daemon RSS %d KiB" % rss)
+        # Reading drains the queue and the daemon reads the peer again.
+        s.settimeout(5)
+        check(recv_frame(s)[0] == T["WELCOME"], "no welcome")
+        # More answers than the socket and the daemon's queue hold: the
+        # daemon must have read the peer again to send them all.
+        check(sent >= 8192, "throttled after only %d requests" % sent)
+        for _ in range(sent):
+            f = recv_frame(s)
+            check(f is not None and f[0] == T["ERROR"], "answer %r" % (f,))
+        check(d.alive(), "daemon died")
+
+
+def t_config_fifo(b):
+    """A FIFO (or anything but a regular file) where the config file was:
+    SIGHUP refuses it at once and the daemon serves on; at start it is an
+    error with a reason. Trailing data after the object is refused too."""
+    with Daemon(b, {"tq_s": 30}) as d:
+        os.unlink(d.conf)
+        os.mkfifo(d.conf)
+        hup(d)
+        wait_for(lambda: "not a regular file" in d.logtext(), 5,
+                 "the FIFO refused")
+        t0 = time.monotonic()
+        check(d.ctl("status")[0] == 0 and time.monotonic() - t0 < 5,
+              "the daemon stopped serving after SIGHUP on a FIFO")
+        os.unlink(d.conf)
+        write_conf(d, '{"tq_s": 7} {"tq_s": 8}')
+        hup(d)
+        wait_for(lambda: "data after the JSON object" in d.logtext(), 5,
+                 "trailing data refused")
+        check(d.alive(), "daemon died")
+    d = Daemon(b, start=False)
+    try:
+        os.unlink(d.conf)
+        os.mkfifo(d.conf)
+        p = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                            "--config", d.conf], capture_output=True,
+                           text=True, timeout=10)
+        check(p.returncode == 1 and "not a regular file" in p.stderr,
+              "start with a FIFO: rc %d %s" % (p.returncode, p.stderr))
+    finally:
+        shutil.rmtree(d.dir, ignore_errors=True)
 
 
 def fake_daemon(path, answers):

@@ -137,6 +137,24 @@ static void test_bad_values(void **state)
 	bad("{\"capacity\": \"1e3\"}", "capacity");
 }
 
+/* Only white space may follow the object: a file that two edits left
+ * with two objects, or a stray word, is refused, not half loaded. */
+static void test_trailing_data(void **state)
+{
+	struct conf c;
+	char err[256];
+	(void)state;
+
+	conf_defaults(&c);
+	assert_int_equal(conf_parse(&c, "{\"tq_s\": 5} \n\t\r\n", err,
+				    sizeof(err)), 0);
+	assert_int_equal(c.tq_s, 5);
+	bad("{\"tq_s\": 6} {\"tq_s\": 7}", "data after the JSON object");
+	bad("{\"tq_s\": 6}\nx", "line 2, column 1");
+	bad("{} // comment", "data after");
+	conf_free(&c);
+}
+
 static void test_sizes(void **state)
 {
 	uint64_t v;
@@ -426,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_trailing_data),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_file_and_print),
 		cmocka_unit_test(test_groups),

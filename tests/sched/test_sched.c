@@ -518,7 +518,7 @@ static void test_bad_requests(void **state)
 	{
 		uint8_t u[VS_UUID_LEN] = { 0x66 };
 
-		assert_int_equal(sched_attach(s, a, u, GiB), VS_E_INVAL);
+		assert_int_equal(sched_attach(s, a, u, GiB), VS_E_LIMIT);
 		assert_int_equal(sched_gpu_count(s), SCHED_MAX_CLIENT_GPUS);
 	}
 	/* A waiter may give up. */

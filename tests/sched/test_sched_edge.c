@@ -94,26 +94,113 @@ static void test_total_learned_later(void **state)
 	sched_free(s);
 }
 
-/* A smaller total counts, and what no longer fits is dropped; a larger
- * one is ignored. */
-static void test_total_shrinks(void **state)
+/* A report of the GPU's memory binds only the client that made it: a
+ * smaller one drops nobody and only keeps its sender from joining a
+ * group that does not fit its view; a larger one lets nobody else
+ * co-run beyond their own view. */
+static void test_total_claim_binds_its_sender(void **state)
 {
 	struct sched *s = mk(VS_MODE_AUTO, 0);
 	struct sched_client *a = cl(s, 10 * GiB, 4), *b = cl(s, 10 * GiB, 4);
+	struct sched_client *big, *small;
 	(void)state;
 
 	sched_request(s, a, GPU_A);
 	sched_request(s, b, GPU_A);
 	assert_int_equal(st(b), SCHED_ST_HOLDING);
 	sched_out_clear(s);
-	cl(s, 64 * GiB, 0);
+	big = cl(s, 64 * GiB, 4);
 	assert_int_equal(capacity(s), 10 * GiB);
-	cl(s, 6 * GiB, 0);
-	assert_int_equal(capacity(s), 6 * GiB);
+	small = cl(s, 1, 0);
+	assert_int_equal(capacity(s), 10 * GiB);
 	assert_null(msg(s, VS_MSG_DROP, a));
-	assert_non_null(msg(s, VS_MSG_DROP, b));
-	assert_int_equal(msg(s, VS_MSG_DROP, b)->u.drop.reason,
-			 VS_DROP_CAPACITY);
+	assert_null(msg(s, VS_MSG_DROP, b));
+	/* a and b hold 8 GiB of their 10 GiB view: 4 more do not fit,
+	 * whatever big says; small does not fit its own 1-byte view. */
+	sched_request(s, big, GPU_A);
+	sched_request(s, small, GPU_A);
+	assert_int_equal(st(big), SCHED_ST_WAITING);
+	assert_int_equal(st(small), SCHED_ST_WAITING);
+	sched_released(s, a, GPU_A);
+	sched_released(s, b, GPU_A);
+	assert_int_equal(st(big), SCHED_ST_HOLDING);
+	assert_int_equal(st(small), SCHED_ST_WAITING);
+	/* The liar's view leaves with it: a and b run side by side again. */
+	sched_client_del(s, small);
+	sched_client_del(s, big);
+	sched_request(s, a, GPU_A);
+	sched_request(s, b, GPU_A);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	sched_free(s);
+}
+
+static uint64_t driver_total(void *arg, const uint8_t uuid[VS_UUID_LEN])
+{
+	(void)arg;
+	return memcmp(uuid, GPU_A, VS_UUID_LEN) == 0 ? 10 * GiB : 0;
+}
+
+/* The driver's report of the GPU's memory replaces every claim, capped by
+ * the default capacity; a GPU the driver does not know falls back to the
+ * claims. */
+static void test_driver_total_trusted(void **state)
+{
+	struct sched_cfg cfg;
+	struct sched_gpu_info gi;
+	struct sched *s;
+	struct sched_client *a, *b, *c;
+	(void)state;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tq_ms = 1000;
+	cfg.mode = VS_MODE_AUTO;
+	cfg.total_fn = driver_total;
+	fake_now = 0;
+	s = sched_new(&cfg, fake_clock, NULL);
+	a = cl(s, 1, 4);          /* lies low */
+	b = cl(s, 1ull << 50, 4); /* lies high */
+	c = cl(s, 64 * GiB, 4);
+	sched_request(s, a, GPU_A);
+	sched_request(s, b, GPU_A);
+	sched_request(s, c, GPU_A);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	assert_int_equal(st(c), SCHED_ST_WAITING); /* 12 GiB > 10 GiB */
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_true(gi.capacity == 10 * GiB && gi.trusted);
+	assert_true(gi.driver_total == 10 * GiB);
+	assert_int_equal(sched_attach(s, a, GPU_B, 3 * GiB), 0);
+	sched_gpu_info(sched_gpu_find(s, GPU_B), &gi);
+	assert_true(gi.capacity == 3 * GiB && !gi.trusted);
+	sched_free(s);
+}
+
+/* A capacity configured for the GPU itself is trusted: every client is
+ * scheduled against it, whatever it reports. */
+static void test_configured_capacity_trusted(void **state)
+{
+	struct sched_gpu_cfg gc;
+	struct sched_cfg cfg;
+	struct sched *s;
+	struct sched_client *a, *b;
+	(void)state;
+
+	memset(&gc, 0, sizeof(gc));
+	memcpy(gc.uuid, GPU_A, VS_UUID_LEN);
+	gc.set = SCHED_GCFG_CAP;
+	gc.capacity = 10 * GiB;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tq_ms = 1000;
+	cfg.mode = VS_MODE_AUTO;
+	cfg.gpus = &gc;
+	cfg.n_gpus = 1;
+	fake_now = 0;
+	s = sched_new(&cfg, fake_clock, NULL);
+	a = cl(s, 1, 4);
+	b = cl(s, 1, 4);
+	sched_request(s, a, GPU_A);
+	sched_request(s, b, GPU_A);
+	assert_int_equal(st(b), SCHED_ST_HOLDING);
+	assert_int_equal(capacity(s), 10 * GiB);
 	sched_free(s);
 }
 
@@ -268,7 +355,7 @@ static void test_gpu_table_full(void **state)
 		}
 	}
 	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
-	assert_int_equal(sched_attach(s, real, GPU_A, 10 * GiB), VS_E_INVAL);
+	assert_int_equal(sched_attach(s, real, GPU_A, 10 * GiB), VS_E_FULL);
 	sched_client_del(s, fake[3]);
 	assert_int_equal(sched_attach(s, real, GPU_A, 10 * GiB), 0);
 	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
@@ -404,7 +491,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_total_learned_later),
-		cmocka_unit_test(test_total_shrinks),
+		cmocka_unit_test(test_total_claim_binds_its_sender),
+		cmocka_unit_test(test_configured_capacity_trusted),
+		cmocka_unit_test(test_driver_total_trusted),
 		cmocka_unit_test(test_larger_than_capacity_exclusive),
 		cmocka_unit_test(test_no_starvation_by_small),
 		cmocka_unit_test(test_waiter_footprint_changes),

@@ -29,6 +29,12 @@ static void test_clean(void **state)
 	clean_is("long-\xf0\x80\x80\x80", "long-????"); /* overlong */
 	clean_is("big-\xf4\x90\x80\x80", "big-????");   /* past U+10FFFF */
 	clean_is("tab\there\x1b[31m\x7f", "tab?here?[31m?");
+	/* What a terminal acts on: C1 (U+009B is a CSI), U+2028, bidi. */
+	clean_is("c1-\xc2\x9b" "31m-\xc2\x80", "c1-??31m-??");
+	clean_is("nbsp-\xc2\xa0", "nbsp-\xc2\xa0");
+	clean_is("ls-\xe2\x80\xa8-rlo-\xe2\x80\xae-fsi-\xe2\x81\xa8",
+		 "ls-???" "-rlo-???" "-fsi-???");
+	clean_is("dash-\xe2\x80\x94", "dash-\xe2\x80\x94");
 	clean_is("", "");
 }
 

@@ -1,0 +1,97 @@
+/*
+ * Admin requests of the policy: quantum and mode, for one GPU, one index
+ * or all. A mode change tells every attached client and drops or admits
+ * what the new mode asks.
+ */
+#include <string.h>
+
+#include "sched_int.h"
+
+#define ITER_HOLDERS(g, it, nx) \
+	for (struct dlink *it = (g)->holders.next, *nx = it->next; \
+	     it != &(g)->holders; it = nx, nx = it->next)
+
+/* Call fn on each targeted GPU; the count, or VS_E_NOGPU. */
+static int for_targets(struct sched *s, uint32_t target, uint32_t index,
+		       const uint8_t uuid[VS_UUID_LEN],
+		       void (*fn)(struct sched *, struct sched_gpu *, uint32_t),
+		       uint32_t value)
+{
+	struct sched_gpu *g;
+
+	if (target & VS_TARGET_ALL) {
+		for (size_t i = 0; i < s->n_gpus; i++)
+			fn(s, s->gpus[i], value);
+		return (int)s->n_gpus;
+	}
+	if (target & VS_TARGET_INDEX) {
+		if (index >= s->n_gpus)
+			return VS_E_NOGPU;
+		g = s->gpus[index];
+	} else {
+		g = (struct sched_gpu *)sched_gpu_find(s, uuid);
+		if (g == NULL)
+			return VS_E_NOGPU;
+	}
+	fn(s, g, value);
+	return 1;
+}
+
+static void gpu_set_tq(struct sched *s, struct sched_gpu *g, uint32_t tq_ms)
+{
+	(void)s;
+	/* Running windows keep their start: a shorter quantum that is
+	 * already over makes the next tick drop the holder. */
+	g->tq_ms = tq_ms;
+}
+
+int sched_set_tq(struct sched *s, uint32_t target, uint32_t index,
+		 const uint8_t uuid[VS_UUID_LEN], uint32_t tq_s)
+{
+	if (tq_s < SCHED_TQ_MIN_S || tq_s > SCHED_TQ_MAX_S)
+		return VS_E_INVAL;
+	if (target & VS_TARGET_ALL)
+		s->cfg.tq_ms = tq_s * 1000u;
+	return for_targets(s, target, index, uuid, gpu_set_tq, tq_s * 1000u);
+}
+
+void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode)
+{
+	struct dlink *it;
+
+	if (g->mode == mode)
+		return;
+	g->mode = mode;
+	for (it = g->members.next; it != &g->members; it = it->next) {
+		struct sched_member *m = dl_entry(it, struct sched_member, m_link);
+		struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
+
+		if (o == NULL)
+			continue;
+		o->type = VS_MSG_MODE;
+		memcpy(o->u.mode.uuid, g->uuid, VS_UUID_LEN);
+		o->u.mode.mode = mode;
+	}
+	if (mode == VS_MODE_OFF) {
+		/* Nobody is dropped in mode off: forget pending drops, so no
+		 * holder is declared hung over a drop that no longer counts. */
+		ITER_HOLDERS(g, it2, nx) {
+			dl_entry(it2, struct sched_member, h_link)->hard = 0;
+		}
+		g->n_hard = 0;
+	} else {
+		sched_enforce_fit(s, g, VS_DROP_MODE);
+	}
+	sched_admit(s, g);
+}
+
+int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
+		   const uint8_t uuid[VS_UUID_LEN], uint32_t mode)
+{
+	if (mode > VS_MODE_OFF)
+		return VS_E_INVAL;
+	if (target & VS_TARGET_ALL)
+		s->cfg.mode = mode;
+	return for_targets(s, target, index, uuid, sched_gpu_mode, mode);
+}
+

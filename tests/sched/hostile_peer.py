@@ -1,0 +1,218 @@
+"""A hostile peer of the scheduler, for the attack tests and the flood
+benchmark. Run as an unprivileged user (setpriv), it does one attack,
+prints one JSON line with what the daemon answered, then keeps its
+connections open until its stdin closes (or --hold seconds pass).
+
+  hostile_peer.py SOCKET lie TOTAL           attach the test GPU claiming TOTAL bytes
+  hostile_peer.py SOCKET label HEX           register with the label HEX (bytes)
+  hostile_peer.py SOCKET fill NCONN NGPUS    each connection attaches NGPUS made-up GPUs
+  hostile_peer.py SOCKET conns N idle|half   N connections that send nothing or half a frame
+  hostile_peer.py SOCKET flood NCONN NREQ    NCONN connections send NREQ requests, never read
+  hostile_peer.py SOCKET status NCONN        NCONN connections send STATUS back to back
+"""
+import json
+import os
+import resource
+import select
+import socket
+import struct
+import sys
+import time
+
+HDR = struct.Struct("<IHHII")
+MAGIC, VERSION = 0x52485356, 1
+HELLO, ATTACH, REQUEST, ERROR, STATUS = 0x1, 0x2, 0x4, 0x105, 0x201
+UUID = bytes.fromhex("00000000000000000000000000000001")
+
+
+def frame(t, payload):
+    return HDR.pack(MAGIC, VERSION, t, 0, len(payload)) + payload
+
+
+def hello(label=b"hostile"):
+    return frame(HELLO, struct.pack("<II64s", VERSION, 0, label))
+
+
+def attach(uuid, total):
+    return frame(ATTACH, uuid + struct.pack("<Q", total))
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+
+
+def errors_of(s, timeout):
+    """ERROR frames (code, detail, msg) read within timeout; and EOF?"""
+    out, buf, eof = [], b"", False
+    s.setblocking(False)
+    end = time.monotonic() + timeout
+    po = select.poll()
+    po.register(s, select.POLLIN)
+    while time.monotonic() < end:
+        if not po.poll(max(0, end - time.monotonic()) * 1000):
+            break
+        try:
+            d = s.recv(65536)
+        except (ConnectionResetError, BlockingIOError):
+            d = b""
+        if not d:
+            eof = True
+            break
+        buf += d
+        while len(buf) >= HDR.size:
+            _, _, t, _, n = HDR.unpack(buf[:HDR.size])
+            if len(buf) < HDR.size + n:
+                break
+            p, buf = buf[HDR.size:HDR.size + n], buf[HDR.size + n:]
+            if t == ERROR:
+                code, detail = struct.unpack("<iI", p[:8])
+                out.append((code, detail, p[8:].split(b"\0")[0].decode()))
+    return out, eof
+
+
+def lie(path, total):
+    s = connect(path)
+    s.sendall(hello() + attach(UUID, int(total)))
+    errs, _ = errors_of(s, 0.3)
+    return {"errors": errs}, [s]
+
+
+def label(path, hexlabel):
+    s = connect(path)
+    s.sendall(hello(bytes.fromhex(hexlabel)) + attach(UUID, 16 << 30))
+    errs, _ = errors_of(s, 0.3)
+    return {"errors": errs}, [s]
+
+
+def fill(path, nconn, ngpus):
+    socks, refused = [], []
+    for i in range(int(nconn)):
+        s = connect(path)
+        msg = hello()
+        for j in range(int(ngpus)):
+            u = bytes([0xee, i & 0xff, j & 0xff]) + bytes(13)
+            msg += attach(u, 1 << 30)
+        s.sendall(msg)
+        socks.append(s)
+    for s in socks:
+        errs, _ = errors_of(s, 0.2)
+        refused += errs
+    return {"refused": len(refused), "first": refused[:1]}, socks
+
+
+def conns(path, n, how):
+    socks, refused = [], 0
+    for _ in range(int(n)):
+        try:
+            s = connect(path)
+            if how == "half":
+                s.sendall(hello()[:10])
+        except OSError:
+            refused += 1
+            continue
+        socks.append(s)
+    kept = []
+    time.sleep(0.5)  # the daemon's refusals, even on a busy machine
+    for s in socks:
+        errs, eof = errors_of(s, 0.01)
+        if eof or errs:
+            refused += 1
+            s.close()
+        else:
+            kept.append(s)
+    return {"kept": len(kept), "refused": refused}, kept
+
+
+def flood(path, nconn, nreq):
+    socks, sent = [], 0
+    burst = frame(REQUEST, UUID) * 1024
+    for _ in range(int(nconn)):
+        try:
+            s = connect(path)
+            s.sendall(hello())
+        except OSError:
+            continue
+        s.setblocking(False)
+        socks.append(s)
+    left = {s: int(nreq) * len(frame(REQUEST, UUID)) for s in socks}
+    end = time.monotonic() + 20
+    po = select.poll()
+    fds = {s.fileno(): s for s in socks}
+    for s in socks:
+        po.register(s, select.POLLOUT)
+    while left and time.monotonic() < end:
+        ready = po.poll(500)
+        if not ready:
+            break  # every connection is throttled
+        for fd, ev in ready:
+            s = fds[fd]
+            if s not in left:
+                po.unregister(fd)
+                continue
+            try:
+                n = s.send(burst[:min(len(burst), left[s])])
+            except BlockingIOError:
+                continue
+            except OSError:
+                del left[s]
+                po.unregister(fd)
+                continue
+            sent += n
+            left[s] -= n
+            if left[s] <= 0:
+                del left[s]
+                po.unregister(fd)
+    return {"conns": len(socks), "sent_bytes": sent}, socks
+
+
+def status(path, nconn):
+    """Keep NCONN STATUS requests in flight, reading each reply, until
+    stdin closes (the flood of the benchmark)."""
+    req = frame(STATUS, bytes(8))
+    socks = []
+    for _ in range(int(nconn)):
+        s = connect(path)
+        s.sendall(req)
+        socks.append(s)
+    print(json.dumps({"conns": len(socks)}), flush=True)
+    buf = {s: b"" for s in socks}
+    replies = 0
+    while True:
+        r, _, _ = select.select(socks + [sys.stdin], [], [], 1)
+        if sys.stdin in r:
+            break
+        for s in r:
+            d = s.recv(1 << 20)
+            if not d:
+                return
+            buf[s] += d
+            while len(buf[s]) >= HDR.size:
+                n = HDR.unpack(buf[s][:HDR.size])[4]
+                if len(buf[s]) < HDR.size + n:
+                    break
+                buf[s] = buf[s][HDR.size + n:]
+                replies += 1
+                s.sendall(req)
+    print(json.dumps({"replies": replies}), flush=True)
+
+
+def main():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    path, cmd, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if cmd == "status":
+        status(path, *args)
+        return
+    fn = {"lie": lie, "label": label, "fill": fill, "conns": conns,
+          "flood": flood}[cmd]
+    result, keep = fn(path, *args)
+    print(json.dumps(result), flush=True)
+    sys.stdin.read()  # hold the connections until told to stop
+    for s in keep:
+        s.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

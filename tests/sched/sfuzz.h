@@ -1,0 +1,294 @@
+/*
+ * Stateful fuzz harness of the policy and its dispatch: a byte string
+ * drives clients of a few uids through the frame decoder into the same
+ * sched_* calls the daemon makes, with random deaths, clock jumps, admin
+ * changes and reloads, and checks after every step that the policy's
+ * books add up and its promises hold:
+ *   - counts and footprint sums of every GPU match its lists;
+ *   - in mode on, one holder at most without a drop pending, and (with
+ *     skip_unresponsive) none past its grace period once time is handled;
+ *   - in mode auto, the holders without a drop pending fit together in
+ *     the smallest view of the capacity among them;
+ *   - per-uid counts match, and stay within the limits (uid 0 exempt);
+ *   - nothing in the outbox is addressed to a client that has gone.
+ * Used by fuzz_sched.c (libFuzzer) and test_sfuzz.c (random, under ctest).
+ */
+#ifndef VSHARE_SFUZZ_H
+#define VSHARE_SFUZZ_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+#include "sched_int.h"
+
+#define SF_SLOTS 12
+#define SF_GPUS  5
+
+struct sf {
+	const uint8_t *p;
+	size_t n;
+	uint64_t now;
+	int ticked;             /* the last step handled time */
+	int reloaded;           /* limits may have been lowered */
+	struct sched *s;
+	struct sched_client *c[SF_SLOTS];
+	struct vs_frx rx[SF_SLOTS];
+};
+
+#define SF_CHECK(cond) do { if (!(cond)) { \
+	fprintf(stderr, "sfuzz: invariant broken at %s:%d: %s\n", \
+		__FILE__, __LINE__, #cond); abort(); } } while (0)
+
+static uint64_t sf_clock(void *arg)
+{
+	return ((const struct sf *)arg)->now;
+}
+
+static uint8_t sf_byte(struct sf *f)
+{
+	if (f->n == 0)
+		return 0;
+	f->n--;
+	return *f->p++;
+}
+
+static void sf_uuid(struct sf *f, uint8_t u[VS_UUID_LEN])
+{
+	memset(u, 0, VS_UUID_LEN);
+	u[0] = (uint8_t)(1 + sf_byte(f) % SF_GPUS);
+}
+
+/* A GiB count, or a small byte count, or a huge claim. */
+static uint64_t sf_size(struct sf *f)
+{
+	uint8_t b = sf_byte(f);
+
+	if (b < 200)
+		return (uint64_t)(b % 20) << 30;
+	return b < 240 ? b : (uint64_t)b << 50;
+}
+
+/* The driver knows GPU 2 only (NVML on a node with one GPU). */
+static uint64_t sf_driver(void *arg, const uint8_t uuid[VS_UUID_LEN])
+{
+	(void)arg;
+	return uuid[0] == 2 && uuid[1] == 0 ? 8ull << 30 : 0;
+}
+
+static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
+		   struct sched_gpu_cfg *gc)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->tq_ms = 1000u * (1 + sf_byte(f) % 5);
+	cfg->mode = sf_byte(f) % 3;
+	cfg->capacity = sf_byte(f) % 2 ? sf_size(f) : 0;
+	cfg->grace_ms = 100u * (1 + sf_byte(f) % 10);
+	cfg->skip_unresponsive = sf_byte(f) % 4 != 0;
+	cfg->uid_gpus = sf_byte(f) % 4;
+	cfg->uid_requests = sf_byte(f) % 5;
+	cfg->total_fn = sf_byte(f) % 2 ? sf_driver : NULL;
+	memset(gc, 0, sizeof(*gc));
+	gc->uuid[0] = 1;
+	gc->set = sf_byte(f) % 8;
+	gc->tq_ms = 2000;
+	gc->mode = sf_byte(f) % 3;
+	gc->capacity = sf_size(f);
+	cfg->gpus = gc;
+	cfg->n_gpus = 1;
+}
+
+/* The daemon's on_client_msg, without the socket. */
+static void sf_dispatch(struct sf *f, int i, const struct vs_hdr *h,
+			const void *pl)
+{
+	struct sched *s = f->s;
+	const struct vs_footprint *fp = pl;
+	const struct vs_attach *at = pl;
+
+	if (h->type == VS_MSG_HELLO || f->c[i] == NULL)
+		return;
+	switch (h->type) {
+	case VS_MSG_ATTACH:
+		sched_attach(s, f->c[i], at->uuid, at->total_mem);
+		break;
+	case VS_MSG_FOOTPRINT:
+		sched_footprint(s, f->c[i], fp->uuid, fp->managed, fp->pinned);
+		break;
+	case VS_MSG_REQUEST:
+		sched_request(s, f->c[i], ((const struct vs_gpu_ref *)pl)->uuid);
+		break;
+	case VS_MSG_RELEASED:
+		sched_released(s, f->c[i], ((const struct vs_gpu_ref *)pl)->uuid);
+		break;
+	default:
+		break;
+	}
+}
+
+/* A well-formed frame of a client type, or random bytes, through the
+ * decoder of slot i. */
+static void sf_frame(struct sf *f, int i)
+{
+	unsigned char buf[sizeof(struct vs_hdr) + 64];
+	struct vs_hdr h;
+	const unsigned char *p = buf;
+	size_t n, len;
+	uint8_t kind = sf_byte(f);
+	static const uint16_t types[4] = { VS_MSG_ATTACH, VS_MSG_FOOTPRINT,
+					   VS_MSG_REQUEST, VS_MSG_RELEASED };
+
+	memset(buf, 0, sizeof(buf));
+	if (kind < 224) {
+		uint16_t t = types[kind % 4];
+		const struct vs_msg_info *mi = vs_msg_lookup(t);
+		uint64_t a = sf_size(f), b = sf_size(f);
+
+		len = mi->size;
+		vs_hdr_init(&h, t, (uint32_t)len);
+		memcpy(buf, &h, sizeof(h));
+		sf_uuid(f, buf + sizeof(h));
+		memcpy(buf + sizeof(h) + VS_UUID_LEN, &a, sizeof(a));
+		if (t == VS_MSG_FOOTPRINT)
+			memcpy(buf + sizeof(h) + VS_UUID_LEN + 8, &b, sizeof(b));
+		n = sizeof(h) + len;
+	} else {
+		n = 1 + sf_byte(f) % sizeof(buf);
+		for (size_t k = 0; k < n; k++)
+			buf[k] = sf_byte(f);
+	}
+	for (;;) {
+		enum vs_frx_result r = vs_frx_push(&f->rx[i], &p, &n);
+
+		if (r == VS_FRX_FRAME) {
+			sf_dispatch(f, i, &f->rx[i].in.hdr, vs_frx_payload(&f->rx[i]));
+			continue;
+		}
+		if (r != VS_FRX_MORE) { /* the daemon closes this peer */
+			if (f->c[i] != NULL)
+				sched_client_del(f->s, f->c[i]);
+			f->c[i] = NULL;
+			vs_frx_init(&f->rx[i], 0, VS_FRX_MAX_REQ);
+		}
+		break;
+	}
+}
+
+/* Time passes; the daemon's timer handles every deadline that is due. */
+static void sf_time(struct sf *f)
+{
+	f->now += sf_byte(f) < 128 ? sf_byte(f) : 100u * sf_byte(f);
+	while (sched_next_deadline(f->s) <= f->now)
+		sched_tick(f->s);
+}
+
+/* Clients that obey: every holder told to drop releases. */
+static void sf_obey(struct sf *f, uint8_t mask)
+{
+	size_t n = sched_out_count(f->s);
+
+	/* Releasing adds to the outbox: only what was there before. */
+	for (size_t k = 0; k < n; k++) {
+		struct sched_out o = *sched_out_at(f->s, k);
+
+		for (int i = 0; i < SF_SLOTS; i++)
+			if (f->c[i] && f->c[i]->id == o.client_id &&
+			    (mask >> (i % 8) & 1) && o.kind == SCHED_OUT_MSG &&
+			    o.type == VS_MSG_DROP)
+				sched_released(f->s, f->c[i], o.uuid);
+	}
+}
+
+static void sf_admin(struct sf *f)
+{
+	uint8_t b = sf_byte(f), u[VS_UUID_LEN];
+
+	sf_uuid(f, u);
+	if (b % 2)
+		sched_set_mode(f->s, b & 4 ? VS_TARGET_ALL : 0, 0, u,
+			       sf_byte(f) % 4);
+	else
+		sched_set_tq(f->s, b & 4 ? VS_TARGET_ALL : 0, 0, u,
+			     sf_byte(f) % 8);
+}
+
+static void sf_reload(struct sf *f)
+{
+	struct sched_cfg old = f->s->cfg, cfg;
+	struct sched_gpu_cfg ogc[1], gc[1];
+
+	if (old.n_gpus == 1) {
+		ogc[0] = old.gpus[0];
+		old.gpus = ogc;
+	}
+	sf_cfg(f, &cfg, gc);
+	SF_CHECK(sched_reconfigure(f->s, &old, &cfg) == 0);
+	f->reloaded = 1;
+}
+
+#include "sfuzz_check.h"
+
+/* One run over a whole input. */
+static void sf_run(const uint8_t *data, size_t size)
+{
+	static const uint32_t uids[4] = { 0, 1000, 1001, 1002 };
+	struct sched_gpu_cfg gc[1];
+	struct sched_cfg cfg;
+	struct sf f;
+
+	memset(&f, 0, sizeof(f));
+	f.p = data;
+	f.n = size;
+	f.now = 1;
+	sf_cfg(&f, &cfg, gc);
+	f.s = sched_new(&cfg, sf_clock, &f);
+	SF_CHECK(f.s != NULL);
+	for (int i = 0; i < SF_SLOTS; i++)
+		vs_frx_init(&f.rx[i], 0, VS_FRX_MAX_REQ);
+	while (f.n > 0) {
+		uint8_t op = sf_byte(&f);
+		int i = (op >> 4) % SF_SLOTS;
+
+		/* The daemon sends the outbox after each call; obeying
+		 * clients (op 6) act on the last one. */
+		if (op % 8 != 6)
+			sched_out_clear(f.s);
+		f.ticked = op % 8 == 5;
+		switch (op % 8) {
+		case 0:
+			if (f.c[i] == NULL) {
+				struct sched_cred cr = { 100 + i,
+					uids[sf_byte(&f) % 4], 0 };
+				f.c[i] = sched_client_new(f.s, &cr, "f", NULL);
+			}
+			break;
+		case 1:
+			if (f.c[i] != NULL)
+				sched_client_del(f.s, f.c[i]);
+			f.c[i] = NULL;
+			vs_frx_init(&f.rx[i], 0, VS_FRX_MAX_REQ);
+			break;
+		case 2: case 3: case 4:
+			sf_frame(&f, i);
+			break;
+		case 5:
+			sf_time(&f);
+			break;
+		case 6:
+			sf_obey(&f, sf_byte(&f));
+			break;
+		default:
+			if (op & 0x80)
+				sf_reload(&f);
+			else
+				sf_admin(&f);
+			break;
+		}
+		sf_check(&f);
+	}
+	sched_free(f.s);
+}
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * The invariants of the stateful fuzz harness (sfuzz.h), read from the
+ * policy's private structures.
+ */
+#ifndef VSHARE_SFUZZ_CHECK_H
+#define VSHARE_SFUZZ_CHECK_H
+
+#define SF_EACH(head, it) \
+	for (const struct dlink *it = (head)->next; it != (head); it = it->next)
+
+static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
+{
+	size_t nm = 0, nq = 0, nh = 0, free_holders = 0, nhard = 0;
+	uint64_t tot = 0, held = 0, sum = 0, cap = 0;
+
+	SF_EACH(&g->members, it) {
+		const struct sched_member *m =
+			dl_entry(it, const struct sched_member, m_link);
+		nm++;
+		tot += m->fp;
+		SF_CHECK(m->g == g);
+	}
+	SF_EACH(&g->queue, it) {
+		nq++;
+		SF_CHECK(dl_entry(it, const struct sched_member, q_link)->state
+			 == SCHED_ST_WAITING);
+	}
+	SF_EACH(&g->holders, it) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+
+		nh++;
+		held += h->fp;
+		SF_CHECK(h->state == SCHED_ST_HOLDING);
+		if (h->hard) {
+			nhard++;
+			/* Time was handled up to now: a holder that ignores
+			 * its drop is revoked once its grace is over. */
+			if (f->ticked && f->s->cfg.skip_unresponsive)
+				SF_CHECK(f->now < h->hard_at + f->s->cfg.grace_ms);
+			continue;
+		}
+		free_holders++;
+		sum += h->fp;
+		cap = sched_cap_min(cap, h->cap);
+	}
+	SF_CHECK(nm == g->n_members && nq == g->n_waiting && nh == g->n_holders);
+	SF_CHECK(tot == g->total_fp && held == g->held_fp && nhard == g->n_hard);
+	/* Never two exclusive holders, never a group that does not fit. */
+	if (g->mode == VS_MODE_ON)
+		SF_CHECK(free_holders <= 1);
+	if (g->mode == VS_MODE_AUTO && free_holders > 1)
+		SF_CHECK(sum <= cap);
+	/* Someone waits while nobody holds: only if it could not start. */
+	if (nh == 0)
+		SF_CHECK(nq == 0);
+}
+
+static void sf_check_uids(const struct sf *f)
+{
+	const struct sched *s = f->s;
+
+	for (size_t k = 0; k < s->n_uids; k++) {
+		const struct sched_uid *u = s->uids[k];
+		uint32_t clients = 0, waiting = 0, gpus = 0;
+
+		for (int i = 0; i < SF_SLOTS; i++) {
+			const struct sched_client *c = f->c[i];
+
+			if (c == NULL || c->cred.uid != u->uid)
+				continue;
+			clients++;
+			for (size_t j = 0; j < c->n_m; j++)
+				waiting += c->m[j]->state == SCHED_ST_WAITING;
+		}
+		for (size_t j = 0; j < s->n_gpus; j++)
+			for (size_t e = 0; e < s->gpus[j]->n_uids; e++)
+				gpus += s->gpus[j]->uids[e].uid == u->uid;
+		SF_CHECK(clients == u->n_clients && waiting == u->n_waiting &&
+			 gpus == u->n_gpus);
+		/* A reload may lower a limit below what is in use. */
+		if (u->uid != 0 && s->cfg.uid_requests && !f->reloaded)
+			SF_CHECK(waiting <= s->cfg.uid_requests);
+		if (u->uid != 0 && s->cfg.uid_gpus && !f->reloaded)
+			SF_CHECK(gpus <= s->cfg.uid_gpus);
+	}
+}
+
+static void sf_check(const struct sf *f)
+{
+	for (size_t j = 0; j < f->s->n_gpus; j++)
+		sf_check_gpu(f, f->s->gpus[j]);
+	sf_check_uids(f);
+	for (size_t k = 0; k < sched_out_count(f->s); k++) {
+		const struct sched_out *o = sched_out_at(f->s, k);
+		int live = 0;
+
+		for (int i = 0; i < SF_SLOTS; i++)
+			live |= f->c[i] != NULL && f->c[i]->id == o->client_id;
+		SF_CHECK(live);
+	}
+}
+
+#endif
