@@ -500,3 +500,79 @@ void one_device_fast_path(void **state)
 	fake_shutdown();
 	fs_stop();
 }
+
+/* What the scheduler sends when a per-user limit or its GPU table refuses
+ * an ATTACH or a REQUEST (src/scheduler/srv.c: refuse): the GPU first. */
+static void send_refusal(int dev, int32_t code)
+{
+	struct vs_error m;
+	struct vs_hdr h;
+	uint8_t u[VS_UUID_LEN];
+	char s[VS_UUID_STR_LEN];
+
+	memset(&m, 0, sizeof(m));
+	fake_uuid(dev, u);
+	vs_uuid_format(u, s);
+	m.code = code;
+	m.detail = 64;
+	snprintf(m.msg, sizeof(m.msg), "%s: attach refused: uid_gpus (64)", s);
+	vs_hdr_init(&h, VS_MSG_ERROR, sizeof(m));
+	fs_send_raw(&h, &m);
+}
+
+/* A refused GPU runs unshared at once, with no GRANT and no further
+ * REQUEST on this connection: waiting for a grant that never comes would
+ * hang the program without a word. */
+void refused_gpu_runs_unshared(void **state)
+{
+	struct entrant e;
+	int requests, tok;
+
+	(void)state;
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 3000), 0);
+	send_refusal(0, VS_E_LIMIT);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_count(VS_MSG_GRANT), 0);
+	requests = fs_count(VS_MSG_REQUEST);
+	for (int i = 0; i < 100; i++) {
+		tok = bracket_enter(0, NULL);
+		assert_true(tok >= 0);
+		bracket_exit(0, tok);
+	}
+	sleep_ms(300);
+	assert_int_equal(fs_count(VS_MSG_REQUEST), requests);
+	assert_int_equal(fs_count(VS_MSG_ATTACH), 1);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* With VSHARE_REQUIRE_SCHEDULER a refused GPU keeps its work waiting and
+ * is asked for again after a pause; a later GRANT lets the work run. */
+void refused_gpu_require_retries(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	setenv("VSHARE_REQUIRE_SCHEDULER", "1", 1);
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 3000), 0);
+	send_refusal(0, VS_E_FULL);
+	sleep_ms(400);
+	assert_int_equal(LD(&e.done), 0);
+	assert_int_equal(fs_count(VS_MSG_ATTACH), 1);
+	/* The first retry comes after CLIENT_REFUSED_RETRY_MIN_MS. */
+	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 4000), 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+	fake_shutdown();
+	fs_stop();
+}

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -125,6 +126,7 @@ static void schedule_retry(void)
 void client_lost(const char *why)
 {
 	int held[GATE_MAX_GPUS], quiet;
+	char told[VS_ERRMSG_MAX];
 
 	/* One line per outage: a scheduler that accepts and hangs up (or
 	 * never answers) is not reported at every attempt. */
@@ -135,14 +137,27 @@ void client_lost(const char *why)
 		client_c.back_told = 0;
 	}
 	quiet = client_c.warned;
+	/* The scheduler said why before it closed (max_clients, uid_conns):
+	 * that is the reason to tell. */
+	if (client_c.refusal[0] != '\0') {
+		snprintf(told, sizeof(told), "%s", client_c.refusal);
+		client_c.refusal[0] = '\0';
+		why = told;
+	}
 	client_set_sock(-1);
 	client_c.rlen = 0;
+	client_c.refusals = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
 		struct client_gpu *c = &client_g.gpu[i];
 
 		held[i] = c->held;
 		c->held = c->requested = c->attached = c->fp_valid = 0;
 		c->drop = 0;
+		/* A GPU refused on the lost connection is asked for again on
+		 * the next one; running unshared meanwhile opens it anyway,
+		 * and waiting keeps it closed. */
+		c->refused = 0;
+		c->retry_step_ms = 0;
 		c->want = client_learn(i);
 	}
 	/* The backoff restarts from its minimum only after a working

@@ -55,6 +55,10 @@ struct client_conn {
 	uint64_t backoff_ms;
 	uint64_t next_try_ms;     /* next connection attempt */
 	uint32_t client_id;
+	int      refusals;         /* GPUs refused on this connection */
+	char     refusal[VS_ERRMSG_MAX]; /* the scheduler's refusal of the
+				   * connection itself (max_clients,
+				   * uid_conns), told when it closes */
 	size_t   rlen;
 	unsigned char rbuf[CLIENT_RBUF];
 };
@@ -87,6 +91,13 @@ struct client_gpu {
 	int      wanted;           /* atomic: a thread waits at the gate
 				    * (set by client_wanted, taken by the
 				    * client thread) */
+	int      refused;          /* the scheduler refused this GPU on this
+				    * connection (VS_E_LIMIT, VS_E_FULL): it
+				    * runs unshared, or with
+				    * VSHARE_REQUIRE_SCHEDULER waits until
+				    * retry_ms and asks again */
+	uint64_t retry_ms;
+	uint64_t retry_step_ms;    /* the next wait after a refusal */
 };
 
 struct client_global {
@@ -135,5 +146,9 @@ int  client_learn(int dev);
 int  client_take(int dev);
 /* Read what arrived and handle each frame; -1 if the connection ended. */
 int  client_read(void);
+/* The first and the longest wait before a refused GPU is asked for again
+ * (VSHARE_REQUIRE_SCHEDULER): limits free up as other programs end. */
+#define CLIENT_REFUSED_RETRY_MIN_MS 1000u
+#define CLIENT_REFUSED_RETRY_MAX_MS 30000u
 
 #endif

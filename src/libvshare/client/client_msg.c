@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -154,10 +155,85 @@ static void on_version(uint32_t theirs)
 					    : "running unshared");
 }
 
+/* The scheduler refused one GPU (a per-user limit, or its GPU table is
+ * full). Without VSHARE_REQUIRE_SCHEDULER that GPU runs unshared for the
+ * rest of this connection: waiting for a GRANT that will not come would
+ * hang the program silently. With it, GPU work waits, says why, and the
+ * GPU is asked for again after a growing pause, since limits free up as
+ * other programs end. */
+static void on_refused(int dev, const struct vs_error *m)
+{
+	struct client_gpu *c = &client_g.gpu[dev];
+	uint64_t step;
+
+	c->requested = 0;
+	/* Whether the refusal was of the ATTACH (no record of this GPU on
+	 * the scheduler) or of a REQUEST, the next attempt starts over. */
+	c->attached = 0;
+	c->fp_valid = 0;
+	if (!c->refused)
+		client_c.refusals++;
+	if (!client_g.conf.require_sched) {
+		if (!c->refused)
+			log_warn("GPU %d runs unshared: the scheduler refused it "
+				 "(%s)", dev, m->msg);
+		c->refused = 1;
+		gate_open_unshared(dev);
+		return;
+	}
+	step = c->retry_step_ms ? c->retry_step_ms : CLIENT_REFUSED_RETRY_MIN_MS;
+	if (c->retry_step_ms == 0)
+		log_warn("GPU %d: GPU work waits (VSHARE_REQUIRE_SCHEDULER): "
+			 "the scheduler refused it (%s); asking again every "
+			 "%u s at most", dev, m->msg,
+			 CLIENT_REFUSED_RETRY_MAX_MS / 1000u);
+	c->refused = 1;
+	c->retry_ms = gate_now_ms() + step;
+	c->retry_step_ms = step * 2 > CLIENT_REFUSED_RETRY_MAX_MS ?
+			   CLIENT_REFUSED_RETRY_MAX_MS : step * 2;
+}
+
+/* A refusal names the GPU first ("GPU-<uuid>: ..."); one without a GPU is
+ * the refusal of the connection itself, which the scheduler closes next. */
+static int refused_dev(const struct vs_error *m)
+{
+	char u[VS_UUID_STR_LEN];
+	uint8_t uuid[VS_UUID_LEN];
+	size_t n = VS_UUID_STR_LEN - 1;
+
+	if (strncmp(m->msg, "GPU-", 4) != 0 || strnlen(m->msg, sizeof(m->msg)) <= n ||
+	    m->msg[n] != ':')
+		return -1;
+	memcpy(u, m->msg, n);
+	u[n] = '\0';
+	if (vs_uuid_parse(u, uuid) != 0)
+		return -1;
+	return gpu_by_uuid(uuid);
+}
+
 static void on_error(const struct vs_error *m)
 {
+	int dev;
+
 	if (m->code == VS_E_VERSION) {
 		on_version(m->detail);
+		return;
+	}
+	if (m->code == VS_E_LIMIT || m->code == VS_E_FULL) {
+		dev = refused_dev(m);
+		if (dev >= 0) {
+			on_refused(dev, m);
+			return;
+		}
+		snprintf(client_c.refusal, sizeof(client_c.refusal), "%s",
+			 m->msg);
+		return;
+	}
+	/* Frames already on their way for a refused GPU (its FOOTPRINT or
+	 * REQUEST right behind the ATTACH) are refused too: not news. */
+	if (client_c.refusals > 0) {
+		log_debug("the scheduler reports %s: %s", vs_err_name(m->code),
+			  m->msg);
 		return;
 	}
 	log_warn("the scheduler reports %s: %s", vs_err_name(m->code), m->msg);

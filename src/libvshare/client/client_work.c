@@ -112,6 +112,28 @@ static int drop(int dev, struct client_gpu *g)
 	return -1;
 }
 
+/* A GPU the scheduler refused (client_msg.c: on_refused) runs unshared
+ * until the connection ends, or, with VSHARE_REQUIRE_SCHEDULER, waits
+ * until its next attempt. 1 while there is nothing to do for it. */
+static int refused_wait(struct client_gpu *g, int *timeout)
+{
+	uint64_t now = gate_now_ms();
+	int t;
+
+	if (!client_g.conf.require_sched)
+		return 1;
+	if (now < g->retry_ms) {
+		t = (int)(g->retry_ms - now);
+		if (*timeout < 0 || t < *timeout)
+			*timeout = t;
+		return 1;
+	}
+	g->refused = 0;
+	g->want = 1;
+	client_c.refusals--;
+	return 0;
+}
+
 static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 {
 	struct vs_attach at;
@@ -120,6 +142,8 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 	/* The bit only woke this thread: who waits is the gate's to say. */
 	(void)A_XCHG(&g->wanted, 0);
 	if (!client_learn(dev))
+		return 0;
+	if (g->refused && refused_wait(g, timeout))
 		return 0;
 	if (!g->attached) {
 		memset(&at, 0, sizeof(at));

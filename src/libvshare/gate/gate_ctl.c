@@ -29,6 +29,17 @@ void gate_grant(int dev)
 	pthread_mutex_unlock(&g->mu);
 }
 
+void gate_open_unshared(int dev)
+{
+	struct gate_gpu *g = gpu_of(dev);
+
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mu);
+	gate_open_locked(g);
+	pthread_mutex_unlock(&g->mu);
+}
+
 int gate_set_unshared(int on)
 {
 	int was = A_XCHG(&gate_g.failopen, on ? 1 : 0);

@@ -38,6 +38,9 @@ int  gate_take(int dev);
  * lets every later entrant through; on = 0 ends that (the controller then
  * takes back what it wants closed). Returns the previous setting. */
 int  gate_set_unshared(int on);
+/* Run dev alone unshared (the scheduler refused it): its gate opens with
+ * no grant behind it; gate_take closes it again. */
+void gate_open_unshared(int dev);
 
 /* Readers. gate_gpu_info: 1 and the device's identity once a thread
  * entered its slow path (the gate learned it there), else 0. */
