@@ -14,38 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
-
-static int ctx_token;
-static void *cur_ctx(void) { return &ctx_token; }
-static int cur_dev(void) { return 0; }
-static int stream_dev(void *s) { (void)s; return 0; }
-static int capturing(void *s) { (void)s; return 0; }
-static int sync_dev(int d) { (void)d; return 0; }
-static void prefetch(int d, int h) { (void)d; (void)h; }
-static int dev_count(void) { return 1; }
-
-static int dev_info(int dev, uint8_t uuid[16], uint64_t *total)
-{
-	for (int i = 0; i < 16; i++)
-		uuid[i] = (uint8_t)(0xc0 + dev + i);
-	*total = 1ull << 30;
-	return 0;
-}
-
-static void footprint(int d, uint64_t *m, uint64_t *p)
-{
-	(void)d;
-	*m = 1u << 20;
-	*p = 0;
-}
-
-static const struct gate_cuda_ops ops = {
-	.current_device = cur_dev, .stream_device = stream_dev,
-	.device_info = dev_info, .stream_capturing = capturing,
-	.sync_device = sync_dev, .footprint = footprint, .prefetch = prefetch,
-	.current_context = cur_ctx, .device_count = dev_count,
-};
+#include "fake.h"
 
 static uint64_t now_ns(void)
 {
@@ -82,16 +51,20 @@ int main(int argc, char **argv)
 	uint64_t *t;
 	struct timespec pause = { 0, 20 * 1000000L };
 
+	fk.uuid_seed = 0xc0;
+	fk.total_mem = 1ull << 30;
+	fk.device_count = 1;
+	fk.managed[0] = 1u << 20;
 	if (argc > 1 && strcmp(argv[1], "bump") == 0) {
-		gate_init(&ops);
+		fake_init();
 		gate_exit(gate_enter(NULL));
-		gate_shutdown();
+		fake_shutdown();
 		return 0;
 	}
 	if (n < 1 || n > 10000)
 		n = 15;
 	t = calloc((size_t)n, sizeof(*t));
-	gate_init(&ops);
+	fake_init();
 	gate_exit(gate_enter(NULL));      /* connect, attach, first grant */
 	for (int i = 0; i < n; i++) {
 		uint64_t t0;
@@ -110,7 +83,7 @@ int main(int argc, char **argv)
 	       "\"min_us\": %.1f, \"p90_us\": %.1f, \"max_us\": %.1f}\n", n,
 	       (double)t[n / 2] / 1e3, (double)t[0] / 1e3,
 	       (double)t[n * 9 / 10] / 1e3, (double)t[n - 1] / 1e3);
-	gate_shutdown();
+	fake_shutdown();
 	free(t);
 	return 0;
 }

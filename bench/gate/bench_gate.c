@@ -14,39 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "gate.h"
-
-static int ctx_token;
-static int devices = 1;
-
-static void *cur_ctx(void) { return &ctx_token; }
-static int cur_dev(void) { return 0; }
-static int stream_dev(void *s) { (void)s; return 0; }
-static int capturing(void *s) { (void)s; return 0; }
-static int sync_dev(int d) { (void)d; return 0; }
-static void prefetch(int d, int h) { (void)d; (void)h; }
-static int dev_count(void) { return devices; }
-
-static int dev_info(int dev, uint8_t uuid[16], uint64_t *total)
-{
-	for (int i = 0; i < 16; i++)
-		uuid[i] = (uint8_t)(0xb0 + dev);
-	*total = 1ull << 30;
-	return 0;
-}
-
-static void footprint(int d, uint64_t *m, uint64_t *p)
-{
-	(void)d;
-	*m = *p = 0;
-}
-
-static const struct gate_cuda_ops ops = {
-	.current_device = cur_dev, .stream_device = stream_dev,
-	.device_info = dev_info, .stream_capturing = capturing,
-	.sync_device = sync_dev, .footprint = footprint, .prefetch = prefetch,
-	.current_context = cur_ctx, .device_count = dev_count,
-};
+#include "fake.h"
 
 static long iters = 20000000;
 
@@ -95,17 +63,21 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		iters = atol(argv[1]);
 	if (argc > 3 && atoi(argv[3]) > 0)
-		devices = atoi(argv[3]);
+		fk.device_count = atoi(argv[3]);
 	if (threads < 1 || threads > 64)
 		threads = 4;
 	setenv("VSHARE_SOCKET", "/nonexistent/vshare-bench.sock", 0);
-	gate_init(&ops);
+	if (fk.device_count < 1)
+		fk.device_count = 1;
+	fk.uuid_seed = 0xb0;
+	fk.total_mem = 1ull << 30;
+	fake_init();
 	gate_exit(gate_enter(NULL)); /* first entry: slow path, opens unshared */
 	empty = run_empty();
 	gate = run_gate();
 	printf("empty loop:            %6.2f ns/iteration\n", empty);
 	printf("gate_enter+gate_exit:  %6.2f ns/pair (1 thread, %d device%s)\n",
-	       gate, devices, devices > 1 ? "s" : "");
+	       gate, fk.device_count, fk.device_count > 1 ? "s" : "");
 	for (int i = 0; i < threads; i++)
 		pthread_create(&thr[i], NULL, thread_main, &res[i]);
 	for (int i = 0; i < threads; i++) {
@@ -114,6 +86,6 @@ int main(int argc, char **argv)
 	}
 	printf("gate_enter+gate_exit:  %6.2f ns/pair (%d threads, one GPU)\n",
 	       sum / threads, threads);
-	gate_shutdown();
+	fake_shutdown();
 	return 0;
 }

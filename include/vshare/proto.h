@@ -33,6 +33,11 @@
 
 #define VS_DEFAULT_SOCKET "/run/vshare/scheduler.sock"
 
+/* The time quantum, in seconds, that VS_MSG_SET_TQ and the configuration
+ * accept: vshare-scheduler and vsharectl both check against these. */
+#define VS_TQ_MIN_S      1u
+#define VS_TQ_MAX_S      86400u
+
 struct vs_hdr {
 	uint32_t magic;
 	uint16_t version;
@@ -209,6 +214,8 @@ const struct vs_msg_info *vs_msg_lookup(uint16_t type);
  * passes 0 to accept both; scheduler for the others).
  */
 int vs_check_hdr(const struct vs_hdr *h, uint32_t role);
+/* The same; on failure *why (if given) names the rule. */
+int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why);
 
 /*
  * Check a whole payload of a header that passed vs_check_hdr: reserved

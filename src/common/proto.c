@@ -32,28 +32,36 @@ const struct vs_msg_info *vs_msg_lookup(uint16_t type)
 	return NULL;
 }
 
-int vs_check_hdr(const struct vs_hdr *h, uint32_t role)
+#define FAIL(msg) do { if (why) *why = (msg); return VS_E_PROTO; } while (0)
+
+int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why)
 {
 	const struct vs_msg_info *mi;
 
 	if (h->magic != VS_PROTO_MAGIC)
-		return VS_E_PROTO;
-	if (h->version != VS_PROTO_VERSION)
+		FAIL("bad magic: not a vshare frame");
+	if (h->version != VS_PROTO_VERSION) {
+		if (why)
+			*why = "protocol version mismatch";
 		return VS_E_VERSION;
-	if (h->flags != 0 || h->length > VS_MAX_PAYLOAD)
-		return VS_E_PROTO;
+	}
+	if (h->flags != 0)
+		FAIL("header flags not zero");
+	if (h->length > VS_MAX_PAYLOAD)
+		FAIL("frame longer than any message");
 	mi = vs_msg_lookup(h->type);
 	if (mi == NULL)
-		return VS_E_PROTO;
-	if (role == 0) {
-		if (mi->role == VS_ROLE_SCHEDULER)
-			return VS_E_PROTO;
-	} else if (mi->role != role) {
-		return VS_E_PROTO;
-	}
+		FAIL("unknown message type");
+	if (role == 0 ? mi->role == VS_ROLE_SCHEDULER : mi->role != role)
+		FAIL("message type not sent by this peer's role");
 	if (mi->variable ? h->length < mi->size : h->length != mi->size)
-		return VS_E_PROTO;
+		FAIL("wrong length for its message type");
 	return VS_OK;
+}
+
+int vs_check_hdr(const struct vs_hdr *h, uint32_t role)
+{
+	return vs_check_hdr_why(h, role, NULL);
 }
 
 static int all_zero(const void *p, size_t n)
@@ -78,8 +86,6 @@ static int text_ok(const char *s, size_t n, int need_nul)
 			return 0;
 	return all_zero(s + len, n - len);
 }
-
-#define FAIL(msg) do { if (why) *why = (msg); return VS_E_PROTO; } while (0)
 
 int vs_check_payload(const struct vs_hdr *h, const void *payload,
 		     const char **why)

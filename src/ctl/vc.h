@@ -1,11 +1,12 @@
 /*
- * vsharectl internals: talking to the daemon (vc_io.c) and printing its
- * status for people (vc_print.c).
+ * vsharectl internals: its command line (vc_cmd.c), talking to the daemon
+ * (vc_io.c) and printing its status for people (vc_print.c).
  */
 #ifndef VSHARE_VC_H
 #define VSHARE_VC_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "vshare/proto.h"
@@ -33,5 +34,46 @@ int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 
 /* Print a status JSON document for people; 0 or VC_EXIT_ERROR. */
 int vc_print_status(const char *json);
+
+/* A command line, parsed. */
+struct vc_args {
+	const char *socket;
+	int json;
+	const char *gpu;
+	const struct vc_cmd *cmd;
+	const char *value;   /* the command's argument */
+};
+
+struct vc_cmd;
+
+/* Fill the request of a command from its argument: 0 or VC_EXIT_USAGE. */
+typedef int (*vc_build_fn)(const struct vc_cmd *, const char *arg,
+			   struct vs_admin_set *m);
+/* Print the reply for people or scripts: an exit code. */
+typedef int (*vc_show_fn)(const struct vc_args *, const struct vc_reply *);
+
+struct vc_cmd {
+	const char *name;
+	const char *arg;       /* its one argument, NULL if none */
+	uint32_t    lo, hi;    /* range of a numeric argument */
+	const char *unit;      /* of a numeric argument */
+	int         admin;     /* needs root or the admin group */
+	int         gpu;       /* takes --gpu */
+	const char *help;
+	uint16_t    type;      /* VS_MSG_* of the request */
+	uint32_t    value;     /* the request's value, unless build sets it */
+	vc_build_fn build;
+	vc_show_fn  show;
+};
+
+/* The commands: n rows, in the order of --help. */
+const struct vc_cmd *vc_cmds(size_t *n);
+/* --help's text. */
+void vc_usage(FILE *f);
+/* Parse a command line (getopt: set optind to 0 before parsing another).
+ * 0, VC_EXIT_USAGE (message printed), or -1 after --help or --version. */
+int vc_parse_args(int argc, char **argv, struct vc_args *a);
+/* The request of a parsed command; 0 or VC_EXIT_USAGE. */
+int vc_build(const struct vc_args *a, struct vs_admin_set *m);
 
 #endif

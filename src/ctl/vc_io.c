@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "vc.h"
 
 #define VC_TIMEOUT_S 10
@@ -67,23 +68,6 @@ int vc_connect(const char *path, int *ec)
 	return -1;
 }
 
-static int read_full(int fd, void *buf, size_t n)
-{
-	unsigned char *p = buf;
-
-	while (n > 0) {
-		ssize_t r = read(fd, p, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r == 0 ? -EPIPE : -errno;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static int write_full(int fd, const void *buf, size_t n)
 {
 	const unsigned char *p = buf;
@@ -125,61 +109,94 @@ static int print_error(const struct vs_error *e)
 	return VC_EXIT_ERROR;
 }
 
-/* The header's version is not ours; its layout is frozen, the rest is
- * read only if it has the size of an error. */
-static int version_mismatch(int fd, const struct vs_hdr *h)
+/* The header's version is not ours. The reader still read a foreign
+ * error (its layout is frozen), so the daemon's own words can follow. */
+static int version_mismatch(const struct vs_frx *rx)
 {
-	struct vs_error e;
+	const struct vs_error *e = vs_frx_foreign_error(rx);
 
 	fprintf(stderr, "vsharectl: protocol version mismatch: "
 		"vshare-scheduler speaks version %u, vsharectl version %u\n",
-		h->version, VS_PROTO_VERSION);
-	if (h->type == VS_MSG_ERROR && h->length == sizeof(e) &&
-	    read_full(fd, &e, sizeof(e)) == 0) {
-		e.msg[sizeof(e.msg) - 1] = '\0';
-		fprintf(stderr, "vsharectl: vshare-scheduler: %s\n", e.msg);
-	}
+		rx->in.hdr.version, VS_PROTO_VERSION);
+	if (e != NULL)
+		fprintf(stderr, "vsharectl: vshare-scheduler: %s\n", e->msg);
 	return VC_EXIT_ERROR;
+}
+
+/*
+ * Feed the common reader from the socket until it decides: a frame, or a
+ * negative errno. A status document longer than the reader's own storage
+ * goes to a buffer allocated once its header has passed the checks, so
+ * its size is one the protocol allows (*big: the caller's to free, one
+ * byte longer for the NUL that ends the text).
+ */
+static int read_frame(int fd, struct vs_frx *rx, unsigned char **big)
+{
+	unsigned char chunk[4096];
+	const unsigned char *p = chunk;
+	size_t n = 0;
+	enum vs_frx_result r;
+	ssize_t got;
+
+	for (;;) {
+		r = vs_frx_push(rx, &p, &n);
+		if (r == VS_FRX_BUFFER) {
+			*big = malloc((size_t)rx->in.hdr.length + 1);
+			if (*big == NULL)
+				return -ENOMEM;
+			vs_frx_buffer(rx, *big);
+			continue;
+		}
+		if (r != VS_FRX_MORE)
+			return (int)r;
+		got = read(fd, chunk, sizeof(chunk));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got == 0 ? -EPIPE : -errno;
+		p = chunk;
+		n = (size_t)got;
+	}
+}
+
+/* A REPLY frame: its text, NUL-terminated, in memory of its own. */
+static int take_reply(const struct vs_frx *rx, unsigned char *big,
+		      struct vc_reply *out)
+{
+	const unsigned char *pl = vs_frx_payload(rx);
+	const struct vs_reply *m = (const struct vs_reply *)(const void *)pl;
+	unsigned char *t = big;
+
+	out->status = m->status;
+	out->len = rx->in.hdr.length - sizeof(*m);
+	if (t == NULL && (t = malloc(out->len + 1)) == NULL)
+		return io_error(-ENOMEM);
+	memmove(t, pl + sizeof(*m), out->len);
+	t[out->len] = '\0';
+	out->text = (char *)t;
+	return VC_EXIT_OK;
 }
 
 static int read_reply(int fd, struct vc_reply *out)
 {
-	struct vs_hdr h;
-	unsigned char *p;
-	int rc;
+	struct vs_frx rx;
+	unsigned char *big = NULL;
+	int r;
 
-	rc = read_full(fd, &h, sizeof(h));
-	if (rc != 0)
-		return io_error(rc);
-	rc = vs_check_hdr(&h, VS_ROLE_SCHEDULER);
-	if (rc == VS_E_VERSION)
-		return version_mismatch(fd, &h);
-	if (rc != VS_OK || (h.type != VS_MSG_REPLY && h.type != VS_MSG_ERROR)) {
-		fprintf(stderr, "vsharectl: malformed reply from "
-			"vshare-scheduler\n");
-		return VC_EXIT_ERROR;
-	}
-	p = malloc(h.length + 1);
-	if (p == NULL)
-		return io_error(-ENOMEM);
-	rc = read_full(fd, p, h.length);
-	if (rc == 0 && vs_check_payload(&h, p, NULL) != VS_OK)
-		rc = -EPROTO;
-	if (rc != 0) {
-		free(p);
-		return io_error(rc);
-	}
-	if (h.type == VS_MSG_ERROR) {
-		rc = print_error((const struct vs_error *)(void *)p);
-		free(p);
-		return rc;
-	}
-	out->status = ((struct vs_reply *)(void *)p)->status;
-	out->len = h.length - sizeof(struct vs_reply);
-	memmove(p, p + sizeof(struct vs_reply), out->len);
-	p[out->len] = '\0';
-	out->text = (char *)p;
-	return VC_EXIT_OK;
+	vs_frx_init(&rx, VS_ROLE_SCHEDULER, VS_MAX_PAYLOAD);
+	r = read_frame(fd, &rx, &big);
+	if (r == VS_FRX_FRAME && rx.in.hdr.type == VS_MSG_REPLY)
+		return take_reply(&rx, big, out);
+	free(big);
+	if (r < 0)
+		return io_error(r);
+	if (r == VS_FRX_VERSION)
+		return version_mismatch(&rx);
+	if (r == VS_FRX_FRAME && rx.in.hdr.type == VS_MSG_ERROR)
+		return print_error(vs_frx_payload(&rx));
+	fprintf(stderr, "vsharectl: malformed reply from vshare-scheduler: "
+		"%s\n", r == VS_FRX_PROTO ? rx.why : "not a reply");
+	return VC_EXIT_ERROR;
 }
 
 int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,

@@ -1,27 +1,15 @@
 /*
- * The daemon's status document, printed for people.
+ * The daemon's status document, read through its key tables
+ * (vshare/status.h) and printed for people.
  */
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
+#include "label.h"
+#include "status_json.h"
 #include "vc.h"
-
-static double num(const cJSON *o, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsNumber(it) ? it->valuedouble : 0;
-}
-
-static const char *str(const cJSON *o, const char *key)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsString(it) ? it->valuestring : "?";
-}
 
 static void fmt_bytes(double b, char *out, size_t n)
 {
@@ -52,57 +40,79 @@ static void fmt_ms(double ms, char *out, size_t n)
 			 (int)(ms / 60000) % 60);
 }
 
+/* A client of the document, read through its table. */
+struct client {
+	struct vs_st_val v[VS_SC__N];
+};
+
+/* The document, read through its tables. */
+struct doc {
+	struct vs_st_val v[VS_SD__N];
+	struct client   *clients;
+	size_t           n_clients;
+};
+
+static const struct client *find_client(const struct doc *d, double id)
+{
+	for (size_t i = 0; i < d->n_clients; i++)
+		if (d->clients[i].v[VS_SC_id].num == id)
+			return &d->clients[i];
+	return NULL;
+}
+
 /* "3 train (pid 1234), 5 (pid 99)" for a list of client ids; a client
  * left out of a very long status shows as its id alone. */
-static void print_ids(const char *title, const cJSON *ids, const cJSON *clients)
+static void print_ids(const char *title, const cJSON *ids,
+		      const struct doc *d)
 {
-	const cJSON *id, *c, *found;
+	const cJSON *id;
+	const struct client *c;
 	int first = 1;
 
 	printf("  %-8s", title);
 	cJSON_ArrayForEach(id, ids) {
-		found = NULL;
-		cJSON_ArrayForEach(c, clients)
-			if (num(c, "id") == id->valuedouble)
-				found = c;
+		c = find_client(d, id->valuedouble);
 		printf("%s%.0f", first ? "" : ", ", id->valuedouble);
-		if (found && str(found, "label")[0])
-			printf(" %s", str(found, "label"));
-		if (found)
-			printf(" (pid %.0f)", num(found, "pid"));
+		if (c && c->v[VS_SC_label].str[0])
+			printf(" %s", c->v[VS_SC_label].str);
+		if (c)
+			printf(" (pid %.0f)", c->v[VS_SC_pid].num);
 		first = 0;
 	}
 	printf("%s\n", first ? "-" : "");
 }
 
-static void print_gpu(const cJSON *g, const cJSON *clients)
+static void print_gpu(const cJSON *o, const struct doc *d)
 {
+	struct vs_st_val g[VS_SG__N];
 	char cap[32], fp[32], held[32];
 
-	fmt_bytes(num(g, "capacity"), cap, sizeof(cap));
-	fmt_bytes(num(g, "footprint"), fp, sizeof(fp));
-	fmt_bytes(num(g, "held"), held, sizeof(held));
-	printf("GPU %.0f  %s\n", num(g, "index"), str(g, "uuid"));
+	vs_status_get(o, &vs_status_gpu, g);
+	fmt_bytes(g[VS_SG_capacity].num, cap, sizeof(cap));
+	fmt_bytes(g[VS_SG_footprint].num, fp, sizeof(fp));
+	fmt_bytes(g[VS_SG_held].num, held, sizeof(held));
+	printf("GPU %.0f  %s\n", g[VS_SG_index].num, g[VS_SG_uuid].str);
 	printf("  mode %s, quantum %.0f s, capacity %s, footprint %s "
-	       "(holders use %s)%s\n", str(g, "mode"), num(g, "tq_s"), cap, fp,
-	       held, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g,
-			"oversubscribed")) ? ", oversubscribed" : "");
-	print_ids("holders", cJSON_GetObjectItemCaseSensitive(g, "holders"),
-		  clients);
-	print_ids("queue", cJSON_GetObjectItemCaseSensitive(g, "queue"),
-		  clients);
+	       "(holders use %s)%s\n", g[VS_SG_mode].str, g[VS_SG_tq_s].num,
+	       cap, fp, held,
+	       g[VS_SG_oversubscribed].bool_ ? ", oversubscribed" : "");
+	print_ids("holders", g[VS_SG_holders].arr, d);
+	print_ids("queue", g[VS_SG_queue].arr, d);
 }
 
-static const char *gpu_index(const cJSON *gpus, const char *uuid, char *buf,
+static const char *gpu_index(const struct doc *d, const char *uuid, char *buf,
 			     size_t n)
 {
-	const cJSON *g;
+	const cJSON *o;
+	struct vs_st_val g[VS_SG__N];
 
-	cJSON_ArrayForEach(g, gpus)
-		if (strcmp(str(g, "uuid"), uuid) == 0) {
-			snprintf(buf, n, "%.0f", num(g, "index"));
+	cJSON_ArrayForEach(o, d->v[VS_SD_gpus].arr) {
+		vs_status_get(o, &vs_status_gpu, g);
+		if (strcmp(g[VS_SG_uuid].str, uuid) == 0) {
+			snprintf(buf, n, "%.0f", g[VS_SG_index].num);
 			return buf;
 		}
+	}
 	return "?";
 }
 
@@ -118,74 +128,101 @@ static void fmt_user(double uid, char *out, size_t n)
 		snprintf(out, n, "%.0f", uid);
 }
 
-/* A label cut to the column shows that it was cut ("~" at the end). */
+#define LABEL_COLS 16
+
+/* The label column: cut to its width, then padded by characters (printf
+ * pads by bytes). */
 static void fmt_label(const char *label, char *out, size_t n)
 {
-	if (label[0] == '\0')
-		snprintf(out, n, "-");
-	else if (strlen(label) > 16) {
-		int k = 15;
+	size_t cols = vs_label_fit(label, LABEL_COLS, out, n), len;
 
-		/* Cut between characters, not inside a UTF-8 sequence. */
-		while (k > 0 && ((unsigned char)label[k] & 0xc0) == 0x80)
-			k--;
-		snprintf(out, n, "%.*s~", k, label);
-	} else
-		snprintf(out, n, "%s", label);
+	len = strlen(out);
+	while (cols++ < LABEL_COLS && len + 1 < n)
+		out[len++] = ' ';
+	out[len] = '\0';
 }
 
-static void print_client(const cJSON *c, const cJSON *gpus)
+static void print_member(const struct client *c, const char *user,
+			 const char *lb, const cJSON *o, const struct doc *d)
 {
-	const cJSON *m;
-	char mg[32], pn[32], held[32], waited[32], idx[16], user[16], lb[20];
+	struct vs_st_val m[VS_SM__N];
+	char mg[32], pn[32], held[32], waited[32], idx[16];
+	const char *st;
 
-	fmt_user(num(c, "uid"), user, sizeof(user));
-	fmt_label(str(c, "label"), lb, sizeof(lb));
-	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(c, "gpus")) == 0)
-		printf("%5.0f %8.0f %-8s  %-16s %3s\n", num(c, "id"),
-		       num(c, "pid"), user, lb, "-");
-	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "gpus")) {
-		fmt_bytes(num(m, "managed"), mg, sizeof(mg));
-		fmt_bytes(num(m, "pinned"), pn, sizeof(pn));
-		fmt_ms(num(m, "held_ms"), held, sizeof(held));
-		fmt_ms(num(m, "waited_ms"), waited, sizeof(waited));
-		printf("%5.0f %8.0f %-8s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
-		       num(c, "id"), num(c, "pid"), user, lb,
-		       gpu_index(gpus, str(m, "uuid"), idx, sizeof(idx)),
-		       mg, pn, str(m, "state"),
-		       strcmp(str(m, "state"), "holding") ? "-" : held,
-		       strcmp(str(m, "state"), "waiting") ? "-" : waited);
-	}
+	vs_status_get(o, &vs_status_member, m);
+	st = m[VS_SM_state].str;
+	fmt_bytes(m[VS_SM_managed].num, mg, sizeof(mg));
+	fmt_bytes(m[VS_SM_pinned].num, pn, sizeof(pn));
+	fmt_ms(m[VS_SM_held_ms].num, held, sizeof(held));
+	fmt_ms(m[VS_SM_waited_ms].num, waited, sizeof(waited));
+	printf("%5.0f %8.0f %-8s  %s %3s  %10s %10s  %-8s %9s %9s\n",
+	       c->v[VS_SC_id].num, c->v[VS_SC_pid].num, user, lb,
+	       gpu_index(d, m[VS_SM_uuid].str, idx, sizeof(idx)), mg, pn, st,
+	       strcmp(st, VS_STATUS_HOLDING) ? "-" : held,
+	       strcmp(st, VS_STATUS_WAITING) ? "-" : waited);
 }
 
-int vc_print_status(const char *json)
+static void print_client(const struct client *c, const struct doc *d)
 {
-	cJSON *root = cJSON_Parse(json);
-	const cJSON *gpus, *clients, *it;
+	const cJSON *m, *gpus = c->v[VS_SC_gpus].arr;
+	char user[16], lb[LABEL_COLS * 4 + 1];
 
-	if (root == NULL) {
-		fprintf(stderr, "vsharectl: the status is not valid JSON\n");
-		return VC_EXIT_ERROR;
-	}
-	gpus = cJSON_GetObjectItemCaseSensitive(root, "gpus");
-	clients = cJSON_GetObjectItemCaseSensitive(root, "clients");
+	fmt_user(c->v[VS_SC_uid].num, user, sizeof(user));
+	fmt_label(c->v[VS_SC_label].str, lb, sizeof(lb));
 	if (cJSON_GetArraySize(gpus) == 0)
+		printf("%5.0f %8.0f %-8s  %s %3s\n", c->v[VS_SC_id].num,
+		       c->v[VS_SC_pid].num, user, lb, "-");
+	cJSON_ArrayForEach(m, gpus)
+		print_member(c, user, lb, m, d);
+}
+
+static void print_doc(const struct doc *d)
+{
+	const cJSON *it;
+
+	if (cJSON_GetArraySize(d->v[VS_SD_gpus].arr) == 0)
 		printf("no GPUs attached yet\n");
-	cJSON_ArrayForEach(it, gpus)
-		print_gpu(it, clients);
+	cJSON_ArrayForEach(it, d->v[VS_SD_gpus].arr)
+		print_gpu(it, d);
 	printf("\n");
-	if (cJSON_GetArraySize(clients) == 0) {
+	if (d->n_clients == 0) {
 		printf("no clients\n");
 	} else {
 		printf("%5s %8s %-8s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
 		       "ID", "PID", "USER", "LABEL", "GPU", "MANAGED", "PINNED",
 		       "STATE", "HELD", "WAITED");
-		cJSON_ArrayForEach(it, clients)
-			print_client(it, gpus);
+		for (size_t i = 0; i < d->n_clients; i++)
+			print_client(&d->clients[i], d);
 	}
-	if (num(root, "clients_omitted") > 0)
+	if (d->v[VS_SD_clients_omitted].num > 0)
 		printf("... and %.0f more clients (the status is too long to "
-		       "show them all)\n", num(root, "clients_omitted"));
+		       "show them all)\n", d->v[VS_SD_clients_omitted].num);
+}
+
+int vc_print_status(const char *json)
+{
+	cJSON *root = cJSON_Parse(json);
+	const cJSON *it;
+	struct doc d;
+	size_t n;
+
+	if (root == NULL) {
+		fprintf(stderr, "vsharectl: the status is not valid JSON\n");
+		return VC_EXIT_ERROR;
+	}
+	memset(&d, 0, sizeof(d));
+	vs_status_get(root, &vs_status_doc, d.v);
+	n = (size_t)cJSON_GetArraySize(d.v[VS_SD_clients].arr);
+	d.clients = n ? calloc(n, sizeof(*d.clients)) : NULL;
+	if (n > 0 && d.clients == NULL) {
+		fprintf(stderr, "vsharectl: out of memory\n");
+		cJSON_Delete(root);
+		return VC_EXIT_ERROR;
+	}
+	cJSON_ArrayForEach(it, d.v[VS_SD_clients].arr)
+		vs_status_get(it, &vs_status_client, d.clients[d.n_clients++].v);
+	print_doc(&d);
+	free(d.clients);
 	cJSON_Delete(root);
 	return VC_EXIT_OK;
 }

@@ -3,13 +3,9 @@
  * that releasing the GPU can synchronize all of them.
  */
 #include "ctx_track.h"
-#include "gate.h"
-#include "hooks.h"
+#include "client.h"
+#include "hook_body.h"
 #include "mem_reg.h"
-
-#define HOOK_LEAVE()                                            \
-	shim_guard_leave();                                     \
-	return r_
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
@@ -39,7 +35,7 @@ static void forget_memory(CUcontext ctx, int dev)
 		d = dev;
 	}
 	if (d >= 0)
-		gate_footprint_changed(d);
+		client_footprint_changed(d);
 }
 
 /* A reset destroys the primary context and every allocation in it. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hooks.h"
+#include "shim_guard.h"
 #include "shim_libc.h"
 
 /* strcmp, which a sanitizer intercepts: unusable while it sets up. */

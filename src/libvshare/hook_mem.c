@@ -2,20 +2,21 @@
  * Memory hooks: each hands its call to mem_* and, when mem_* leaves it to
  * the driver (MEM_PASS), calls its own real variant.
  */
-#include "hooks.h"
+#include "hook_body.h"
 #include "mem_alloc.h"
 
-#define HOOK_LEAVE(args)                                        \
+/* The end of a memory hook: the hook's own real variant when mem_* left
+ * the call to the driver, then HOOK_LEAVE. */
+#define HOOK_PASS_LEAVE(args)                                   \
 	if (r_ == MEM_PASS)                                     \
 		r_ = real_ args;                                \
-	shim_guard_leave();                                     \
-	return r_
+	HOOK_LEAVE()
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	HOOK_ENTER(cuMemAlloc_v2, (dptr, bytesize));
 	r_ = mem_alloc(dptr, bytesize);
-	HOOK_LEAVE((dptr, bytesize));
+	HOOK_PASS_LEAVE((dptr, bytesize));
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
@@ -26,7 +27,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
 		   (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
 	r_ = mem_alloc_pitch(dptr, pPitch, WidthInBytes, Height,
 			     ElementSizeBytes);
-	HOOK_LEAVE((dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
+	HOOK_PASS_LEAVE((dptr, pPitch, WidthInBytes, Height, ElementSizeBytes));
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
@@ -34,14 +35,14 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 {
 	HOOK_ENTER(cuMemAllocManaged, (dptr, bytesize, flags));
 	r_ = mem_alloc_managed(dptr, bytesize, flags);
-	HOOK_LEAVE((dptr, bytesize, flags));
+	HOOK_PASS_LEAVE((dptr, bytesize, flags));
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
 	HOOK_ENTER(cuMemAllocAsync, (dptr, bytesize, hStream));
 	r_ = mem_alloc_async(dptr, bytesize, hStream);
-	HOOK_LEAVE((dptr, bytesize, hStream));
+	HOOK_PASS_LEAVE((dptr, bytesize, hStream));
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
@@ -49,7 +50,7 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 {
 	HOOK_ENTER(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream));
 	r_ = mem_alloc_async(dptr, bytesize, PTSZ(hStream));
-	HOOK_LEAVE((dptr, bytesize, hStream));
+	HOOK_PASS_LEAVE((dptr, bytesize, hStream));
 }
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -57,7 +58,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
 {
 	HOOK_ENTER(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream));
 	r_ = mem_alloc_async(dptr, bytesize, hStream);
-	HOOK_LEAVE((dptr, bytesize, pool, hStream));
+	HOOK_PASS_LEAVE((dptr, bytesize, pool, hStream));
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
@@ -66,28 +67,28 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 	HOOK_ENTER(cuMemAllocFromPoolAsync_ptsz,
 		   (dptr, bytesize, pool, hStream));
 	r_ = mem_alloc_async(dptr, bytesize, PTSZ(hStream));
-	HOOK_LEAVE((dptr, bytesize, pool, hStream));
+	HOOK_PASS_LEAVE((dptr, bytesize, pool, hStream));
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	HOOK_ENTER(cuMemFree_v2, (dptr));
 	r_ = mem_free(dptr);
-	HOOK_LEAVE((dptr));
+	HOOK_PASS_LEAVE((dptr));
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
 	HOOK_ENTER(cuMemFreeAsync, (dptr, hStream));
 	r_ = mem_free_async(dptr, hStream);
-	HOOK_LEAVE((dptr, hStream));
+	HOOK_PASS_LEAVE((dptr, hStream));
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
 	HOOK_ENTER(cuMemFreeAsync_ptsz, (dptr, hStream));
 	r_ = mem_free_async(dptr, PTSZ(hStream));
-	HOOK_LEAVE((dptr, hStream));
+	HOOK_PASS_LEAVE((dptr, hStream));
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
@@ -95,19 +96,19 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 {
 	HOOK_ENTER(cuMemCreate, (handle, size, prop, flags));
 	r_ = mem_create(handle, size, prop, flags);
-	HOOK_LEAVE((handle, size, prop, flags));
+	HOOK_PASS_LEAVE((handle, size, prop, flags));
 }
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	HOOK_ENTER(cuMemRelease, (handle));
 	r_ = mem_release(handle);
-	HOOK_LEAVE((handle));
+	HOOK_PASS_LEAVE((handle));
 }
 
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 {
 	HOOK_ENTER(cuMemGetInfo_v2, (free, total));
 	r_ = mem_get_info(free, total);
-	HOOK_LEAVE((free, total));
+	HOOK_PASS_LEAVE((free, total));
 }

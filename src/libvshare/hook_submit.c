@@ -4,40 +4,28 @@
  * keep the gate's count of active captures.
  */
 #include "gate.h"
-#include "hooks.h"
-#include "shim_ops.h"
+#include "cu_query.h"
+#include "hook_body.h"
 
 #define H_BODY_SUBMIT(sym, stream, params, args)                          \
 CUresult sym params                                                       \
 {                                                                         \
-	__typeof__(&sym) real_ = REAL(sym);                               \
-	CUresult r_;                                                      \
 	int tok_;                                                         \
-	if (real_ == NULL)                                                \
-		return shim_missing(#sym);                                \
-	if (!shim_guard_enter())                                          \
-		return real_ args;                                        \
+	HOOK_ENTER(sym, args);                                            \
 	tok_ = gate_enter((void *)(stream));                              \
 	r_ = real_ args;                                                  \
 	gate_exit(tok_);                                                  \
-	shim_guard_leave();                                               \
-	return r_;                                                        \
+	HOOK_LEAVE();                                                     \
 }
 
 #define H_BODY_CAPTURE_BEGIN(sym, stream, params, args)                   \
 CUresult sym params                                                       \
 {                                                                         \
-	__typeof__(&sym) real_ = REAL(sym);                               \
-	CUresult r_;                                                      \
-	if (real_ == NULL)                                                \
-		return shim_missing(#sym);                                \
-	if (!shim_guard_enter())                                          \
-		return real_ args;                                        \
+	HOOK_ENTER(sym, args);                                            \
 	r_ = real_ args;                                                  \
 	if (r_ == CUDA_SUCCESS)                                           \
 		gate_capture_delta(1);                                    \
-	shim_guard_leave();                                               \
-	return r_;                                                        \
+	HOOK_LEAVE();                                                     \
 }
 
 /* Ending a capture can fail (an invalidated capture) and still end it, so
@@ -45,20 +33,14 @@ CUresult sym params                                                       \
 #define H_BODY_CAPTURE_END(sym, stream, params, args)                     \
 CUresult sym params                                                       \
 {                                                                         \
-	__typeof__(&sym) real_ = REAL(sym);                               \
-	CUresult r_;                                                      \
 	int was_;                                                         \
-	if (real_ == NULL)                                                \
-		return shim_missing(#sym);                                \
-	if (!shim_guard_enter())                                          \
-		return real_ args;                                        \
-	was_ = shim_ops_stream_capturing((void *)(stream));               \
+	HOOK_ENTER(sym, args);                                            \
+	was_ = cuq_stream_capturing((void *)(stream));                    \
 	r_ = real_ args;                                                  \
 	if (was_ && (r_ == CUDA_SUCCESS ||                                \
-		     !shim_ops_stream_capturing((void *)(stream))))       \
+		     !cuq_stream_capturing((void *)(stream))))            \
 		gate_capture_delta(-1);                                   \
-	shim_guard_leave();                                               \
-	return r_;                                                        \
+	HOOK_LEAVE();                                                     \
 }
 
 #define H_BODY_ALLOC(sym, stream, params, args)

@@ -1,7 +1,13 @@
+/*
+ * The table of hooks generated from hooks.def, the lookups the dlsym
+ * interposer (hook_dlsym.c) and cuGetProcAddress use, and the
+ * cuGetProcAddress interposers themselves: they are in the table they
+ * read, so they share its object (no circle between two files).
+ */
 #include <pthread.h>
 #include <string.h>
 
-#include "hooks.h"
+#include "hook_body.h"
 #include "log.h"
 
 #define H_FN_SUBMIT(sym)        (void *)sym
@@ -22,8 +28,6 @@ const struct hook_info hook_infos[HK_COUNT] = {
 #include "hooks.def"
 #undef H
 };
-
-void *hook_real_tab[HK_COUNT];
 
 /* Hook ids sorted by symbol and by base name, for binary search. Built
  * once with an insertion sort: dlsym can be called very early (by other
@@ -137,20 +141,49 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 	return hook_infos[id].hook;
 }
 
-int hook_resolve_all(void *(*lookup)(void *handle, const char *name),
-		     void *handle)
+/*
+ * The cuGetProcAddress interposers: the CUDA runtime gets every driver
+ * entry point through them since CUDA 11.3. The driver chooses the
+ * variant; the shim hands out that variant's hook (hook_for_proc).
+ */
+static void map_proc(const char *symbol, void **pfn, int version,
+		     cuuint64_t flags)
 {
-	int found = 0;
+	if (pfn != NULL && *pfn != NULL)
+		*pfn = hook_for_proc(symbol, *pfn, version, flags);
+}
 
-	for (int i = 0; i < HK_COUNT; i++) {
-		void *p = lookup(handle, hook_infos[i].name);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+			  cuuint64_t flags)
+{
+	__typeof__(&cuGetProcAddress) real = REAL_INIT(cuGetProcAddress);
+	CUresult r;
 
-		/* Never record one of the shim's own hooks as the real
-		 * function: that would make the hook call itself. */
-		if (p != NULL && p != hook_infos[i].hook) {
-			hook_real_claim((enum hook_id)i, p);
-			found++;
-		}
-	}
-	return found;
+	if (real == NULL)
+		return shim_missing("cuGetProcAddress");
+	if (!shim_guard_enter())
+		return real(symbol, pfn, cudaVersion, flags);
+	r = real(symbol, pfn, cudaVersion, flags);
+	if (r == CUDA_SUCCESS)
+		map_proc(symbol, pfn, cudaVersion, flags);
+	shim_guard_leave();
+	return r;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+			     cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *symbolStatus)
+{
+	__typeof__(&cuGetProcAddress_v2) real = REAL_INIT(cuGetProcAddress_v2);
+	CUresult r;
+
+	if (real == NULL)
+		return shim_missing("cuGetProcAddress_v2");
+	if (!shim_guard_enter())
+		return real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+	if (r == CUDA_SUCCESS)
+		map_proc(symbol, pfn, cudaVersion, flags);
+	shim_guard_leave();
+	return r;
 }

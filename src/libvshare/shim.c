@@ -1,27 +1,37 @@
+/*
+ * The top of the shim: the one-time init that loads the real driver and
+ * wires the layers together (the gate gets the CUDA operations and the
+ * client's `wanted` event, the client gets the memory layer's callbacks),
+ * and the exit and fork handlers that call each layer's own.
+ */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "client.h"
 #include "ctx_track.h"
+#include "cu_query.h"
 #include "gate.h"
+#include "gate_ctl.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
 #include "shim.h"
 #include "shim_env.h"
+#include "shim_guard.h"
 #include "shim_libc.h"
 #include "shim_ops.h"
 
-struct shim_conf shim_conf = { .convert = 1, .libcuda = "libcuda.so.1" };
+/* VSHARE_LIBCUDA, default libcuda.so.1. */
+static const char *shim_libcuda = "libcuda.so.1";
 
 static pthread_once_t shim_once = PTHREAD_ONCE_INIT;
 static int shim_ready;
-/* Initial-exec TLS: the shim is preloaded, so its few bytes come from the
- * static TLS block and each access is a plain load, not a call. */
-#define SHIM_TLS __thread __attribute__((tls_model("initial-exec")))
 
-static SHIM_TLS int shim_depth;
-static SHIM_TLS int shim_initializing;
+/* How the gate tells the client that a thread waits (gate_ctl.h). */
+static const struct gate_events shim_gate_events = {
+	.wanted = client_wanted,
+};
 
 /* Logging is set up before anything else can log: it reads one variable
  * and writes nothing, so a program that never uses CUDA is unaffected (a
@@ -41,12 +51,8 @@ static void shim_read_conf(void)
 	if (lvl != NULL && *lvl != '\0' && log_level_parse(lvl) < 0)
 		log_warn("VSHARE_LOG_LEVEL=\"%s\" is not error, warn, info or "
 			 "debug; using warn", lvl);
-	shim_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);
-	shim_conf.allow_single_oversub =
-		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
-	shim_conf.mem_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
-	shim_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
-	shim_conf.libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
+	mem_conf_read();
+	shim_libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
 }
 
 static void *shim_lookup(void *handle, const char *name)
@@ -62,18 +68,22 @@ static void shim_atfork_child(void)
 {
 	mem_atfork_child();
 	ctx_atfork_child();
-	shim_ops_atfork_child();
+	cuq_atfork_child();
 	gate_atfork_child();
+	client_atfork_child();
 }
 
 /* Exit: the atexit handler registered at init runs before the
  * destructors and before every handler registered earlier; the
- * destructor covers an unload by dlclose. gate_shutdown runs once. */
+ * destructor covers an unload by dlclose. The gate opens for good first,
+ * so no thread stays blocked on a gate that the stopping client would
+ * never open; each runs once. */
 static void shim_atexit(void)
 {
 	int outer = shim_guard_enter();
 
 	gate_shutdown();
+	client_stop();
 	if (outer)
 		shim_guard_leave();
 }
@@ -89,35 +99,37 @@ static void shim_init(void)
 	void *handle;
 	int found;
 
-	shim_initializing = 1;
+	shim_guard_init_begin();
 	shim_read_conf();
-	handle = dlopen(shim_conf.libcuda, RTLD_NOW | RTLD_LOCAL);
+	handle = dlopen(shim_libcuda, RTLD_NOW | RTLD_LOCAL);
 	if (handle == NULL) {
 		/* The program may have loaded a driver under another name:
 		 * take whatever the global scope after the shim provides. */
-		log_debug("dlopen(%s): %s", shim_conf.libcuda, dlerror());
+		log_debug("dlopen(%s): %s", shim_libcuda, dlerror());
 		handle = RTLD_NEXT;
 	}
 	found = hook_resolve_all(shim_lookup, handle);
 	if (found == 0 || hook_real_load(HK_cuGetProcAddress_v2) == NULL)
 		log_error("cannot load the CUDA driver (%s): CUDA calls fail "
-			  "with CUDA_ERROR_NOT_INITIALIZED", shim_conf.libcuda);
+			  "with CUDA_ERROR_NOT_INITIALIZED", shim_libcuda);
 	pthread_atfork(NULL, NULL, shim_atfork_child);
-	gate_init(&shim_gate_ops);
+	gate_init(&shim_gate_ops, &shim_gate_events);
+	client_init(&shim_client_cbs);
 	atexit(shim_atexit);
 	log_debug("initialized: %d driver symbols, convert=%d", found,
-		  shim_conf.convert);
+		  mem_conf.convert);
 	__atomic_store_n(&shim_ready, 1, __ATOMIC_RELEASE);
-	shim_initializing = 0;
+	shim_guard_init_end();
 }
 
 void shim_ensure_init(void)
 {
-	if (__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE) || shim_initializing)
+	if (__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE) ||
+	    shim_guard_initializing())
 		return;
-	shim_depth++;
+	shim_guard_depth_add(1);
 	pthread_once(&shim_once, shim_init);
-	shim_depth--;
+	shim_guard_depth_add(-1);
 }
 
 void *shim_real(int id)
@@ -126,27 +138,9 @@ void *shim_real(int id)
 	return hook_real_load((enum hook_id)id);
 }
 
-int shim_guard_enter(void)
-{
-	if (shim_depth != 0 || shim_initializing)
-		return 0;
-	shim_depth = 1;
-	return 1;
-}
-
-void shim_guard_leave(void)
-{
-	shim_depth = 0;
-}
-
-int shim_guard_active(void)
-{
-	return shim_depth > 0 || shim_initializing;
-}
-
 CUresult shim_missing(const char *sym)
 {
 	log_once(LOG_LVL_ERROR, "%s: the real CUDA driver function is not "
-		 "available (driver %s not loaded?)", sym, shim_conf.libcuda);
+		 "available (driver %s not loaded?)", sym, shim_libcuda);
 	return CUDA_ERROR_NOT_INITIALIZED;
 }

@@ -1,6 +1,8 @@
 /*
- * Configuration: one table of keys, each with its own checked parser.
- * Unknown keys are errors, so a typo does not silently keep a default.
+ * Configuration: one table of keys (CONF_KEYS), from which come the
+ * defaults, the parser with its range checks, --print-config and what a
+ * reload keeps. Unknown keys are errors, so a typo does not silently keep
+ * a default.
  */
 #include <errno.h>
 #include <grp.h>
@@ -18,20 +20,103 @@
 
 #define ERR(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
+/* 2^53: the largest byte count that a JSON number holds exactly. */
+#define JSON_INT_MAX 9007199254740992ull
+
+/*
+ * The keys, in the order --print-config writes them. A row is
+ *   X(name, type, default, lo, hi, unit, scope, reload)
+ * name is also the field of struct conf; default is NUM(value) or
+ * STR(text); scope is GLOBAL, or GPU(field of struct sched_gpu_cfg, its
+ * SCHED_GCFG_* bit, scale) for a key that "gpus" entries may set too;
+ * reload is LIVE, or RESTART for what is bound to the listening socket.
+ *
+ * max_clients: with footprints clamped to SCHED_FP_MAX (2^44), 2^18
+ * clients keep every per-GPU sum below 2^62.
+ */
+#define CONF_KEYS(X) \
+X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
+X(mode,              MODE,  NUM(VS_MODE_AUTO),          0,           0,            "",        GPU(mode, SCHED_GCFG_MODE, 1),    LIVE)    \
+X(capacity,          SIZE,  NUM(0),                     0,           JSON_INT_MAX, "bytes",   GPU(capacity, SCHED_GCFG_CAP, 1), LIVE)    \
+X(grace_ms,          UINT,  NUM(5000),                  0,           3600000,      "ms",      GLOBAL,                           LIVE)    \
+X(skip_unresponsive, BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
+X(socket,            PATH,  STR(""),                    0,           0,            "",        GLOBAL,                           RESTART) \
+X(socket_group,      GROUP, STR(CONF_DEF_SOCKET_GROUP), 0,           0,            "",        GLOBAL,                           RESTART) \
+X(socket_mode,       OCTAL, NUM(0660),                  0600,        0777,         "",        GLOBAL,                           RESTART) \
+X(admin_group,       GROUP, STR(CONF_DEF_ADMIN_GROUP),  0,           0,            "",        GLOBAL,                           LIVE)    \
+X(status_public,     BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
+X(log_level,         LEVEL, NUM(LOG_LVL_INFO),          0,           0,            "",        GLOBAL,                           LIVE)    \
+X(max_clients,       UINT,  NUM(16384),                 1,           262144,       "clients", GLOBAL,                           LIVE)
+
+#define NUM(v) (v), NULL
+#define STR(s) 0, (s)
+#define GLOBAL 0, 0, 0, 0
+#define GPU(f, bit, scale) offsetof(struct sched_gpu_cfg, f),                 \
+	sizeof(((struct sched_gpu_cfg *)0)->f), (bit), (scale)
+#define LIVE    0
+#define RESTART 1
+#define ROW(name, type, dflt, lo, hi, unit, scope, reload)                    \
+	{ #name, CONF_T_##type, offsetof(struct conf, name),                   \
+	  sizeof(((struct conf *)0)->name), dflt, lo, hi, unit, scope, reload },
+
+static const struct conf_key keys[] = { CONF_KEYS(ROW) };
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+const struct conf_key *conf_keys(size_t *n)
+{
+	*n = N_KEYS;
+	return keys;
+}
+
+static const struct conf_key *find_key(const char *name)
+{
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+/* A number-like field (every type but the strings) by its type's width. */
+static uint64_t num_get(int type, const void *f)
+{
+	if (type == CONF_T_SIZE)
+		return *(const uint64_t *)f;
+	if (type == CONF_T_BOOL || type == CONF_T_LEVEL)
+		return (uint64_t)*(const int *)f;
+	return *(const uint32_t *)f;
+}
+
+static void num_set(int type, void *f, uint64_t v)
+{
+	if (type == CONF_T_SIZE)
+		*(uint64_t *)f = v;
+	else if (type == CONF_T_BOOL || type == CONF_T_LEVEL)
+		*(int *)f = (int)v;
+	else
+		*(uint32_t *)f = (uint32_t)v;
+}
+
+static int is_text(int type)
+{
+	return type == CONF_T_PATH || type == CONF_T_GROUP;
+}
+
 void conf_defaults(struct conf *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->tq_s = CONF_TQ_S_DEFAULT;
-	c->mode = VS_MODE_AUTO;
-	c->capacity = 0;
-	c->grace_ms = CONF_GRACE_MS_DEFAULT;
-	c->skip_unresponsive = 1;
-	strcpy(c->socket_group, CONF_GROUP_AUTO);
-	c->socket_mode = CONF_SOCKET_MODE_DEF;
-	strcpy(c->admin_group, CONF_GROUP_AUTO);
-	c->status_public = 1;
-	c->log_level = LOG_LVL_INFO;
-	c->max_clients = CONF_MAX_CLIENTS_DEF;
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct conf_key *k = &keys[i];
+		char *f = (char *)c + k->off;
+
+		if (k->type == CONF_T_GROUP)
+			snprintf(f, k->size, "%s", CONF_GROUP_AUTO);
+		else if (k->type == CONF_T_PATH)
+			snprintf(f, k->size, "%s", k->dstr);
+		else
+			num_set(k->type, f, k->dnum);
+	}
 }
 
 void conf_free(struct conf *c)
@@ -42,7 +127,7 @@ void conf_free(struct conf *c)
 }
 
 /* An integer JSON number in [lo, hi]. */
-static int get_int(const cJSON *it, const char *key, double lo, double hi,
+static int get_int(const cJSON *it, const char *key, uint64_t lo, uint64_t hi,
 		   uint64_t *out, char *err, size_t errlen)
 {
 	double v;
@@ -50,18 +135,10 @@ static int get_int(const cJSON *it, const char *key, double lo, double hi,
 	if (!cJSON_IsNumber(it))
 		ERR("%s: must be a number", key);
 	v = it->valuedouble;
-	if (v != floor(v) || v < lo || v > hi)
-		ERR("%s: must be an integer from %.0f to %.0f", key, lo, hi);
+	if (v != floor(v) || v < (double)lo || v > (double)hi)
+		ERR("%s: must be an integer from %llu to %llu", key,
+		    (unsigned long long)lo, (unsigned long long)hi);
 	*out = (uint64_t)v;
-	return 0;
-}
-
-static int get_bool(const cJSON *it, const char *key, int *out, char *err,
-		    size_t errlen)
-{
-	if (!cJSON_IsBool(it))
-		ERR("%s: must be true or false", key);
-	*out = cJSON_IsTrue(it);
 	return 0;
 }
 
@@ -76,65 +153,103 @@ static int get_str(const cJSON *it, const char *key, char *out, size_t n,
 	return 0;
 }
 
-/* A group name, "" for none, or null for the automatic default (the
- * usual group if it exists, else none). */
-static int get_group(const cJSON *it, const char *key,
-		     char out[CONF_NAME_MAX], char *err, size_t errlen)
+/* Bytes: a number, or a string like "8G". */
+static int get_size(const cJSON *it, const char *key, uint64_t hi,
+		    uint64_t *out, char *err, size_t errlen)
 {
-	if (cJSON_IsNull(it)) {
-		strcpy(out, CONF_GROUP_AUTO);
-		return 0;
-	}
-	return get_str(it, key, out, CONF_NAME_MAX, err, errlen);
-}
-
-static int get_tq(const cJSON *it, const char *key, uint32_t *out, char *err,
-		  size_t errlen)
-{
-	uint64_t v;
-
-	if (get_int(it, key, SCHED_TQ_MIN_S, SCHED_TQ_MAX_S, &v, err, errlen))
-		return -1;
-	*out = (uint32_t)v;
+	if (!cJSON_IsString(it))
+		return get_int(it, key, 0, hi, out, err, errlen);
+	if (vs_parse_size(it->valuestring, 0, out) != 0)
+		ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
+		    it->valuestring);
 	return 0;
 }
 
-static int get_mode(const cJSON *it, const char *key, uint32_t *out,
-		    char *err, size_t errlen)
-{
-	if (!cJSON_IsString(it) || vs_mode_parse(it->valuestring, out) != 0)
-		ERR("%s: must be \"auto\", \"on\" or \"off\"", key);
-	return 0;
-}
-
-static int get_capacity(const cJSON *it, const char *key, uint64_t *out,
-			char *err, size_t errlen)
-{
-	if (cJSON_IsString(it)) {
-		if (vs_parse_size(it->valuestring, 0, out) != 0)
-			ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
-			    it->valuestring);
-		return 0;
-	}
-	/* 2^53: the largest byte count a JSON number holds exactly. */
-	return get_int(it, key, 0, 9007199254740992.0, out, err, errlen);
-}
-
-static int get_socket_mode(const cJSON *it, const char *key, uint32_t *out,
-			   char *err, size_t errlen)
+/* An octal string; the range of socket_mode ("0600" to "0777") is also
+ * what keeps the owner's read and write. */
+static int get_octal(const cJSON *it, const struct conf_key *k,
+		     const char *key, uint64_t *out, char *err, size_t errlen)
 {
 	char *end;
 	unsigned long v;
 
 	if (!cJSON_IsString(it))
-		ERR("%s: must be an octal string like \"0660\"", key);
+		ERR("%s: must be an octal string like \"%04llo\"", key,
+		    (unsigned long long)k->dnum);
 	errno = 0;
 	v = strtoul(it->valuestring, &end, 8);
-	if (errno || *end || end == it->valuestring || v > 0777 ||
-	    (v & 0600) != 0600)
-		ERR("%s: must be octal from \"0600\" to \"0777\" with owner "
-		    "read and write", key);
-	*out = (uint32_t)v;
+	if (errno || *end || end == it->valuestring || v < k->lo || v > k->hi)
+		ERR("%s: must be octal from \"%04llo\" to \"%04llo\" with "
+		    "owner read and write", key, (unsigned long long)k->lo,
+		    (unsigned long long)k->hi);
+	*out = v;
+	return 0;
+}
+
+static int get_words(const cJSON *it, const char *key, int type,
+		     uint64_t *out, char *err, size_t errlen)
+{
+	uint32_t m;
+	int lv;
+
+	if (type == CONF_T_MODE) {
+		if (!cJSON_IsString(it) || vs_mode_parse(it->valuestring, &m))
+			ERR("%s: must be \"auto\", \"on\" or \"off\"", key);
+		*out = m;
+		return 0;
+	}
+	lv = cJSON_IsString(it) ? log_level_parse(it->valuestring) : -1;
+	if (lv < 0)
+		ERR("%s: must be \"error\", \"warn\", \"info\" or \"debug\"",
+		    key);
+	*out = (uint64_t)lv;
+	return 0;
+}
+
+/* A number-like value of key k (named key in errors) into *v. */
+static int parse_num(const struct conf_key *k, const cJSON *it,
+		     const char *key, uint64_t *v, char *err, size_t errlen)
+{
+	switch (k->type) {
+	case CONF_T_UINT:
+		return get_int(it, key, k->lo, k->hi, v, err, errlen);
+	case CONF_T_SIZE:
+		return get_size(it, key, k->hi, v, err, errlen);
+	case CONF_T_OCTAL:
+		return get_octal(it, k, key, v, err, errlen);
+	case CONF_T_BOOL:
+		if (!cJSON_IsBool(it))
+			ERR("%s: must be true or false", key);
+		*v = (uint64_t)cJSON_IsTrue(it);
+		return 0;
+	default:
+		return get_words(it, key, k->type, v, err, errlen);
+	}
+}
+
+/* A top-level key into its field of c. */
+static int parse_field(struct conf *c, const struct conf_key *k,
+		       const cJSON *it, char *err, size_t errlen)
+{
+	char *f = (char *)c + k->off;
+	uint64_t v;
+
+	if (k->type == CONF_T_GROUP && cJSON_IsNull(it)) {
+		/* null: the automatic default (the usual group if it
+		 * exists, else none). */
+		snprintf(f, k->size, "%s", CONF_GROUP_AUTO);
+		return 0;
+	}
+	if (is_text(k->type)) {
+		if (get_str(it, k->name, f, k->size, err, errlen))
+			return -1;
+		if (k->type == CONF_T_PATH && f[0] != '/')
+			ERR("%s: must be an absolute path", k->name);
+		return 0;
+	}
+	if (parse_num(k, it, k->name, &v, err, errlen))
+		return -1;
+	num_set(k->type, f, v);
 	return 0;
 }
 
@@ -145,6 +260,26 @@ static int dup_key(const cJSON *it, char *err, size_t errlen)
 	for (const cJSON *p = it->prev; p != NULL && p->next != NULL; p = p->prev)
 		if (strcmp(p->string, it->string) == 0)
 			ERR("%s: given twice", it->string);
+	return 0;
+}
+
+/* One key of a "gpus" entry: a per-GPU key, scaled into g. */
+static int parse_gpu_key(struct sched_gpu_cfg *g, const cJSON *it,
+			 const char *key, char *err, size_t errlen)
+{
+	const struct conf_key *k = find_key(it->string);
+	uint64_t v;
+
+	if (k == NULL || k->gpu_bit == 0)
+		ERR("%s: unknown key", key);
+	if (parse_num(k, it, key, &v, err, errlen))
+		return -1;
+	v *= k->gpu_scale;
+	if (k->gpu_size == sizeof(uint64_t))
+		*(uint64_t *)(void *)((char *)g + k->gpu_off) = v;
+	else
+		*(uint32_t *)(void *)((char *)g + k->gpu_off) = (uint32_t)v;
+	g->set |= k->gpu_bit;
 	return 0;
 }
 
@@ -159,25 +294,10 @@ static int parse_gpu(struct sched_gpu_cfg *g, const cJSON *obj,
 	if (!cJSON_IsObject(obj))
 		ERR("gpus.%s: must be an object", uuid);
 	cJSON_ArrayForEach(it, obj) {
-		if (dup_key(it, err, errlen))
-			return -1;
 		snprintf(key, sizeof(key), "gpus.%s.%s", uuid, it->string);
-		if (strcmp(it->string, "tq_s") == 0) {
-			if (get_tq(it, key, &g->tq_ms, err, errlen))
-				return -1;
-			g->tq_ms *= 1000;
-			g->set |= SCHED_GCFG_TQ;
-		} else if (strcmp(it->string, "mode") == 0) {
-			if (get_mode(it, key, &g->mode, err, errlen))
-				return -1;
-			g->set |= SCHED_GCFG_MODE;
-		} else if (strcmp(it->string, "capacity") == 0) {
-			if (get_capacity(it, key, &g->capacity, err, errlen))
-				return -1;
-			g->set |= SCHED_GCFG_CAP;
-		} else {
-			ERR("%s: unknown key", key);
-		}
+		if (dup_key(it, err, errlen) ||
+		    parse_gpu_key(g, it, key, err, errlen))
+			return -1;
 	}
 	return 0;
 }
@@ -209,54 +329,13 @@ static int parse_gpus(struct conf *c, const cJSON *obj, char *err,
 /* One top-level key. */
 static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 {
-	const char *k = it->string;
-	uint64_t v;
+	const struct conf_key *k = find_key(it->string);
 
-	if (strcmp(k, "tq_s") == 0)
-		return get_tq(it, k, &c->tq_s, err, errlen);
-	if (strcmp(k, "mode") == 0)
-		return get_mode(it, k, &c->mode, err, errlen);
-	if (strcmp(k, "capacity") == 0)
-		return get_capacity(it, k, &c->capacity, err, errlen);
-	if (strcmp(k, "grace_ms") == 0) {
-		if (get_int(it, k, 0, CONF_GRACE_MS_MAX, &v, err, errlen))
-			return -1;
-		c->grace_ms = (uint32_t)v;
-		return 0;
-	}
-	if (strcmp(k, "skip_unresponsive") == 0)
-		return get_bool(it, k, &c->skip_unresponsive, err, errlen);
-	if (strcmp(k, "status_public") == 0)
-		return get_bool(it, k, &c->status_public, err, errlen);
-	if (strcmp(k, "socket") == 0) {
-		if (get_str(it, k, c->socket, sizeof(c->socket), err, errlen))
-			return -1;
-		if (c->socket[0] != '/')
-			ERR("socket: must be an absolute path");
-		return 0;
-	}
-	if (strcmp(k, "socket_group") == 0)
-		return get_group(it, k, c->socket_group, err, errlen);
-	if (strcmp(k, "admin_group") == 0)
-		return get_group(it, k, c->admin_group, err, errlen);
-	if (strcmp(k, "socket_mode") == 0)
-		return get_socket_mode(it, k, &c->socket_mode, err, errlen);
-	if (strcmp(k, "log_level") == 0) {
-		if (!cJSON_IsString(it) ||
-		    (c->log_level = log_level_parse(it->valuestring)) < 0)
-			ERR("log_level: must be \"error\", \"warn\", \"info\" "
-			    "or \"debug\"");
-		return 0;
-	}
-	if (strcmp(k, "max_clients") == 0) {
-		if (get_int(it, k, 1, CONF_MAX_CLIENTS_MAX, &v, err, errlen))
-			return -1;
-		c->max_clients = (uint32_t)v;
-		return 0;
-	}
-	if (strcmp(k, "gpus") == 0)
+	if (k != NULL)
+		return parse_field(c, k, it, err, errlen);
+	if (strcmp(it->string, "gpus") == 0)
 		return parse_gpus(c, it, err, errlen);
-	ERR("%s: unknown key", k);
+	ERR("%s: unknown key", it->string);
 }
 
 /* "line 3, column 7" of where cJSON stopped, for a syntax error. */
@@ -383,49 +462,108 @@ static const char *group_name(const char *setting, const char *dflt)
 	       dflt : "";
 }
 
+/* The JSON value of a field of key k. */
+static cJSON *field_json(const struct conf_key *k, const void *f)
+{
+	char buf[24];
+	uint64_t v;
+
+	if (k->type == CONF_T_PATH)
+		return cJSON_CreateString(f);
+	if (k->type == CONF_T_GROUP)
+		return cJSON_CreateString(group_name(f, k->dstr));
+	v = num_get(k->type, f);
+	switch (k->type) {
+	case CONF_T_BOOL:
+		return cJSON_CreateBool(v != 0);
+	case CONF_T_OCTAL:
+		snprintf(buf, sizeof(buf), "%04o", (unsigned)v);
+		return cJSON_CreateString(buf);
+	case CONF_T_MODE:
+		return cJSON_CreateString(vs_mode_name((uint32_t)v));
+	case CONF_T_LEVEL:
+		return cJSON_CreateString(level_names[v < 4 ? v : 2]);
+	case CONF_T_SIZE:
+		/* cJSON writes 15 significant digits: a byte count from 10^15
+		 * up would not read back the same. Below, the text is the
+		 * same as cJSON's. */
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+		return cJSON_CreateRaw(buf);
+	default:
+		return cJSON_CreateNumber((double)v);
+	}
+}
+
+/* A "gpus" entry: the per-GPU keys it sets. */
+static void gpu_json(cJSON *e, const struct sched_gpu_cfg *g)
+{
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct conf_key *k = &keys[i];
+		const char *f = (const char *)g + k->gpu_off;
+		uint64_t v, buf = 0;
+
+		if (k->gpu_bit == 0 || !(g->set & k->gpu_bit))
+			continue;
+		v = k->gpu_size == sizeof(uint64_t) ? *(const uint64_t *)
+		    (const void *)f : *(const uint32_t *)(const void *)f;
+		/* The value in the width of the key's type, unscaled. */
+		num_set(k->type, &buf, v / k->gpu_scale);
+		cJSON_AddItemToObject(e, k->name, field_json(k, &buf));
+	}
+}
+
 char *conf_to_json(const struct conf *c, const char *socket_path)
 {
 	cJSON *o = cJSON_CreateObject(), *gpus;
-	char mode[8], uuid[VS_UUID_STR_LEN];
-	static const char *const lv[] = { "error", "warn", "info", "debug" };
+	char uuid[VS_UUID_STR_LEN];
+	struct conf eff = *c;
 	char *text;
 
 	if (o == NULL)
 		return NULL;
-	snprintf(mode, sizeof(mode), "%04o", c->socket_mode);
-	cJSON_AddNumberToObject(o, "tq_s", c->tq_s);
-	cJSON_AddStringToObject(o, "mode", vs_mode_name(c->mode));
-	cJSON_AddNumberToObject(o, "capacity", (double)c->capacity);
-	cJSON_AddNumberToObject(o, "grace_ms", c->grace_ms);
-	cJSON_AddBoolToObject(o, "skip_unresponsive", c->skip_unresponsive);
-	cJSON_AddStringToObject(o, "socket", socket_path);
-	cJSON_AddStringToObject(o, "socket_group",
-				group_name(c->socket_group, CONF_DEF_SOCKET_GROUP));
-	cJSON_AddStringToObject(o, "socket_mode", mode);
-	cJSON_AddStringToObject(o, "admin_group",
-				group_name(c->admin_group, CONF_DEF_ADMIN_GROUP));
-	cJSON_AddBoolToObject(o, "status_public", c->status_public);
-	cJSON_AddStringToObject(o, "log_level", lv[c->log_level]);
-	cJSON_AddNumberToObject(o, "max_clients", c->max_clients);
+	/* The socket as the daemon uses it: the file's, or the default. */
+	snprintf(eff.socket, sizeof(eff.socket), "%s", socket_path);
+	for (size_t i = 0; i < N_KEYS; i++)
+		cJSON_AddItemToObject(o, keys[i].name, field_json(&keys[i],
+				      (const char *)&eff + keys[i].off));
 	gpus = cJSON_AddObjectToObject(o, "gpus");
 	for (size_t i = 0; gpus && i < c->n_gpus; i++) {
-		const struct sched_gpu_cfg *g = &c->gpus[i];
 		cJSON *e;
 
-		vs_uuid_format(g->uuid, uuid);
+		vs_uuid_format(c->gpus[i].uuid, uuid);
 		e = cJSON_AddObjectToObject(gpus, uuid);
-		if (e == NULL)
-			continue;
-		if (g->set & SCHED_GCFG_TQ)
-			cJSON_AddNumberToObject(e, "tq_s", g->tq_ms / 1000);
-		if (g->set & SCHED_GCFG_MODE)
-			cJSON_AddStringToObject(e, "mode", vs_mode_name(g->mode));
-		if (g->set & SCHED_GCFG_CAP)
-			cJSON_AddNumberToObject(e, "capacity", (double)g->capacity);
+		if (e != NULL)
+			gpu_json(e, &c->gpus[i]);
 	}
 	text = cJSON_Print(o);
 	cJSON_Delete(o);
 	return text;
+}
+
+int conf_keep_restart(const struct conf *old, struct conf *nc, char *changed,
+		      size_t n)
+{
+	int count = 0;
+	size_t len = 0;
+
+	changed[0] = '\0';
+	for (size_t i = 0; i < N_KEYS; i++) {
+		const struct conf_key *k = &keys[i];
+		char *f = (char *)nc + k->off;
+		const char *of = (const char *)old + k->off;
+
+		if (!k->restart)
+			continue;
+		if (is_text(k->type) ? strcmp(f, of) != 0 :
+		    num_get(k->type, f) != num_get(k->type, of)) {
+			if (len < n)
+				len += (size_t)snprintf(changed + len, n - len,
+					"%s%s", count ? ", " : "", k->name);
+			count++;
+		}
+		memcpy(f, of, k->size);
+	}
+	return count;
 }
 
 void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)

@@ -1,6 +1,9 @@
 /*
- * vshare-scheduler configuration: defaults in one place, a JSON file read
- * with cJSON, every value range-checked with an error that names the key.
+ * vshare-scheduler configuration: a JSON file read with cJSON. Every key
+ * is one row of the table in conf.c (CONF_KEYS), which gives its type,
+ * default, unit, range and scope; defaults, parsing with range checks,
+ * --print-config and what a reload keeps are made from that table. A
+ * value out of range is refused with an error that names the key.
  */
 #ifndef VSHARE_CONF_H
 #define VSHARE_CONF_H
@@ -16,14 +19,6 @@
 #define CONF_DEF_SOCKET_GROUP "vshare"
 #define CONF_DEF_ADMIN_GROUP  "vshare-admin"
 
-#define CONF_TQ_S_DEFAULT     30u      /* seconds */
-#define CONF_GRACE_MS_DEFAULT 5000u    /* after a hard drop */
-#define CONF_GRACE_MS_MAX     3600000u
-#define CONF_SOCKET_MODE_DEF  0660u
-#define CONF_MAX_CLIENTS_DEF  16384u
-/* With footprints clamped to SCHED_FP_MAX (2^44), 2^18 clients keep every
- * per-GPU sum below 2^62. */
-#define CONF_MAX_CLIENTS_MAX  262144u
 #define CONF_PATH_MAX         108      /* sizeof(sun_path) */
 #define CONF_NAME_MAX         64
 
@@ -44,6 +39,36 @@ struct conf {
 	size_t   n_gpus;
 };
 
+/* How a key's value is written in the file. */
+#define CONF_T_UINT  1  /* integer number in [lo, hi] (uint32_t) */
+#define CONF_T_SIZE  2  /* bytes, a number or a string like "8G" (uint64_t) */
+#define CONF_T_BOOL  3  /* true or false (int) */
+#define CONF_T_PATH  4  /* absolute path (char[]) */
+#define CONF_T_GROUP 5  /* group name, "" none, null automatic (char[]) */
+#define CONF_T_OCTAL 6  /* octal string in [lo, hi] (uint32_t) */
+#define CONF_T_MODE  7  /* "auto", "on", "off" (uint32_t VS_MODE_*) */
+#define CONF_T_LEVEL 8  /* "error", "warn", "info", "debug" (int) */
+
+/* One row of the table. */
+struct conf_key {
+	const char *name;
+	int         type;      /* CONF_T_* */
+	size_t      off, size; /* the field in struct conf */
+	uint64_t    dnum;      /* default of a number, bool, mode or level */
+	const char *dstr;      /* default path; for a group, the group that
+				* the automatic default uses if it exists */
+	uint64_t    lo, hi;    /* range of a number */
+	const char *unit;      /* of a number, "" where none */
+	size_t      gpu_off;   /* per-GPU key: its field in struct */
+	size_t      gpu_size;  /* sched_gpu_cfg */
+	uint32_t    gpu_bit;   /* SCHED_GCFG_*; 0 for a global key */
+	uint32_t    gpu_scale; /* per-GPU field = value * gpu_scale */
+	int         restart;   /* applies at the next start, not at a reload */
+};
+
+/* The table: n rows, in the order of --print-config. */
+const struct conf_key *conf_keys(size_t *n);
+
 void conf_defaults(struct conf *c);
 void conf_free(struct conf *c);
 
@@ -62,6 +87,12 @@ int conf_group(const char *setting, const char *dflt, gid_t *gid,
 
 /* The settings as JSON (for --print-config); malloc'd, NULL on failure. */
 char *conf_to_json(const struct conf *c, const char *socket_path);
+
+/* For a reload: the keys that apply only at the next start keep in nc
+ * their running values from old. The names of those whose value in the
+ * file changed go into changed (", " between them); returns how many. */
+int conf_keep_restart(const struct conf *old, struct conf *nc, char *changed,
+		      size_t n);
 
 /* The policy's view of these settings (points into c). */
 void conf_sched_cfg(const struct conf *c, struct sched_cfg *out);

@@ -1,7 +1,7 @@
 /*
  * One peer connection: accept, read frames, write frames, close. Framing
- * only: a complete, valid frame goes to srv_dispatch; a malformed one
- * closes this connection and nothing else.
+ * only: a complete, valid frame goes up through the server's
+ * conn_events; a malformed one closes this connection and nothing else.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,7 +28,7 @@ void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	srv_conn_gone(c);
+	s->events->gone(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -122,13 +122,14 @@ void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 static void feed(struct conn *c, const unsigned char *p, size_t n)
 {
 	while (!c->closing) {
-		enum frx_result r = frx_push(&c->rx, &p, &n);
+		enum vs_frx_result r = vs_frx_push(&c->rx, &p, &n);
 
 		switch (r) {
-		case FRX_FRAME:
-			srv_dispatch(c, &c->rx.in.hdr, frx_payload(&c->rx));
+		case VS_FRX_FRAME:
+			c->srv->events->frame(c, &c->rx.in.hdr,
+					      vs_frx_payload(&c->rx));
 			continue;
-		case FRX_VERSION:
+		case VS_FRX_VERSION:
 			log_info("peer pid %d speaks protocol version %u, not %u",
 				 c->cred.pid, c->rx.in.hdr.version,
 				 VS_PROTO_VERSION);
@@ -141,14 +142,14 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 					c->rx.in.hdr.version);
 			conn_close(c);
 			return;
-		case FRX_PROTO:
+		case VS_FRX_PROTO:
 			log_info("peer pid %d: %s (type 0x%x, length %u): "
 				 "disconnecting it", c->cred.pid, c->rx.why,
 				 c->rx.in.hdr.type, c->rx.in.hdr.length);
 			conn_send_error(c, VS_E_PROTO, 0, "%s", c->rx.why);
 			conn_close(c);
 			return;
-		default:
+		default: /* VS_FRX_MORE; a request never needs a VS_FRX_BUFFER */
 			return;
 		}
 	}
@@ -182,7 +183,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	} else {
 		feed(c, (const unsigned char *)buf->base, (size_t)n);
 	}
-	srv_flush(c->srv);
+	c->srv->events->read_done(c->srv);
 }
 
 void conn_on_connection(uv_stream_t *server, int status)
@@ -201,6 +202,8 @@ void conn_on_connection(uv_stream_t *server, int status)
 		return;
 	}
 	c->srv = s;
+	/* Clients and admins alike; none sends more than a request. */
+	vs_frx_init(&c->rx, 0, VS_FRX_MAX_REQ);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;

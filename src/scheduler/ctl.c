@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "log.h"
+#include "status_json.h"
 #include "srv.h"
 
 static void reply(struct conn *c, int32_t status, const char *text, size_t len)
@@ -51,98 +52,123 @@ static void reply_msg(struct conn *c, int32_t status, const char *fmt, ...)
 static const char *state_name(enum sched_state st)
 {
 	switch (st) {
-	case SCHED_ST_HOLDING: return "holding";
-	case SCHED_ST_WAITING: return "waiting";
-	default:            return "idle";
+	case SCHED_ST_HOLDING: return VS_STATUS_HOLDING;
+	case SCHED_ST_WAITING: return VS_STATUS_WAITING;
+	default:               return VS_STATUS_IDLE;
 	}
+}
+
+/* An object of table t from the values v, which it takes the arrays of;
+ * NULL if out of memory. */
+static cJSON *st_object(const struct vs_status_obj *t,
+			const struct vs_st_val *v)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o != NULL) {
+		vs_status_put(o, t, v);
+		return o;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (t->keys[i].type == VS_ST_ARRAY)
+			cJSON_Delete(v[i].arr);
+	return NULL;
+}
+
+/* Client ids: holders (waiters 0) or the queue (1) of a GPU. */
+static cJSON *id_array(const struct sched_gpu *g, int waiters)
+{
+	cJSON *a = cJSON_CreateArray();
+	const struct sched_client *c;
+
+	for (size_t i = 0; a != NULL; i++) {
+		c = waiters ? sched_gpu_waiter(g, i) : sched_gpu_holder(g, i);
+		if (c == NULL)
+			break;
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(sched_client_id(c)));
+	}
+	return a;
 }
 
 static cJSON *gpu_json(const struct sched_gpu *g)
 {
 	struct sched_gpu_info gi;
 	char uuid[VS_UUID_STR_LEN];
-	cJSON *o = cJSON_CreateObject(), *hold, *queue;
-	const struct sched_client *c;
+	struct vs_st_val v[VS_SG__N] = { 0 };
 
-	if (o == NULL)
-		return NULL;
 	sched_gpu_info(g, &gi);
 	vs_uuid_format(gi.uuid, uuid);
-	cJSON_AddStringToObject(o, "uuid", uuid);
-	cJSON_AddNumberToObject(o, "index", gi.index);
-	cJSON_AddStringToObject(o, "mode", vs_mode_name(gi.mode));
-	cJSON_AddNumberToObject(o, "tq_s", gi.tq_ms / 1000);
-	cJSON_AddNumberToObject(o, "capacity", (double)gi.capacity);
-	cJSON_AddNumberToObject(o, "total_mem", (double)gi.total_mem);
-	cJSON_AddNumberToObject(o, "footprint", (double)gi.footprint);
-	cJSON_AddNumberToObject(o, "held", (double)gi.held);
-	cJSON_AddBoolToObject(o, "oversubscribed", gi.footprint > gi.capacity);
-	hold = cJSON_AddArrayToObject(o, "holders");
-	queue = cJSON_AddArrayToObject(o, "queue");
-	for (size_t i = 0; hold && (c = sched_gpu_holder(g, i)) != NULL; i++)
-		cJSON_AddItemToArray(hold,
-			cJSON_CreateNumber(sched_client_id(c)));
-	for (size_t i = 0; queue && (c = sched_gpu_waiter(g, i)) != NULL; i++)
-		cJSON_AddItemToArray(queue,
-			cJSON_CreateNumber(sched_client_id(c)));
-	return o;
+	v[VS_SG_uuid].str = uuid;
+	v[VS_SG_index].num = gi.index;
+	v[VS_SG_mode].str = vs_mode_name(gi.mode);
+	v[VS_SG_tq_s].num = gi.tq_ms / 1000;
+	v[VS_SG_capacity].num = (double)gi.capacity;
+	v[VS_SG_total_mem].num = (double)gi.total_mem;
+	v[VS_SG_footprint].num = (double)gi.footprint;
+	v[VS_SG_held].num = (double)gi.held;
+	v[VS_SG_oversubscribed].bool_ = gi.footprint > gi.capacity;
+	v[VS_SG_holders].arr = id_array(g, 0);
+	v[VS_SG_queue].arr = id_array(g, 1);
+	return st_object(&vs_status_gpu, v);
+}
+
+static cJSON *member_json(const struct sched_member_info *mi)
+{
+	char uuid[VS_UUID_STR_LEN];
+	struct vs_st_val v[VS_SM__N] = { 0 };
+
+	vs_uuid_format(mi->uuid, uuid);
+	v[VS_SM_uuid].str = uuid;
+	v[VS_SM_managed].num = (double)mi->managed;
+	v[VS_SM_pinned].num = (double)mi->pinned;
+	v[VS_SM_state].str = state_name(mi->state);
+	v[VS_SM_held_ms].num = (double)mi->held_ms;
+	v[VS_SM_waited_ms].num = (double)mi->waited_ms;
+	v[VS_SM_revoked].bool_ = mi->revoked;
+	return st_object(&vs_status_member, v);
 }
 
 static cJSON *client_json(const struct sched *s, const struct sched_client *c)
 {
 	struct sched_client_info ci;
 	struct sched_member_info mi;
-	char uuid[VS_UUID_STR_LEN];
-	cJSON *o = cJSON_CreateObject(), *gpus;
+	struct vs_st_val v[VS_SC__N] = { 0 };
+	cJSON *gpus = cJSON_CreateArray();
 
-	if (o == NULL)
-		return NULL;
 	sched_client_info(c, &ci);
-	cJSON_AddNumberToObject(o, "id", ci.id);
-	cJSON_AddNumberToObject(o, "pid", ci.cred.pid);
-	cJSON_AddNumberToObject(o, "uid", ci.cred.uid);
-	cJSON_AddNumberToObject(o, "gid", ci.cred.gid);
-	cJSON_AddStringToObject(o, "label", ci.label);
-	gpus = cJSON_AddArrayToObject(o, "gpus");
-	for (size_t i = 0; gpus && sched_client_gpu(s, c, i, &mi) == 0; i++) {
-		cJSON *e = cJSON_CreateObject();
-
-		if (e == NULL)
-			break;
-		vs_uuid_format(mi.uuid, uuid);
-		cJSON_AddStringToObject(e, "uuid", uuid);
-		cJSON_AddNumberToObject(e, "managed", (double)mi.managed);
-		cJSON_AddNumberToObject(e, "pinned", (double)mi.pinned);
-		cJSON_AddStringToObject(e, "state", state_name(mi.state));
-		cJSON_AddNumberToObject(e, "held_ms", (double)mi.held_ms);
-		cJSON_AddNumberToObject(e, "waited_ms", (double)mi.waited_ms);
-		cJSON_AddBoolToObject(e, "revoked", mi.revoked);
-		cJSON_AddItemToArray(gpus, e);
-	}
-	return o;
+	v[VS_SC_id].num = ci.id;
+	v[VS_SC_pid].num = ci.cred.pid;
+	v[VS_SC_uid].num = ci.cred.uid;
+	v[VS_SC_gid].num = ci.cred.gid;
+	v[VS_SC_label].str = ci.label;
+	for (size_t i = 0; gpus && sched_client_gpu(s, c, i, &mi) == 0; i++)
+		cJSON_AddItemToArray(gpus, member_json(&mi));
+	v[VS_SC_gpus].arr = gpus;
+	return st_object(&vs_status_client, v);
 }
 
 static char *status_text(const struct sched *s, size_t max_clients,
 			 size_t *omitted)
 {
-	cJSON *root = cJSON_CreateObject(), *gpus, *clients;
+	struct vs_st_val v[VS_SD__N] = { 0 };
+	cJSON *root, *gpus = cJSON_CreateArray(), *clients = cJSON_CreateArray();
 	const struct sched_client *c;
 	size_t n = 0;
 	char *text;
 
-	if (root == NULL)
-		return NULL;
-	cJSON_AddNumberToObject(root, "version", 1);
-	gpus = cJSON_AddArrayToObject(root, "gpus");
-	clients = cJSON_AddArrayToObject(root, "clients");
 	for (size_t i = 0; gpus && i < sched_gpu_count(s); i++)
 		cJSON_AddItemToArray(gpus, gpu_json(sched_gpu_at(s, i)));
 	for (c = sched_client_first(s); clients && c; c = sched_client_next(s, c))
 		if (n++ < max_clients)
 			cJSON_AddItemToArray(clients, client_json(s, c));
 	*omitted = n > max_clients ? n - max_clients : 0;
-	if (*omitted > 0)
-		cJSON_AddNumberToObject(root, "clients_omitted", (double)*omitted);
+	v[VS_SD_version].num = VS_STATUS_VERSION;
+	v[VS_SD_gpus].arr = gpus;
+	v[VS_SD_clients].arr = clients;
+	v[VS_SD_clients_omitted].num = (double)*omitted;
+	root = st_object(&vs_status_doc, v);
+	if (root == NULL)
+		return NULL;
 	text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	return text;
@@ -193,7 +219,7 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 		rc = sched_set_mode(s, m->target, m->index, m->uuid, m->value);
 	if (rc == VS_E_INVAL) {
 		reply_msg(c, rc, "quantum must be %u to %u seconds",
-			  SCHED_TQ_MIN_S, SCHED_TQ_MAX_S);
+			  VS_TQ_MIN_S, VS_TQ_MAX_S);
 		return;
 	}
 	if (rc < 0) {

@@ -10,20 +10,17 @@
 #include "log.h"
 #include "srv.h"
 
-/* Keep the socket settings of the running daemon; say which changed. */
+/* Keep the settings bound to the listening socket (the table's RESTART
+ * keys) as the running daemon has them; say which changed. */
 static void keep_socket_settings(const struct conf *old, struct conf *nc)
 {
-	if (strcmp(old->socket, nc->socket) != 0 ||
-	    strcmp(old->socket_group, nc->socket_group) != 0 ||
-	    old->socket_mode != nc->socket_mode)
-		log_warn("reload: socket, socket_group and socket_mode take "
-			 "effect at the next restart");
-	memcpy(nc->socket, old->socket, sizeof(nc->socket));
-	memcpy(nc->socket_group, old->socket_group, sizeof(nc->socket_group));
-	nc->socket_mode = old->socket_mode;
+	char changed[128];
+
+	if (conf_keep_restart(old, nc, changed, sizeof(changed)) > 0)
+		log_warn("reload: %s take effect at the next restart", changed);
 }
 
-int srv_reload(struct srv *s)
+int reload_conf(struct srv *s)
 {
 	struct conf nc;
 	struct sched_cfg cfg, old;
@@ -69,6 +66,5 @@ int srv_reload(struct srv *s)
 	*s->conf = nc;
 	log_info("reloaded %s: quantum %u s, mode %s, max_clients %u",
 		 s->conf_path, nc.tq_s, vs_mode_name(nc.mode), nc.max_clients);
-	srv_flush(s);
 	return 0;
 }

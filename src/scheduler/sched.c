@@ -1,7 +1,9 @@
 /*
  * Policy transitions. Every entry point changes state, then calls admit()
  * on the GPUs it touched: admission is the one place that grants, and the
- * one place that tells holders someone is waiting.
+ * one place that tells holders someone is waiting. The clock, the outbox
+ * and the lookups live in sched_view.c, below this file: transitions use
+ * them, and nothing there calls back up.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +13,6 @@
 #define ITER_HOLDERS(g, it, nx) \
 	for (struct dlink *it = (g)->holders.next, *nx = it->next; \
 	     it != &(g)->holders; it = nx, nx = it->next)
-
-uint64_t sched_now(const struct sched *s)
-{
-	return s->clock(s->clock_arg);
-}
 
 struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 			void *clock_arg)

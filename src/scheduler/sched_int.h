@@ -1,6 +1,7 @@
 /*
- * Private structures of the policy module, shared by its two files:
- * sched.c (transitions) and sched_view.c (outbox and read-only views).
+ * Private structures of the policy module, shared by its files: sched.c
+ * (transitions) above sched_view.c (clock, outbox and read-only views),
+ * and sched_conf.c (reconfiguration) above both.
  */
 #ifndef VSHARE_SCHED_INT_H
 #define VSHARE_SCHED_INT_H

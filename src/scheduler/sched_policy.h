@@ -18,8 +18,8 @@
 
 #include "vshare/proto.h"
 
-#define SCHED_TQ_MIN_S    1u
-#define SCHED_TQ_MAX_S    86400u
+#define SCHED_TQ_MIN_S    VS_TQ_MIN_S
+#define SCHED_TQ_MAX_S    VS_TQ_MAX_S
 /* A footprint larger than this is clamped, so that sums over every client
  * of a GPU cannot overflow 64 bits (16 TiB per client; see max_clients). */
 #define SCHED_FP_MAX      (1ull << 44)

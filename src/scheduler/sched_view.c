@@ -1,10 +1,18 @@
 /*
- * The policy's outbox and its read-only views (status reports, tests).
+ * The lower half of the policy: the injected clock, the outbox and the
+ * read-only views (lookups for sched.c, status reports, tests). Nothing
+ * here changes the scheduling state, so nothing here calls sched.c: the
+ * transitions sit above and use these (STYLE.md rule 12).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched_int.h"
+
+uint64_t sched_now(const struct sched *s)
+{
+	return s->clock(s->clock_arg);
+}
 
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,
 				 const struct sched_member *m)

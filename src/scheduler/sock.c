@@ -127,7 +127,7 @@ static int give_group(const struct srv *s)
 	return -e;
 }
 
-int sock_listen(struct srv *s)
+int sock_listen(struct srv *s, uv_connection_cb on_connection)
 {
 	mode_t old;
 	int rc;
@@ -155,7 +155,7 @@ int sock_listen(struct srv *s)
 		return rc;
 	}
 	/* The kernel caps the backlog at net.core.somaxconn. */
-	rc = uv_listen((uv_stream_t *)&s->listener, 4096, conn_on_connection);
+	rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
 	if (rc != 0)
 		log_error("cannot listen on %s: %s", s->path, uv_strerror(rc));
 	return rc;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "label.h"
 #include "log.h"
 #include "srv.h"
 
@@ -133,7 +134,7 @@ void srv_flush(struct srv *s)
 	rearm(s);
 }
 
-void srv_conn_gone(struct conn *c)
+static void peer_gone(struct conn *c)
 {
 	if (c->client == NULL)
 		return;
@@ -145,43 +146,6 @@ void srv_conn_gone(struct conn *c)
 	}
 	sched_client_del(c->srv->sched, c->client);
 	c->client = NULL;
-}
-
-/* Length of the valid UTF-8 sequence at p (at most n bytes), 0 if none. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-	size_t len = p[0] < 0x80 ? 1 : p[0] < 0xc2 ? 0 : p[0] < 0xe0 ? 2 :
-		     p[0] < 0xf0 ? 3 : p[0] < 0xf5 ? 4 : 0;
-
-	if (len == 0 || len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong forms, UTF-16 surrogates, past U+10FFFF. */
-	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) ||
-	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))
-		return 0;
-	return len;
-}
-
-/* The label goes into the log and the status JSON, which must be UTF-8:
- * each byte that does not start a valid sequence becomes '?'. */
-static void label_clean(char *label)
-{
-	unsigned char *p = (unsigned char *)label;
-	size_t n = strlen(label);
-
-	while (n > 0) {
-		size_t k = utf8_seq(p, n);
-
-		if (k == 0) {
-			*p = '?';
-			k = 1;
-		}
-		p += k;
-		n -= k;
-	}
 }
 
 static void on_hello(struct conn *c, const struct vs_hello *m)
@@ -203,7 +167,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	}
 	memcpy(label, m->label, VS_LABEL_MAX);
 	label[VS_LABEL_MAX] = '\0';
-	label_clean(label);
+	vs_label_clean(label);
 	c->client = sched_client_new(c->srv->sched, &c->cred, label, c);
 	if (c->client == NULL) {
 		conn_close(c);
@@ -298,7 +262,8 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	}
 }
 
-void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload)
+static void dispatch(struct conn *c, const struct vs_hdr *h,
+		     const void *payload)
 {
 	const struct vs_msg_info *mi = vs_msg_lookup(h->type);
 
@@ -310,13 +275,21 @@ void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload)
 		on_client_msg(c, h, payload);
 }
 
+/* conn.c reports to this file through these, never by name. */
+static const struct conn_events events = {
+	.frame = dispatch,
+	.gone = peer_gone,
+	.read_done = srv_flush,
+};
+
 static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
 
 	if (signum == SIGHUP) {
 		log_info("SIGHUP: reloading %s", s->conf_path);
-		srv_reload(s);
+		if (reload_conf(s) == 0)
+			srv_flush(s);
 		return;
 	}
 	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -345,6 +318,7 @@ int srv_start(struct srv *s)
 
 	conf_sched_cfg(s->conf, &cfg);
 	s->timer_due = SCHED_NO_DEADLINE;
+	s->events = &events;
 	s->sched = sched_new(&cfg, loop_clock, s->loop);
 	if (s->sched == NULL)
 		return -1;
@@ -359,7 +333,7 @@ int srv_start(struct srv *s)
 	}
 	rc = sock_prepare(s->path);
 	if (rc == 0)
-		rc = sock_listen(s);
+		rc = sock_listen(s, conn_on_connection);
 	if (rc != 0) {
 		srv_stop(s);
 		return -1;

@@ -1,8 +1,14 @@
 /*
  * The daemon's libuv layer: the listening socket (sock_*), one connection
  * per peer (conn_*: framing only), dispatch of client requests to the
- * policy and of its outbox to the peers (srv_*), and admin requests
- * (ctl_*). Everything runs on one loop thread.
+ * policy and of its outbox to the peers (srv_*), admin requests (ctl_*)
+ * and SIGHUP (reload_*). Everything runs on one loop thread.
+ *
+ * Calls go one way (STYLE.md rule 12): srv.c calls ctl.c, reload.c,
+ * conn.c and sock.c; ctl.c calls conn.c; conn.c calls sock.c. A lower
+ * file reports upward through a return value, or through the callbacks
+ * srv.c hands down: struct conn_events for conn.c, the connection
+ * callback of sock_listen for sock.c.
  */
 #ifndef VSHARE_SRV_H
 #define VSHARE_SRV_H
@@ -12,7 +18,7 @@
 #include <uv.h>
 
 #include "conf.h"
-#include "frx.h"
+#include "frame.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
@@ -20,6 +26,18 @@
 #define CONN_MAX_OUTQ   (4u << 20)
 
 struct srv;
+struct conn;
+
+/* What a connection reports to the layer above it. */
+struct conn_events {
+	/* A complete, valid frame. */
+	void (*frame)(struct conn *c, const struct vs_hdr *h,
+		      const void *payload);
+	/* The connection is closing: forget its client. */
+	void (*gone)(struct conn *c);
+	/* Every frame of one read was handed over: answer them. */
+	void (*read_done)(struct srv *s);
+};
 
 struct conn {
 	uv_pipe_t pipe;              /* first: the handle is the conn */
@@ -29,13 +47,14 @@ struct conn {
 	struct sched_cred cred;      /* SO_PEERCRED */
 	int is_admin;
 	int closing;
-	struct frx rx;                /* the frame being received */
+	struct vs_frx rx;             /* the frame being received */
 };
 
 struct srv {
 	uv_loop_t *loop;
 	struct conf *conf;
 	struct sched *sched;
+	const struct conn_events *events; /* set by srv_start */
 	uv_pipe_t listener;
 	uv_timer_t timer;
 	uv_signal_t sig[3];          /* SIGTERM, SIGINT, SIGHUP */
@@ -58,11 +77,12 @@ struct srv {
 
 /* sock.c */
 int sock_prepare(const char *path);  /* dirs, stale file; 0 or -errno */
-int sock_listen(struct srv *s);      /* bind, own, listen; 0 or -errno */
+/* Bind, own, listen; each new peer goes to on_connection. 0 or -errno. */
+int sock_listen(struct srv *s, uv_connection_cb on_connection);
 int sock_peer(int fd, struct sched_cred *cred, const struct srv *s,
 	      int *is_admin);
 
-/* conn.c */
+/* conn.c; the listener's data is the struct srv, whose events it calls */
 void conn_on_connection(uv_stream_t *server, int status);
 void conn_send(struct conn *c, uint16_t type, const void *payload,
 	       uint32_t len);
@@ -73,12 +93,12 @@ void conn_close(struct conn *c);
 /* srv.c */
 int  srv_start(struct srv *s);
 void srv_stop(struct srv *s);
-void srv_dispatch(struct conn *c, const struct vs_hdr *h, const void *payload);
 void srv_flush(struct srv *s);       /* outbox to peers, re-arm the timer */
-void srv_conn_gone(struct conn *c);  /* drop its client from the policy */
 
-/* reload.c: SIGHUP; 0, or -1 with the running configuration kept */
-int  srv_reload(struct srv *s);
+/* reload.c: SIGHUP; 0, or -1 with the running configuration kept. The
+ * caller flushes the outbox: a new quantum or mode may have changed who
+ * holds a GPU. */
+int  reload_conf(struct srv *s);
 
 /* ctl.c */
 void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload);

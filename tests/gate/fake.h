@@ -1,13 +1,16 @@
 /*
- * Fakes for the gate's tests: CUDA operations that record what the gate
- * asks of them, and a scheduler on a temporary Unix socket that the test
- * drives frame by frame.
+ * Fakes for the gate's tests and benchmarks: CUDA operations and client
+ * callbacks that record what the gate and the client ask of them, wired
+ * the way the shim's top wires the real ones (fake_ops.c, a library of its
+ * own), and a scheduler on a temporary Unix socket that the test drives
+ * frame by frame (fake_sched.c, test_gate only).
  */
 #ifndef VSHARE_TEST_GATE_FAKE_H
 #define VSHARE_TEST_GATE_FAKE_H
 
 #include <stdint.h>
 
+#include "client.h"
 #include "gate.h"
 #include "vshare/proto.h"
 
@@ -35,13 +38,33 @@ struct fake_state {
 					   * held or requested, or before
 					   * ATTACH and FOOTPRINT */
 	uint64_t managed[FAKE_GPUS], pinned[FAKE_GPUS];
+	int grants[FAKE_GPUS];            /* granted callbacks */
+	int wanted_calls;                 /* gate_events.wanted, in ... */
+	int wanted_returns;               /* ... and out again */
+	int wanted_probe;                 /* set by tests: the callback takes
+					   * the gate's mutex (gate_waiting),
+					   * which would hang were it held */
+
+	/* Set before fake_init, where programs differ: the first byte of
+	 * the UUIDs (GPU dev's UUID is uuid_seed + dev + i, byte i) and the
+	 * memory of each GPU (0: dev + 1 GiB). */
+	uint8_t  uuid_seed;
+	uint64_t total_mem;
 };
 
 extern struct fake_state fk;
 extern const struct gate_cuda_ops fake_ops;
+extern const struct client_callbacks fake_cbs;
 extern __thread int fake_dev;     /* the calling thread's current device */
 
 void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN]);
+
+/* The gate and the client wired as the shim's top does (gate_init,
+ * client_init), their exit (gate_shutdown, client_stop) and their fork
+ * child handlers. */
+void fake_init(void);
+void fake_shutdown(void);
+void fake_atfork_child(void);
 
 /* The fake scheduler. */
 struct fs_msg {

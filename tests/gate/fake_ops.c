@@ -1,17 +1,25 @@
+/*
+ * The one fake of the CUDA side for the gate's tests, gate_sim and the
+ * gate's benchmarks: CUDA operations for the gate, callbacks for the
+ * client, and the wiring of both.
+ */
 #include <string.h>
 #include <time.h>
 
+#include "atomics.h"
 #include "fake.h"
+#include "gate_ctl.h"
 
 struct fake_state fk;
 __thread int fake_dev;
 
 #define INC(p) __atomic_add_fetch((p), 1, __ATOMIC_SEQ_CST)
-#define LD(p)  __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define LD(p)  A_LOAD(p)
 
 void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN])
 {
-	memset(uuid, 0xa0 + dev, VS_UUID_LEN);
+	for (int i = 0; i < VS_UUID_LEN; i++)
+		uuid[i] = (uint8_t)(fk.uuid_seed + dev + i);
 }
 
 static void *cur_ctx(void)
@@ -37,7 +45,7 @@ static int dev_info(int dev, uint8_t uuid[16], uint64_t *total)
 	if (dev < 0 || dev >= FAKE_GPUS)
 		return -1;
 	fake_uuid(dev, uuid);
-	*total = (uint64_t)(dev + 1) << 30;
+	*total = fk.total_mem ? fk.total_mem : (uint64_t)(dev + 1) << 30;
 	return 0;
 }
 
@@ -61,25 +69,6 @@ static int sync_dev(int dev)
 	return 0;
 }
 
-static void footprint(int dev, uint64_t *managed, uint64_t *pinned)
-{
-	*managed = __atomic_load_n(&fk.managed[dev], __ATOMIC_SEQ_CST);
-	*pinned = __atomic_load_n(&fk.pinned[dev], __ATOMIC_SEQ_CST);
-}
-
-static void prefetch(int dev, int to_host)
-{
-	if (to_host) {
-		if (LD(&fk.syncs[dev]) > 0)
-			INC(&fk.sync_before_prefetch_out);
-		INC(&fk.prefetch_out[dev]);
-	} else {
-		if (LD(&fk.entries_done) > 0)
-			INC(&fk.entered_before_prefetch_in);
-		INC(&fk.prefetch_in[dev]);
-	}
-}
-
 static int dev_count(void)
 {
 	int n = LD(&fk.device_count);
@@ -93,8 +82,74 @@ const struct gate_cuda_ops fake_ops = {
 	.device_info = dev_info,
 	.stream_capturing = capturing,
 	.sync_device = sync_dev,
-	.footprint = footprint,
-	.prefetch = prefetch,
 	.current_context = cur_ctx,
 	.device_count = dev_count,
 };
+
+static void footprint(void *arg, int dev, uint64_t *managed, uint64_t *pinned)
+{
+	(void)arg;
+	*managed = LD(&fk.managed[dev]);
+	*pinned = LD(&fk.pinned[dev]);
+}
+
+/* What the shim's top does on a grant (shim_ops.c): swap in under
+ * oversubscription, before the gate opens. */
+static void granted(void *arg, int dev, uint32_t flags)
+{
+	(void)arg;
+	INC(&fk.grants[dev]);
+	if (flags & VS_GRANTF_OVERSUB) {
+		if (LD(&fk.entries_done) > 0)
+			INC(&fk.entered_before_prefetch_in);
+		INC(&fk.prefetch_in[dev]);
+	}
+}
+
+/* And on a release: swap out when eager, after the synchronize. */
+static void released(void *arg, int dev, int swap_out)
+{
+	(void)arg;
+	if (!swap_out)
+		return;
+	if (LD(&fk.syncs[dev]) > 0)
+		INC(&fk.sync_before_prefetch_out);
+	INC(&fk.prefetch_out[dev]);
+}
+
+const struct client_callbacks fake_cbs = {
+	.granted = granted,
+	.released = released,
+	.footprint = footprint,
+};
+
+static void wanted(void *arg, int dev)
+{
+	INC(&fk.wanted_calls);
+	if (LD(&fk.wanted_probe))
+		(void)gate_waiting(dev);
+	client_wanted(arg, dev);
+	INC(&fk.wanted_returns);
+}
+
+static const struct gate_events fake_events = {
+	.wanted = wanted,
+};
+
+void fake_init(void)
+{
+	gate_init(&fake_ops, &fake_events);
+	client_init(&fake_cbs);
+}
+
+void fake_shutdown(void)
+{
+	gate_shutdown();
+	client_stop();
+}
+
+void fake_atfork_child(void)
+{
+	gate_atfork_child();
+	client_atfork_child();
+}

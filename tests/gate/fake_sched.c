@@ -38,8 +38,8 @@ static struct {
 	int counts[0x110];
 	struct fs_msg q[QCAP];
 	unsigned qhead, qtail;
-	char dir[64];
-	char path[96];
+	char dir[80];
+	char path[108];
 } fs = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
 	 .send_mu = PTHREAD_MUTEX_INITIALIZER, .lfd = -1, .cfd = -1 };
 
@@ -59,12 +59,29 @@ void sleep_ms(int ms)
 		;
 }
 
+/* At exit, passed or failed (a failed assertion ends the test process):
+ * the socket and its directory go. A forked child leaves with _exit and
+ * removes nothing of its parent's. */
+static void fs_cleanup(void)
+{
+	if (fs.path[0] != '\0')
+		unlink(fs.path);
+	if (fs.dir[0] != '\0')
+		rmdir(fs.dir);
+}
+
 const char *fs_path(void)
 {
+	const char *tmp = getenv("TMPDIR");
+
 	if (fs.path[0] == '\0') {
-		snprintf(fs.dir, sizeof(fs.dir), "/tmp/vsgate.XXXXXX");
+		/* A Unix socket path has at most 107 bytes. */
+		if (tmp == NULL || *tmp == '\0' || strlen(tmp) > 60)
+			tmp = "/tmp";
+		snprintf(fs.dir, sizeof(fs.dir), "%s/vsgate.XXXXXX", tmp);
 		if (mkdtemp(fs.dir) == NULL)
 			abort();
+		atexit(fs_cleanup);
 		snprintf(fs.path, sizeof(fs.path), "%s/s.sock", fs.dir);
 		setenv("VSHARE_SOCKET", fs.path, 1);
 	}

@@ -1,6 +1,7 @@
 /*
  * A GPU program in miniature for integration tests against the real
- * scheduler: the real gate and client, fake CUDA operations, and "kernels"
+ * scheduler: the real gate and client, the fake CUDA side (fake_ops.c),
+ * and "kernels"
  * that are sleeps inside the gate's bracket. Each kernel is logged in the
  * test driver's execution-log format (start_ns end_ns pid device stream
  * kind name bytes), so the same checker reads both.
@@ -16,9 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gate.h"
+#include "fake.h"
 
-static uint64_t managed;
 
 static uint64_t now_ns(void)
 {
@@ -28,42 +28,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void sleep_ms(long ms)
+static void nap_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
 }
-
-static int ctx_token;
-static void *cur_ctx(void) { return &ctx_token; }
-static int cur_dev(void) { return 0; }
-static int stream_dev(void *s) { (void)s; return 0; }
-static int capturing(void *s) { (void)s; return 0; }
-static int sync_dev(int d) { (void)d; return 0; }
-static void prefetch(int d, int h) { (void)d; (void)h; }
-
-static int dev_info(int dev, uint8_t uuid[16], uint64_t *total)
-{
-	for (int i = 0; i < 16; i++)
-		uuid[i] = (uint8_t)(0x5a + dev + i);
-	*total = 1ull << 30;
-	return 0;
-}
-
-static void footprint(int d, uint64_t *m, uint64_t *p)
-{
-	(void)d;
-	*m = __atomic_load_n(&managed, __ATOMIC_SEQ_CST);
-	*p = 0;
-}
-
-static const struct gate_cuda_ops ops = {
-	.current_device = cur_dev, .stream_device = stream_dev,
-	.device_info = dev_info, .stream_capturing = capturing,
-	.sync_device = sync_dev, .footprint = footprint, .prefetch = prefetch,
-	.current_context = cur_ctx,
-};
 
 int main(int argc, char **argv)
 {
@@ -77,7 +47,7 @@ int main(int argc, char **argv)
 		case 'n': n = atol(optarg); break;
 		case 'k': k = atol(optarg); break;
 		case 'g': gap = atol(optarg); break;
-		case 'm': managed = (uint64_t)atol(optarg) << 20; break;
+		case 'm': fk.managed[0] = (uint64_t)atol(optarg) << 20; break;
 		case 'w': wait = atol(optarg); break;
 		case 'M': grow = atol(optarg); break;
 		case 'P': pause = atol(optarg); break;
@@ -89,8 +59,12 @@ int main(int argc, char **argv)
 	fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0)
 		return 2;
-	gate_init(&ops);
-	sleep_ms(wait);
+	/* One UUID and 1 GiB for every gate_sim: the scheduler sees the
+	 * processes of a test share one GPU. */
+	fk.uuid_seed = 0x5a;
+	fk.total_mem = 1ull << 30;
+	fake_init();
+	nap_ms(wait);
 	printf("first %llu\n", (unsigned long long)now_ns());
 	fflush(stdout);
 	for (long i = 0; i < n; i++) {
@@ -100,14 +74,15 @@ int main(int argc, char **argv)
 		int tok, len;
 
 		if (i == n / 2 && grow >= 0) {
-			__atomic_store_n(&managed, (uint64_t)grow << 20, __ATOMIC_SEQ_CST);
-			gate_footprint_changed(0);
+			__atomic_store_n(&fk.managed[0], (uint64_t)grow << 20,
+					 __ATOMIC_SEQ_CST);
+			client_footprint_changed(0);
 		}
 		if (i == n / 2)
-			sleep_ms(pause);
+			nap_ms(pause);
 		tok = gate_enter(NULL);
 		t0 = now_ns();
-		sleep_ms(k);
+		nap_ms(k);
 		t1 = now_ns();
 		gate_exit(tok);
 		len = snprintf(line, sizeof(line), "%llu %llu %d 0 0 kernel %s 0\n",
@@ -115,8 +90,8 @@ int main(int argc, char **argv)
 			       (int)getpid(), name);
 		(void)!write(fd, line, (size_t)len);
 		if (gap)
-			sleep_ms(gap);
+			nap_ms(gap);
 	}
-	gate_shutdown();
+	fake_shutdown();
 	return 0;
 }

@@ -21,7 +21,12 @@ struct entrant {
 	int left;      /* atomic: out again */
 };
 
-void env_init(void);                 /* socket path, label, gate_init */
+/* The tests, declared from their list. */
+#define GATE_TEST(name) void name(void **state);
+#include "gate_tests.def"
+#undef GATE_TEST
+
+void env_init(void);                 /* socket path, label, fake_init */
 int  bracket_enter(int dev, void *stream);
 void bracket_exit(int dev, int tok);
 void entrant_start(struct entrant *e, int dev, void *stream, int hold_ms);

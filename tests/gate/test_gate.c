@@ -19,7 +19,7 @@ void env_init(void)
 {
 	fs_path();
 	setenv("VSHARE_LABEL", "gate-test", 1);
-	gate_init(&fake_ops);
+	fake_init();
 }
 
 int bracket_enter(int dev, void *stream)
@@ -104,7 +104,7 @@ void granted_start(int dev)
 /* The first entry attaches the GPU, reports its footprint and requests the
  * lock, in that order, and blocks until the grant; later entries take the
  * fast path and ask the driver for the device only once per thread. */
-static void grant_opens_gate(void **state)
+void grant_opens_gate(void **state)
 {
 	struct entrant e;
 	struct fs_msg m;
@@ -142,14 +142,14 @@ static void grant_opens_gate(void **state)
 	assert_true(LD(&fk.current_device_calls) - before <= 1);
 	assert_int_equal(fs_count(VS_MSG_REQUEST), 1);
 	assert_int_equal(LD(&fk.violations), 0);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* A drop at quantum end closes the gate at once, waits for the call in
  * flight, synchronizes, then reports the release; the entrant that came
  * meanwhile waits and the lock is requested again for it. */
-static void drop_quantum_drains_and_releases(void **state)
+void drop_quantum_drains_and_releases(void **state)
 {
 	struct entrant late;
 	int tok;
@@ -177,13 +177,13 @@ static void drop_quantum_drains_and_releases(void **state)
 	assert_int_equal(entrant_wait(&late, 2000), 0);
 	entrant_join(&late);
 	assert_int_equal(LD(&fk.violations), 0);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* Someone waits: the holder keeps the GPU while it keeps submitting and
  * hands it over idle_ms after its last submission. */
-static void drop_idle_waits_for_idle(void **state)
+void drop_idle_waits_for_idle(void **state)
 {
 	uint64_t last, rel;
 	int tok;
@@ -208,12 +208,12 @@ static void drop_idle_waits_for_idle(void **state)
 	assert_true(rel >= 180);
 	assert_true(rel < 200 + 300);
 	assert_int_equal(LD(&fk.syncs[0]), 1);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* A call still in flight (a long synchronous copy) counts as busy. */
-static void drop_idle_busy_holder(void **state)
+void drop_idle_busy_holder(void **state)
 {
 	uint64_t t0;
 	int tok;
@@ -230,12 +230,12 @@ static void drop_idle_busy_holder(void **state)
 	bracket_exit(0, tok);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
 	assert_true(now_ms() - t0 >= 300 + 40);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* Idle for longer than idle_ms already: the drop is honoured at once. */
-static void drop_idle_already_idle(void **state)
+void drop_idle_already_idle(void **state)
 {
 	uint64_t t0;
 
@@ -247,13 +247,13 @@ static void drop_idle_already_idle(void **state)
 	fs_drop(0, VS_DROP_IDLE);
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
 	assert_true(now_ms() - t0 < 250);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* Launches on a stream under capture are not submissions; a release waits
  * for the capture to end, with the gate open, instead of synchronizing. */
-static void capture_passes_and_defers_release(void **state)
+void capture_passes_and_defers_release(void **state)
 {
 	int tok;
 
@@ -278,13 +278,13 @@ static void capture_passes_and_defers_release(void **state)
 	assert_int_equal(bracket_enter(0, FAKE_CAPTURE_STREAM), GATE_TOKEN_NONE);
 	gate_capture_delta(-1);
 	assert_int_equal(LD(&fk.violations), 0);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* No scheduler: the program runs at once, unshared. When a scheduler
  * appears later the process joins it: it drains, attaches and requests. */
-static void fail_open_without_scheduler(void **state)
+void fail_open_without_scheduler(void **state)
 {
 	struct entrant e;
 	uint64_t t0 = now_ms();
@@ -312,12 +312,12 @@ static void fail_open_without_scheduler(void **state)
 	fs_grant(0, 0);
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* VSHARE_REQUIRE_SCHEDULER=1: GPU work waits until the scheduler grants. */
-static void require_scheduler_blocks(void **state)
+void require_scheduler_blocks(void **state)
 {
 	struct entrant e;
 
@@ -336,14 +336,14 @@ static void require_scheduler_blocks(void **state)
 	fs_grant(0, 0);
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
 /* With VSHARE_REQUIRE_SCHEDULER=1 a lost scheduler does not mean running
  * unshared: the holder releases (drains and synchronizes) and GPU work
  * waits until the scheduler is back and grants again. */
-static void require_scheduler_lost_waits(void **state)
+void require_scheduler_lost_waits(void **state)
 {
 	struct entrant e;
 
@@ -364,25 +364,16 @@ static void require_scheduler_lost_waits(void **state)
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
 	assert_int_equal(LD(&fk.violations), 0);
-	gate_shutdown();
+	fake_shutdown();
 	fs_stop();
 }
 
-extern const struct CMUnitTest gate_more_tests[];
-extern const size_t gate_more_count;
-
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(grant_opens_gate),
-		cmocka_unit_test(drop_quantum_drains_and_releases),
-		cmocka_unit_test(drop_idle_waits_for_idle),
-		cmocka_unit_test(drop_idle_busy_holder),
-		cmocka_unit_test(drop_idle_already_idle),
-		cmocka_unit_test(capture_passes_and_defers_release),
-		cmocka_unit_test(fail_open_without_scheduler),
-		cmocka_unit_test(require_scheduler_blocks),
-		cmocka_unit_test(require_scheduler_lost_waits),
+	static const struct CMUnitTest tests[] = {
+#define GATE_TEST(name) cmocka_unit_test(name),
+#include "gate_tests.def"
+#undef GATE_TEST
 	};
 	const char *only = argc > 1 ? argv[1] : NULL;
 
@@ -390,10 +381,6 @@ int main(int argc, char **argv)
 		if (only && strcmp(only, tests[i].name) == 0)
 			return _cmocka_run_group_tests(tests[i].name, &tests[i], 1,
 						       NULL, NULL);
-	for (size_t i = 0; i < gate_more_count; i++)
-		if (only && strcmp(only, gate_more_tests[i].name) == 0)
-			return _cmocka_run_group_tests(gate_more_tests[i].name,
-						       &gate_more_tests[i], 1, NULL, NULL);
 	fprintf(stderr, "usage: %s TEST (one test per process)\n", argv[0]);
 	return 2;
 }

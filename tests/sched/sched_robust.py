@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Robustness scenarios against the real vshare-scheduler on a temporary
 socket: signals, resource limits, peers that misbehave. Usage:
-sched_robust.py BINDIR SCENARIO (exit 0 pass, 1 fail, 77 skipped)."""
+sched_robust.py BINDIR SCENARIO (exit 0 pass, 1 fail, 77 skipped). Each
+function t_NAME is scenario NAME and ctest sched.robust.NAME;
+`sched_robust.py --list` prints them."""
 import json
 import os
 import shutil
@@ -15,7 +17,8 @@ import threading
 import time
 
 from schedtest import (Daemon, Fail, T, check, closed_by_peer, gpu_ref, hello,
-                       main, recv_frame, recv_n, wait_for, frame, HDR)
+                       main, recv_frame, recv_n, scenarios, wait_for, frame,
+                       HDR)
 
 
 def write_conf(d, cfg):
@@ -179,6 +182,17 @@ def t_ctl_errors(b):
          ["--json", "enable"], 1, "permission denied", True),
         (reply(0, '{"gpus": [], "clients": []}'), ["--json", "status"], 0,
          "", True),
+        # A status document far larger than any fixed frame.
+        (reply(0, json.dumps({"gpus": [], "clients": [],
+                              "pad": "x" * 300000})),
+         ["--json", "status"], 0, "", True),
+        # A daemon of another version: its error is still read and shown.
+        (frame(T["ERROR"], struct.pack("<iI128s", -95, 2,
+                                       b"version 2 here: update vsharectl"),
+               version=2),
+         ["--json", "status"], 1, "update vsharectl", False),
+        (frame(T["WELCOME"], struct.pack("<II", 2, 1), version=2),
+         ["status"], 1, "protocol version mismatch", False),
     ]
     try:
         th = fake_daemon(sock, [c[0] for c in cases])
@@ -320,16 +334,5 @@ def t_start_errors(b):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-SCENARIOS = {
-    "start_errors": t_start_errors,
-    "sigterm_busy": t_sigterm_busy,
-    "label_utf8": t_label_utf8,
-    "set_tq_running": t_set_tq_running,
-    "ctl_errors": t_ctl_errors,
-    "no_reader": t_no_reader,
-    "max_clients": t_max_clients,
-    "sighup": t_sighup,
-}
-
 if __name__ == "__main__":
-    sys.exit(main(SCENARIOS))
+    sys.exit(main(scenarios(globals())))

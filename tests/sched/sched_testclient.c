@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "frame.h"
 #include "vshare/proto.h"
 
 enum cstate { C_WAIT, C_HOLD, C_GAP, C_DONE, C_DEAD };
@@ -39,8 +40,7 @@ struct cl {
 	int cycles;
 	double due;       /* end of hold or gap */
 	double t_req;
-	size_t in_len;
-	unsigned char in[sizeof(struct vs_hdr) + 1024];
+	struct vs_frx rx;  /* the scheduler's frames, as the shim reads them */
 };
 
 static struct {
@@ -129,6 +129,7 @@ static int start(struct cl *c)
 	struct vs_attach a;
 	struct vs_footprint f;
 
+	vs_frx_init(&c->rx, VS_ROLE_SCHEDULER, VS_FRX_INLINE);
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", opt.socket);
@@ -206,35 +207,24 @@ static void on_frame(struct cl *c, int i, const struct vs_hdr *h,
 	}
 }
 
-/* Read what is there; -1 when the connection is gone. */
+/* Read what is there; -1 when the connection is gone. A scheduler of
+ * another version ends it, after its error is printed. */
 static int on_readable(struct cl *c, int i)
 {
-	const size_t hs = sizeof(struct vs_hdr);
-	ssize_t n = read(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
+	unsigned char buf[4096];
+	const unsigned char *p = buf;
+	ssize_t got = read(c->fd, buf, sizeof(buf));
+	size_t n;
+	enum vs_frx_result r;
 
-	if (n <= 0)
+	if (got <= 0)
 		return -1;
-	c->in_len += (size_t)n;
-	for (;;) {
-		struct vs_hdr h;
-		int rc;
-
-		if (c->in_len < hs)
-			return 0;
-		memcpy(&h, c->in, hs);
-		rc = vs_check_hdr(&h, VS_ROLE_SCHEDULER);
-		if (rc == VS_E_VERSION && h.type == VS_MSG_ERROR)
-			rc = VS_OK; /* print what the other version says */
-		if (rc != VS_OK || h.length > sizeof(c->in) - hs)
-			return -1;
-		if (c->in_len < hs + h.length)
-			return 0;
-		if (vs_check_payload(&h, c->in + hs, NULL) != VS_OK)
-			return -1;
-		on_frame(c, i, &h, c->in + hs);
-		memmove(c->in, c->in + hs + h.length, c->in_len - hs - h.length);
-		c->in_len -= hs + h.length;
-	}
+	n = (size_t)got;
+	while ((r = vs_frx_push(&c->rx, &p, &n)) == VS_FRX_FRAME)
+		on_frame(c, i, &c->rx.in.hdr, vs_frx_payload(&c->rx));
+	if (r == VS_FRX_VERSION && vs_frx_foreign_error(&c->rx) != NULL)
+		on_frame(c, i, &c->rx.in.hdr, vs_frx_foreign_error(&c->rx));
+	return r == VS_FRX_MORE ? 0 : -1;
 }
 
 static int parse_opts(int argc, char **argv)

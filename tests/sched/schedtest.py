@@ -210,14 +210,29 @@ def events(output):
     return out
 
 
+def scenarios(namespace):
+    """The scenarios of a script: its module-level functions named t_NAME,
+    in the order they are defined. A scenario is named once, where it is
+    defined: tests/CMakeLists.txt (vshare_scenarios) registers a ctest for
+    each line of the script matching ^def t_NAME( -- the same functions."""
+    module = namespace["__name__"]
+    return {name[2:]: fn for name, fn in namespace.items()
+            if name.startswith("t_") and callable(fn)
+            and getattr(fn, "__module__", None) == module}
+
+
 def main(scenarios):
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(scenarios))
+        return 0
     if len(sys.argv) < 3:
-        print("usage: %s BINDIR SCENARIO" % sys.argv[0])
+        print("usage: %s BINDIR SCENARIO | --list" % sys.argv[0])
         return 2
     bindir, name = sys.argv[1], sys.argv[2]
     fn = scenarios.get(name)
     if fn is None:
-        print("unknown scenario", name)
+        print("unknown scenario %s; the scenarios are: %s"
+              % (name, " ".join(scenarios)))
         return 2
     try:
         rc = fn(bindir)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <math.h>
 
 #include <cjson/cJSON.h>
 
@@ -217,6 +218,208 @@ static void test_groups(void **state)
 	assert_non_null(strstr(err, "admin_group"));
 }
 
+#define UUID_AA "GPU-00000000-0000-0000-0000-0000000000aa"
+
+/* Each field of the table has the width its type reads and writes. */
+static void test_table_fields(void **state)
+{
+	size_t n;
+	const struct conf_key *k = conf_keys(&n);
+	(void)state;
+
+	assert_true(n > 0);
+	for (size_t i = 0; i < n; i++, k++) {
+		size_t w = k->type == CONF_T_SIZE ? 8 :
+			   k->type == CONF_T_BOOL || k->type == CONF_T_LEVEL ?
+			   sizeof(int) : 4;
+
+		if (k->type == CONF_T_PATH || k->type == CONF_T_GROUP)
+			continue;
+		if (k->size != w)
+			fail_msg("%s: field of %zu bytes, type of %zu", k->name,
+				 k->size, w);
+		if (k->gpu_bit && k->gpu_size != k->size)
+			fail_msg("%s: per-GPU field of %zu bytes", k->name,
+				 k->gpu_size);
+		assert_true(k->lo <= k->hi);
+	}
+}
+
+/* A value for key k other than its default, as JSON text. */
+static void other_value(const struct conf_key *k, char *out, size_t n)
+{
+	switch (k->type) {
+	case CONF_T_UINT:
+	case CONF_T_SIZE:
+		snprintf(out, n, "%llu", (unsigned long long)
+			 (k->dnum == k->hi ? k->lo : k->hi));
+		break;
+	case CONF_T_OCTAL:
+		snprintf(out, n, "\"%04llo\"", (unsigned long long)
+			 (k->dnum == k->hi ? k->lo : k->hi));
+		break;
+	case CONF_T_BOOL:
+		snprintf(out, n, "%s", k->dnum ? "false" : "true");
+		break;
+	case CONF_T_MODE:
+		snprintf(out, n, "\"%s\"", k->dnum == VS_MODE_ON ? "off" : "on");
+		break;
+	case CONF_T_LEVEL:
+		snprintf(out, n, "\"%s\"", k->dnum == LOG_LVL_DEBUG ? "error" :
+			 "debug");
+		break;
+	case CONF_T_PATH:
+		snprintf(out, n, "\"/tmp/vshare-rt.sock\"");
+		break;
+	default:
+		snprintf(out, n, "\"root\"");
+	}
+}
+
+/* Every key set to a value other than its default, and a GPU entry with
+ * every per-GPU key: --print-config's output parses back to the same. */
+static void test_table_round_trip(void **state)
+{
+	size_t n, len = 0;
+	const struct conf_key *k = conf_keys(&n);
+	char text[4096], gtext[1024], v[64], err[256] = "";
+	size_t glen = 0;
+	struct conf a, b;
+	char *json;
+	cJSON *root;
+	(void)state;
+
+	for (size_t i = 0; i < n; i++) {
+		other_value(&k[i], v, sizeof(v));
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"%s\"%s\": %s", len ? ", " : "{",
+					k[i].name, v);
+		if (k[i].gpu_bit)
+			glen += (size_t)snprintf(gtext + glen,
+				sizeof(gtext) - glen, "%s\"%s\": %s",
+				glen ? ", " : "", k[i].name, v);
+	}
+	snprintf(text + len, sizeof(text) - len,
+		 ", \"gpus\": {\"" UUID_AA "\": {%s}}}", gtext);
+	conf_defaults(&a);
+	if (conf_parse(&a, text, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", text, err);
+	for (size_t i = 0; i < n; i++) {
+		conf_defaults(&b);
+		if (memcmp((char *)&a + k[i].off, (char *)&b + k[i].off,
+			   k[i].size) == 0)
+			fail_msg("%s: still its default", k[i].name);
+		conf_free(&b);
+	}
+	json = conf_to_json(&a, a.socket);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	assert_int_equal(cJSON_GetArraySize(root), (int)n + 1);
+	for (size_t i = 0; i < n; i++)
+		if (!cJSON_HasObjectItem(root, k[i].name))
+			fail_msg("--print-config has no %s", k[i].name);
+	cJSON_Delete(root);
+	conf_defaults(&b);
+	if (conf_parse(&b, json, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", json, err);
+	for (size_t i = 0; i < n; i++)
+		if (memcmp((char *)&a + k[i].off, (char *)&b + k[i].off,
+			   k[i].size) != 0)
+			fail_msg("%s: not the same after a round trip",
+				 k[i].name);
+	assert_int_equal(b.n_gpus, 1);
+	assert_memory_equal(a.gpus, b.gpus, sizeof(*a.gpus));
+	assert_int_equal(a.gpus[0].set, SCHED_GCFG_TQ | SCHED_GCFG_MODE |
+			 SCHED_GCFG_CAP);
+	free(json);
+	conf_free(&a);
+	conf_free(&b);
+}
+
+/* A value as JSON for a key of a ranged type. */
+static void ranged(const struct conf_key *k, double v, char *out, size_t n)
+{
+	if (k->type == CONF_T_OCTAL)
+		snprintf(out, n, "\"%04llo\"", (unsigned long long)v);
+	else
+		snprintf(out, n, "%.17g", v);
+}
+
+/* One value of key k, top-level and in a GPU entry where it may be:
+ * accepted or refused with an error that names the key. */
+static void try_value(const struct conf_key *k, const char *v, int ok)
+{
+	char text[512], name[160], err[256] = "";
+	struct conf c;
+
+	for (int gpu = 0; gpu <= (k->gpu_bit != 0); gpu++) {
+		if (gpu) {
+			snprintf(text, sizeof(text), "{\"gpus\": {\"" UUID_AA
+				 "\": {\"%s\": %s}}}", k->name, v);
+			snprintf(name, sizeof(name), "gpus." UUID_AA ".%s",
+				 k->name);
+		} else {
+			snprintf(text, sizeof(text), "{\"%s\": %s}", k->name, v);
+			snprintf(name, sizeof(name), "%s", k->name);
+		}
+		conf_defaults(&c);
+		if ((conf_parse(&c, text, err, sizeof(err)) == 0) != ok)
+			fail_msg("%s: %s", text, ok ? err : "accepted");
+		if (!ok && strncmp(err, name, strlen(name)) != 0)
+			fail_msg("%s: error does not name %s: %s", text, name,
+				 err);
+		conf_free(&c);
+	}
+}
+
+/* Each range: its ends accepted, a value just outside refused. */
+static void test_table_ranges(void **state)
+{
+	size_t n;
+	const struct conf_key *k = conf_keys(&n);
+	char v[64];
+	(void)state;
+
+	for (size_t i = 0; i < n; i++, k++) {
+		if (k->type != CONF_T_UINT && k->type != CONF_T_SIZE &&
+		    k->type != CONF_T_OCTAL)
+			continue;
+		ranged(k, (double)k->lo, v, sizeof(v));
+		try_value(k, v, 1);
+		ranged(k, (double)k->hi, v, sizeof(v));
+		try_value(k, v, 1);
+		ranged(k, nextafter((double)k->hi, INFINITY), v, sizeof(v));
+		if (k->type == CONF_T_OCTAL)
+			ranged(k, (double)k->hi + 1, v, sizeof(v));
+		try_value(k, v, 0);
+		ranged(k, (double)k->lo - 1, v, sizeof(v));
+		try_value(k, v, 0);
+	}
+}
+
+/* A reload keeps the running values of the keys bound to the socket and
+ * names those that changed. */
+static void test_keep_restart(void **state)
+{
+	struct conf old, nc;
+	char changed[128], err[256];
+	(void)state;
+
+	conf_defaults(&old);
+	conf_defaults(&nc);
+	assert_int_equal(conf_keep_restart(&old, &nc, changed,
+					   sizeof(changed)), 0);
+	assert_int_equal(conf_parse(&nc, "{\"socket_mode\": \"0600\", "
+				    "\"socket\": \"/x.sock\", \"tq_s\": 5}",
+				    err, sizeof(err)), 0);
+	assert_int_equal(conf_keep_restart(&old, &nc, changed,
+					   sizeof(changed)), 2);
+	assert_string_equal(changed, "socket, socket_mode");
+	assert_int_equal(nc.socket_mode, 0660);
+	assert_string_equal(nc.socket, "");
+	assert_int_equal(nc.tq_s, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +429,10 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_file_and_print),
 		cmocka_unit_test(test_groups),
+		cmocka_unit_test(test_table_fields),
+		cmocka_unit_test(test_table_round_trip),
+		cmocka_unit_test(test_table_ranges),
+		cmocka_unit_test(test_keep_restart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,19 +1,31 @@
 /*
- * A recording gate for test_shim_ops: the hook layer and the CUDA
- * operations are built into the test program with this in place of the
- * real gate, so the test can see every gate.h call the hooks make.
+ * A recording gate and client for test_shim_ops: the hook layer and the
+ * CUDA operations are built into the test program with this in place of
+ * the real gate and client, so the test can see every call the hooks make
+ * and reach the tables the top hands to them.
  */
 #include <cuda.h>
 
-#include "gate.h"
 #include "gate_stub.h"
 
 struct gate_stub stub;
 
-void gate_init(const struct gate_cuda_ops *ops)
+void gate_init(const struct gate_cuda_ops *ops, const struct gate_events *ev)
 {
 	stub.ops = ops;
+	stub.ev = ev;
 	stub.inits++;
+}
+
+void client_init(const struct client_callbacks *cb)
+{
+	stub.cbs = cb;
+}
+
+void client_wanted(void *arg, int dev)
+{
+	(void)arg;
+	(void)dev;
 }
 
 int gate_enter(void *stream)
@@ -34,7 +46,7 @@ void gate_capture_delta(int delta)
 	__atomic_add_fetch(&stub.captures, delta, __ATOMIC_SEQ_CST);
 }
 
-void gate_footprint_changed(int dev)
+void client_footprint_changed(int dev)
 {
 	if (dev >= 0 && dev < 4)
 		__atomic_add_fetch(&stub.fp_changes[dev], 1, __ATOMIC_SEQ_CST);
@@ -48,4 +60,12 @@ void gate_atfork_child(void)
 void gate_shutdown(void)
 {
 	stub.shutdowns++;
+}
+
+void client_atfork_child(void)
+{
+}
+
+void client_stop(void)
+{
 }

@@ -1,10 +1,14 @@
 #ifndef VSHARE_GATE_STUB_H
 #define VSHARE_GATE_STUB_H
 
+#include "client.h"
 #include "gate.h"
+#include "gate_ctl.h"
 
 struct gate_stub {
 	const struct gate_cuda_ops *ops;
+	const struct gate_events *ev;
+	const struct client_callbacks *cbs;
 	int inits, enters, exits, captures, forks, shutdowns;
 	int fp_changes[4];
 	void *last_stream;

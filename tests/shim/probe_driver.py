@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Check the shim against whatever driver is installed (a real GPU, or the
-test driver): every hooked base name of src/libvshare/hooks.def is looked
+test driver): every hooked base name of src/libvshare/interpose/hooks.def is looked
 up through cuGetProcAddress_v2 with the default and the per-thread flag and
 through dlsym, and must come back as the shim's hook of the variant the
 driver selected. Run with libvshare.so preloaded:
@@ -12,7 +12,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEF = os.path.join(HERE, "..", "..", "src", "libvshare", "hooks.def")
+DEF = os.path.join(HERE, "..", "..", "src", "libvshare", "interpose", "hooks.def")
 
 
 class DlInfo(ctypes.Structure):

@@ -18,6 +18,10 @@
 
 #include "gate_stub.h"
 #include "hooks.h"
+#include "vshare/proto.h"
+
+/* The client callbacks the top handed over (shim_ops.c). */
+#define FOOTPRINT(d, m, p) stub.cbs->footprint(stub.cbs->arg, (d), (m), (p))
 
 #define CK(call) assert_int_equal((call), CUDA_SUCCESS)
 
@@ -63,6 +67,8 @@ static int setup(void **state)
 	CK(cuDevicePrimaryCtxRetain(&ctx0, d));
 	CK(cuCtxSetCurrent(ctx0));
 	assert_non_null(stub.ops);
+	assert_non_null(stub.ev);
+	assert_non_null(stub.cbs);
 	assert_int_equal(stub.inits, 1);
 	return 0;
 }
@@ -123,17 +129,23 @@ static void test_footprint_prefetch(void **state)
 	CK(cuCtxSetCurrent(ctx0));
 	assert_int_equal(stub.fp_changes[0], ch0 + 2);
 	assert_int_equal(stub.fp_changes[1], ch1 + 1);
-	ops->footprint(0, &m, &p);
+	FOOTPRINT(0, &m, &p);
 	assert_int_equal(m, 3 << 20);
 	assert_int_equal(p, 0);
-	ops->footprint(1, &m, &p);
+	FOOTPRINT(1, &m, &p);
 	assert_int_equal(m, 3 << 20);
 
-	ops->prefetch(0, 0);
+	/* An oversubscribed grant swaps in, a plain one does not. */
+	stub.cbs->granted(stub.cbs->arg, 0, 0);
+	assert_int_equal(count_prefetch("device0", 1 << 20), 0);
+	stub.cbs->granted(stub.cbs->arg, 0, VS_GRANTF_OVERSUB);
 	assert_int_equal(count_prefetch("device0", 1 << 20), 1);
 	assert_int_equal(count_prefetch("device0", 2 << 20), 1);
 	assert_int_equal(count_prefetch("device1", 3 << 20), 0);
-	ops->prefetch(0, 1);
+	/* A release swaps out only when eager. */
+	stub.cbs->released(stub.cbs->arg, 0, 0);
+	assert_int_equal(count_prefetch("host", 1 << 20), 0);
+	stub.cbs->released(stub.cbs->arg, 0, 1);
 	assert_int_equal(count_prefetch("host", 1 << 20), 1);
 	assert_int_equal(count_prefetch("host", 2 << 20), 1);
 	/* The device's context is still the current one afterwards. */
@@ -143,7 +155,7 @@ static void test_footprint_prefetch(void **state)
 	CK(cuMemFree_v2(b));
 	CK(cuMemFree_v2(c));
 	assert_int_equal(stub.fp_changes[0], ch0 + 4);
-	ops->footprint(0, &m, &p);
+	FOOTPRINT(0, &m, &p);
 	assert_int_equal(m + p, 0);
 }
 
@@ -297,23 +309,22 @@ static void test_capture_deltas(void **state)
  * or resetting a primary context, takes that memory off the footprint. */
 static void test_context_memory(void **state)
 {
-	const struct gate_cuda_ops *ops = stub.ops;
 	CUcontext own, cur;
 	CUdeviceptr a, b, keep;
 	uint64_t m0, m;
 	int ch;
 
 	(void)state;
-	ops->footprint(0, &m0, NULL);
+	FOOTPRINT(0, &m0, NULL);
 	CK(cuMemAlloc_v2(&keep, 1 << 20));
 	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
 	CK(cuMemAlloc_v2(&a, 2 << 20));
-	ops->footprint(0, &m, NULL);
+	FOOTPRINT(0, &m, NULL);
 	assert_int_equal(m, m0 + (3 << 20));
 	ch = stub.fp_changes[0];
 	CK(cuCtxDestroy_v2(own));
 	assert_int_equal(stub.fp_changes[0], ch + 1);
-	ops->footprint(0, &m, NULL);
+	FOOTPRINT(0, &m, NULL);
 	assert_int_equal(m, m0 + (1 << 20));
 	CK(cuCtxGetCurrent(&cur));
 	if (cur != ctx0)
@@ -322,10 +333,10 @@ static void test_context_memory(void **state)
 
 	CK(cuCtxSetCurrent(ctx1));
 	CK(cuMemAlloc_v2(&b, 4 << 20));
-	ops->footprint(1, &m, NULL);
+	FOOTPRINT(1, &m, NULL);
 	assert_int_equal(m, 4 << 20);
 	CK(cuDevicePrimaryCtxReset_v2(1));
-	ops->footprint(1, &m, NULL);
+	FOOTPRINT(1, &m, NULL);
 	assert_int_equal(m, 0);
 	CK(cuCtxSetCurrent(ctx0));
 }

@@ -54,6 +54,34 @@ static void test_header_rules(void **state)
 	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_E_PROTO);
 }
 
+/* Each header rule has its own reason, for logs and ERROR frames. */
+static void test_header_reasons(void **state)
+{
+	struct vs_hdr h;
+	const char *why = NULL;
+	(void)state;
+
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello));
+	assert_int_equal(vs_check_hdr_why(&h, 0, &why), VS_OK);
+	h.flags = 2;
+	assert_int_equal(vs_check_hdr_why(&h, 0, &why), VS_E_PROTO);
+	assert_string_equal(why, "header flags not zero");
+	h = hdr_for(VS_MSG_HELLO, sizeof(struct vs_hello) + 1);
+	assert_int_equal(vs_check_hdr_why(&h, 0, &why), VS_E_PROTO);
+	assert_string_equal(why, "wrong length for its message type");
+	h = hdr_for(VS_MSG_REPLY, VS_MAX_PAYLOAD + 1);
+	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_SCHEDULER, &why),
+			 VS_E_PROTO);
+	assert_string_equal(why, "frame longer than any message");
+	h = hdr_for(VS_MSG_STATUS, sizeof(struct vs_status_req));
+	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_CLIENT, &why), VS_E_PROTO);
+	assert_string_equal(why, "message type not sent by this peer's role");
+	h.version = 2;
+	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_CLIENT, &why),
+			 VS_E_VERSION);
+	assert_string_equal(why, "protocol version mismatch");
+}
+
 static void test_every_type_has_a_row(void **state)
 {
 	static const uint16_t types[] = {
@@ -159,6 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_header_rules),
+		cmocka_unit_test(test_header_reasons),
 		cmocka_unit_test(test_every_type_has_a_row),
 		cmocka_unit_test(test_payload_rules),
 		cmocka_unit_test(test_uuid_text),

@@ -1,0 +1,103 @@
+/*
+ * The status document: the JSON text of a VS_MSG_REPLY to VS_MSG_STATUS.
+ * vshare-scheduler builds it and vsharectl reads it, both through the key
+ * tables below, so a key's name is written once. Scripts read it too
+ * (vsharectl --json status), so a key is never renamed or removed; new
+ * keys go at the end of their object.
+ *
+ * Document version history ("version" key):
+ *   1  first version.
+ *
+ * Each table row is X(name, type, unit, meaning); the JSON key is the
+ * name as written. Keys appear in the document in table order.
+ */
+#ifndef VSHARE_STATUS_H
+#define VSHARE_STATUS_H
+
+#include <stddef.h>
+
+#define VS_STATUS_VERSION 1
+
+/* The top-level object. */
+#define VS_STATUS_DOC_KEYS(X)                                                \
+	X(version, NUM, "", "VS_STATUS_VERSION")                             \
+	X(gpus, ARRAY, "", "GPU objects, in order of first attach")          \
+	X(clients, ARRAY, "", "client objects, in order of arrival")         \
+	X(clients_omitted, OPTNUM, "clients",                                \
+	  "clients left out so that the document fits a frame; absent when none")
+
+/* One GPU, in "gpus". */
+#define VS_STATUS_GPU_KEYS(X)                                                \
+	X(uuid, STR, "", "the GPU's UUID as the driver prints it")           \
+	X(index, NUM, "", "order of first attach, as vsharectl --gpu takes") \
+	X(mode, STR, "", "\"auto\", \"on\" or \"off\"")                      \
+	X(tq_s, NUM, "s", "time quantum")                                    \
+	X(capacity, NUM, "bytes", "memory that co-runners may use together") \
+	X(total_mem, NUM, "bytes", "memory the driver reports")              \
+	X(footprint, NUM, "bytes", "footprints of every client, summed")     \
+	X(held, NUM, "bytes", "footprints of the holders, summed")           \
+	X(oversubscribed, BOOL, "", "footprint is larger than capacity")     \
+	X(holders, ARRAY, "client ids", "clients holding the GPU")           \
+	X(queue, ARRAY, "client ids", "clients waiting, first in line first")
+
+/* One client (one connection of the shim), in "clients". */
+#define VS_STATUS_CLIENT_KEYS(X)                                             \
+	X(id, NUM, "", "client id, as in holders and queue")                 \
+	X(pid, NUM, "", "process id, from the socket's credentials")         \
+	X(uid, NUM, "", "user id, from the socket's credentials")            \
+	X(gid, NUM, "", "group id, from the socket's credentials")           \
+	X(label, STR, "", "the client's label, cleaned (vs_label_clean)")    \
+	X(gpus, ARRAY, "", "member objects, one per GPU the client attached")
+
+/* One client's use of one GPU, in a client's "gpus". */
+#define VS_STATUS_MEMBER_KEYS(X)                                             \
+	X(uuid, STR, "", "the GPU's UUID")                                   \
+	X(managed, NUM, "bytes", "managed memory on this GPU")               \
+	X(pinned, NUM, "bytes", "memory that cannot be paged out")           \
+	X(state, STR, "", "\"idle\", \"waiting\" or \"holding\"")            \
+	X(held_ms, NUM, "ms", "time holding, since the grant")               \
+	X(waited_ms, NUM, "ms", "time waiting, since the request")           \
+	X(revoked, BOOL, "", "the grant was taken from an unresponsive holder")
+
+/* Values of a member's "state". */
+#define VS_STATUS_IDLE    "idle"
+#define VS_STATUS_WAITING "waiting"
+#define VS_STATUS_HOLDING "holding"
+
+/* Key indexes: VS_SD_version, VS_SG_tq_s, VS_SC_label, VS_SM_state... */
+#define VS_SD_(name, type, unit, what) VS_SD_##name,
+#define VS_SG_(name, type, unit, what) VS_SG_##name,
+#define VS_SC_(name, type, unit, what) VS_SC_##name,
+#define VS_SM_(name, type, unit, what) VS_SM_##name,
+enum { VS_STATUS_DOC_KEYS(VS_SD_) VS_SD__N };
+enum { VS_STATUS_GPU_KEYS(VS_SG_) VS_SG__N };
+enum { VS_STATUS_CLIENT_KEYS(VS_SC_) VS_SC__N };
+enum { VS_STATUS_MEMBER_KEYS(VS_SM_) VS_SM__N };
+#undef VS_SD_
+#undef VS_SG_
+#undef VS_SC_
+#undef VS_SM_
+
+/* JSON types of the tables. OPTNUM: a number left out when it is 0. */
+#define VS_ST_NUM    1
+#define VS_ST_OPTNUM 2
+#define VS_ST_STR    3
+#define VS_ST_BOOL   4
+#define VS_ST_ARRAY  5
+
+struct vs_status_key {
+	const char *name;
+	int         type;   /* VS_ST_* */
+	const char *unit;   /* "" where the value has none */
+	const char *what;
+};
+
+/* The four objects' tables, each of n keys. */
+struct vs_status_obj {
+	const struct vs_status_key *keys;
+	size_t                      n;
+};
+extern const struct vs_status_obj vs_status_doc, vs_status_gpu,
+	vs_status_client, vs_status_member;
+
+#endif /* VSHARE_STATUS_H */

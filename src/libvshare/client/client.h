@@ -1,0 +1,60 @@
+/*
+ * The scheduler client, as the shim's top sees it: one background thread
+ * that owns the connection to vshare-scheduler and the protocol state of
+ * every GPU, and opens and takes back the gates (gate_ctl.h). It reaches
+ * CUDA only through the callbacks below, so its tests can drive it with
+ * fakes.
+ */
+#ifndef VSHARE_CLIENT_H
+#define VSHARE_CLIENT_H
+
+#include <stdint.h>
+
+/* What the client needs from the layers above it. Each is called on the
+ * client thread, never from an application thread; none may be NULL. */
+struct client_callbacks {
+	void *arg;
+	/* dev was granted to this process, which did not hold it (flags:
+	 * VS_GRANTF_*). Called before the gate opens, so what it does comes
+	 * before the first kernel (the bulk swap-in of an oversubscribed
+	 * grant). */
+	void (*granted)(void *arg, int dev, uint32_t flags);
+	/* dev was taken from this process (gate_take: no call in flight, the
+	 * device synchronized), before RELEASED goes out. swap_out: the
+	 * memory should move to the host now (VSHARE_SWAP_OUT=eager). */
+	void (*released)(void *arg, int dev, int swap_out);
+	/* This process's footprint on dev, in bytes. */
+	void (*footprint)(void *arg, int dev, uint64_t *managed,
+			  uint64_t *pinned);
+};
+
+/* Called once from the shim's init, after gate_init: reads the client's
+ * settings (socket, label, idle time, swap mode, VSHARE_REQUIRE_SCHEDULER,
+ * footprint step). The thread starts at the first client_wanted. */
+void client_init(const struct client_callbacks *cb);
+
+/*
+ * gate_events.wanted: a thread waits at dev's gate. Sets dev's wanted bit
+ * and wakes the client thread (starting it the first time). Takes no lock
+ * of the client's and waits for nothing: the wake-up channel is written
+ * without a mutex.
+ */
+void client_wanted(void *arg, int dev);
+
+/* The memory layer changed this process's footprint on dev (any thread,
+ * no lock): the client reports it when it moved enough. */
+void client_footprint_changed(int dev);
+
+/* Whether the client thread runs (tests). */
+int  client_started(void);
+
+/* Process exit, after gate_shutdown: stop the thread, waiting for it a
+ * bounded time (it may be inside a synchronize that the exiting driver
+ * never finishes). */
+void client_stop(void);
+
+/* pthread_atfork child handler: the child has no client thread; drop the
+ * inherited connection and protocol state without touching the parent's. */
+void client_atfork_child(void);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * The scheduler client's VSHARE_* settings, read once at client_init. A
+ * bad value is logged and the default used (shim_env.c); docs/gate.md
+ * lists them all.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "label.h"
+#include "log.h"
+#include "shim_env.h"
+
+/* The client's state is defined here, with its settings, in the object
+ * that every other part of the client builds on. */
+struct client_conn client_c = { .sock = -1, .sock_id = { .fd = -1 } };
+struct client_global client_g;
+
+#define CLIENT_IDLE_MS_DEFAULT  100u
+#define CLIENT_FP_STEP_DEFAULT  (64ull << 20)
+
+/* The program's name for the scheduler's status: its comm, which is what
+ * ps shows and is set before any constructor runs. */
+static void default_label(char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/comm", "re");
+	size_t len = 0;
+
+	out[0] = '\0';
+	if (f != NULL) {
+		if (fgets(out, (int)n, f) == NULL)
+			out[0] = '\0';
+		fclose(f);
+	}
+	len = strcspn(out, "\n");
+	out[len] = '\0';
+	if (len == 0)
+		snprintf(out, n, "%s", program_invocation_short_name);
+}
+
+void client_conf_read(struct client_conf *c)
+{
+	const char *sock = shim_env_str("VSHARE_SOCKET", VS_DEFAULT_SOCKET);
+	const char *label = shim_env_str("VSHARE_LABEL", NULL);
+	const char *swap = shim_env_str("VSHARE_SWAP_OUT", "lazy");
+
+	memset(c, 0, sizeof(*c));
+	if (strlen(sock) >= sizeof(c->socket_path)) {
+		log_warn("VSHARE_SOCKET is longer than a Unix socket path may be; "
+			 "using %s", VS_DEFAULT_SOCKET);
+		sock = VS_DEFAULT_SOCKET;
+	}
+	snprintf(c->socket_path, sizeof(c->socket_path), "%s", sock);
+	if (label != NULL)
+		snprintf(c->label, VS_LABEL_MAX, "%s", label);
+	else
+		default_label(c->label, VS_LABEL_MAX);
+	/* The wire label allows UTF-8 text without control characters; the
+	 * cut above may have split a character. */
+	vs_label_clean(c->label);
+	c->idle_ms = shim_env_u64("VSHARE_IDLE_MS", CLIENT_IDLE_MS_DEFAULT, 0,
+				  3600u * 1000u);
+	if (strcmp(swap, "eager") == 0) {
+		c->swap_eager = 1;
+	} else if (strcmp(swap, "lazy") != 0) {
+		log_warn("VSHARE_SWAP_OUT=\"%s\" is not lazy or eager; using lazy",
+			 swap);
+	}
+	c->require_sched = shim_env_bool("VSHARE_REQUIRE_SCHEDULER", 0);
+	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
+					  CLIENT_FP_STEP_DEFAULT);
+}

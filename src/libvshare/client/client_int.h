@@ -1,0 +1,139 @@
+/*
+ * The scheduler client's state, shared by the thread and connection
+ * handling (client.c), the messages (client_msg.c) and the per-GPU work
+ * (client_work.c). Only the client thread touches it after start, but for
+ * the atomic bits that other threads set (client_gpu.wanted, fp_dirty).
+ */
+#ifndef VSHARE_CLIENT_INT_H
+#define VSHARE_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "client.h"
+#include "gate_ctl.h"
+#include "vshare/proto.h"
+
+#define CLIENT_BACKOFF_MIN_MS 50u
+#define CLIENT_BACKOFF_MAX_MS 2000u
+#define CLIENT_RBUF           4096u
+/* A scheduler that accepts a connection and does not answer its HELLO
+ * within this time (stopped, hung, or not a scheduler at all) counts as
+ * absent: otherwise GPU work would wait for it for ever. */
+#define CLIENT_WELCOME_MS     2000u
+/* How long one frame may wait for room in the socket: a scheduler that
+ * stops reading must not block the client thread for ever. */
+#define CLIENT_SEND_WAIT_MS   1000
+/* A connection that lasted this long after its WELCOME was a working one:
+ * its loss restarts the backoff and is reported. A scheduler that welcomes
+ * and then drops (or is dropped for) every connection is retried with a
+ * growing backoff and reported once. */
+#define CLIENT_STABLE_MS      2000u
+
+/* A descriptor of the client and what it was opened on (client_fd.c). */
+struct own_fd {
+	int   fd;                 /* -1: none */
+	dev_t dev;
+	ino_t ino;
+};
+
+struct client_conn {
+	int      sock;            /* -1 when not connected */
+	struct own_fd sock_id;    /* sock's identity, set with it */
+	uint64_t spin_until_ns;   /* a REQUEST went out; the thread
+				   * busy-polls for the GRANT until then */
+	int      version_dead;    /* protocol mismatch: stay unshared */
+	int      version_seen;    /* the mismatch was logged (once) */
+	int      warned;          /* the outage was logged */
+	int      welcomed;        /* this connection got its WELCOME */
+	int      welcome_new;     /* a WELCOME was read, not yet acted on */
+	uint64_t welcome_ms;      /* when */
+	int      back_told;       /* "connected" was logged in this outage */
+	uint64_t welcome_by_ms;   /* lost if no WELCOME by then */
+	uint64_t backoff_ms;
+	uint64_t next_try_ms;     /* next connection attempt */
+	uint32_t client_id;
+	size_t   rlen;
+	unsigned char rbuf[CLIENT_RBUF];
+};
+
+extern struct client_conn client_c;
+
+/* Settings read from the environment once, at client_init. */
+struct client_conf {
+	char     socket_path[108];
+	char     label[VS_LABEL_MAX + 1];
+	uint64_t idle_ms;
+	int      swap_eager;
+	int      require_sched;
+	uint64_t footprint_step;
+};
+
+/* What the client knows and owes the scheduler about one GPU. */
+struct client_gpu {
+	int      known;            /* the gate learned the device (below) */
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t total_mem;
+	int      attached;         /* ATTACH sent on this connection */
+	int      requested;        /* REQUEST sent, no GRANT yet */
+	int      held;             /* granted, RELEASED not yet sent */
+	uint32_t drop;             /* pending VS_DROP_* reason, 0 if none */
+	int      want;             /* request even with no waiter (reconnect) */
+	int      fp_valid;         /* a footprint was sent on this connection */
+	uint64_t fp_managed, fp_pinned;
+	int      fp_dirty;         /* atomic: footprint changed since sent */
+	int      wanted;           /* atomic: a thread waits at the gate
+				    * (set by client_wanted, taken by the
+				    * client thread) */
+};
+
+struct client_global {
+	int      stop_asked;       /* atomic: client_stop; the thread ends */
+	struct client_conf conf;
+	const struct client_callbacks *cb;
+	struct client_gpu gpu[GATE_MAX_GPUS];
+};
+
+extern struct client_global client_g;
+
+/* client_conf.c */
+void client_conf_read(struct client_conf *c);
+
+/* client_fd.c: remember fd (-1: none), check that the number still names
+ * it, close it only if it does. */
+void own_fd_take(struct own_fd *o, int fd);
+int  own_fd_valid(const struct own_fd *o);
+void own_fd_close(struct own_fd *o);
+
+/* Whether the thread should end (client_stop or gate_shutdown). */
+static inline int client_stopping(void)
+{
+	return __atomic_load_n(&client_g.stop_asked, __ATOMIC_SEQ_CST) ||
+	       gate_shutting();
+}
+
+/* client.c */
+void client_lost(const char *why);
+
+/* client_msg.c */
+/* Send one frame; -1 if it failed or the connection is gone. Only the
+ * client thread sends. */
+int  client_send(uint16_t type, const void *payload, uint32_t len);
+/* Replace the socket (fd, or -1 after closing it). */
+void client_set_sock(int fd);
+int  client_hello(void);
+/* client_work.c */
+/* Attach, footprints, requests and drops of every GPU; lowers *timeout
+ * to the longest time in ms the thread may sleep (-1: until woken).
+ * Returns -1 if sending failed (the connection is lost). */
+int  client_work(int *timeout);
+/* Refresh what the client knows of dev from the gate; 1 if known. */
+int  client_learn(int dev);
+/* gate_take, then the released callback if the gate was taken. */
+int  client_take(int dev);
+/* Read what arrived and handle each frame; -1 if the connection ended. */
+int  client_read(void);
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * Frames between the shim and the scheduler: sending, reading, checking
+ * with the shared protocol table, and handling what the scheduler says.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client_int.h"
+#include "frame.h"
+#include "log.h"
+
+void client_set_sock(int fd)
+{
+	if (fd < 0 && client_c.sock < 0)
+		return;
+	/* A socket the program closed is not closed again: its number may
+	 * be one of the program's own descriptors by now. */
+	own_fd_close(&client_c.sock_id);
+	own_fd_take(&client_c.sock_id, fd);
+	client_c.sock = fd;
+	client_c.welcomed = 0;
+	client_c.welcome_new = 0;
+}
+
+/* Wait for room in the socket, at most CLIENT_SEND_WAIT_MS in all. The
+ * client thread blocks every signal, but an EINTR is no failure either. */
+static int wait_room(void)
+{
+	uint64_t end = gate_now_ms() + CLIENT_SEND_WAIT_MS, now;
+	struct pollfd pf = { .fd = client_c.sock, .events = POLLOUT };
+	int r;
+
+	for (;;) {
+		now = gate_now_ms();
+		if (now >= end)
+			return -1;
+		r = poll(&pf, 1, (int)(end - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (pf.revents & (POLLERR | POLLHUP | POLLNVAL)))
+			return -1;
+		return 0;
+	}
+}
+
+static int send_all(const unsigned char *buf, size_t n)
+{
+	size_t off = 0;
+
+	if (!own_fd_valid(&client_c.sock_id))
+		return -1;
+	while (off < n) {
+		ssize_t w = send(client_c.sock, buf + off, n - off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+		    wait_room() == 0)
+			continue;
+		if (w <= 0)
+			return -1;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+int client_send(uint16_t type, const void *payload, uint32_t len)
+{
+	unsigned char buf[sizeof(struct vs_hdr) + 256];
+
+	if (len > sizeof(buf) - sizeof(struct vs_hdr) || client_c.sock < 0)
+		return -1;
+	vs_hdr_init((struct vs_hdr *)buf, type, len);
+	memcpy(buf + sizeof(struct vs_hdr), payload, len);
+	return send_all(buf, sizeof(struct vs_hdr) + len);
+}
+
+int client_hello(void)
+{
+	struct vs_hello m;
+
+	memset(&m, 0, sizeof(m));
+	m.proto_version = VS_PROTO_VERSION;
+	memcpy(m.label, client_g.conf.label,
+	       strnlen(client_g.conf.label, VS_LABEL_MAX));
+	return client_send(VS_MSG_HELLO, &m, sizeof(m));
+}
+
+static int gpu_by_uuid(const uint8_t uuid[VS_UUID_LEN])
+{
+	for (int i = 0; i < GATE_MAX_GPUS; i++) {
+		const struct client_gpu *c = &client_g.gpu[i];
+
+		if (c->known && memcmp(c->uuid, uuid, VS_UUID_LEN) == 0)
+			return i;
+	}
+	return -1;
+}
+
+static void on_grant(const struct vs_grant *m)
+{
+	int dev = gpu_by_uuid(m->uuid);
+	struct client_gpu *c;
+
+	if (dev < 0)
+		return;
+	c = &client_g.gpu[dev];
+	/* The grant came: no more polling for it. */
+	client_c.spin_until_ns = 0;
+	/* Before the gate opens: under oversubscription the top swaps the
+	 * memory in here, one bulk prefetch being several times faster than
+	 * the page faults it replaces. */
+	if (!c->held)
+		client_g.cb->granted(client_g.cb->arg, dev, m->flags);
+	c->held = 1;
+	c->requested = 0;
+	c->want = 0;
+	c->drop = 0;
+	gate_grant(dev);
+	log_debug("GPU %d granted (%s, quantum %u ms%s)", dev,
+		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
+		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "");
+}
+
+static void on_drop(const struct vs_drop *m)
+{
+	int dev = gpu_by_uuid(m->uuid);
+	struct client_gpu *c;
+
+	if (dev < 0)
+		return;
+	c = &client_g.gpu[dev];
+	/* An urgent reason overrides a pending idle drop, never the reverse. */
+	if (c->held && (c->drop == 0 || c->drop == VS_DROP_IDLE))
+		c->drop = m->reason;
+	log_debug("GPU %d: drop requested (%s)", dev,
+		  vs_drop_reason_name(m->reason));
+}
+
+static void on_version(uint32_t theirs)
+{
+	if (!client_g.conf.require_sched)
+		client_c.version_dead = 1;
+	if (client_c.version_seen)
+		return;
+	client_c.version_seen = 1;
+	log_error("the scheduler speaks protocol version %u, this libvshare "
+		  "speaks version %u: %s", theirs, VS_PROTO_VERSION,
+		  client_g.conf.require_sched ? "waiting for a matching scheduler"
+					    : "running unshared");
+}
+
+static void on_error(const struct vs_error *m)
+{
+	if (m->code == VS_E_VERSION) {
+		on_version(m->detail);
+		return;
+	}
+	log_warn("the scheduler reports %s: %s", vs_err_name(m->code), m->msg);
+}
+
+/* Returns -1 if the frame ends the connection. */
+static int dispatch(const struct vs_hdr *h, const void *p)
+{
+	switch (h->type) {
+	case VS_MSG_WELCOME: {
+		const struct vs_welcome *m = p;
+
+		client_c.client_id = m->client_id;
+		log_debug("registered as client %u", m->client_id);
+		client_c.welcome_new = 1;
+		return 0;
+	}
+	case VS_MSG_GRANT:
+		on_grant(p);
+		return 0;
+	case VS_MSG_DROP:
+		on_drop(p);
+		return 0;
+	case VS_MSG_MODE: {
+		const struct vs_mode *m = p;
+		char u[VS_UUID_STR_LEN];
+
+		vs_uuid_format(m->uuid, u);
+		log_debug("%s: mode %s", u, vs_mode_name(m->mode));
+		return 0;
+	}
+	case VS_MSG_ERROR:
+		on_error(p);
+		return ((const struct vs_error *)p)->code == VS_E_VERSION ? -1 : 0;
+	default:
+		/* Reported once per outage, like the loss that follows. */
+		if (!client_c.warned)
+			log_warn("unexpected %s frame from the scheduler",
+				 vs_msg_lookup(h->type) ? vs_msg_lookup(h->type)->name
+							: "?");
+		return -1;
+	}
+}
+
+/* A peer of another version: its header layout is the same (frozen), so
+ * an error frame it sends can still be read; the reader kept it. */
+static int foreign_frame(const struct vs_frx *rx)
+{
+	const struct vs_error *m = vs_frx_foreign_error(rx);
+
+	if (m != NULL && m->code == VS_E_VERSION && m->detail != 0)
+		on_version(m->detail);
+	else
+		on_version(rx->in.hdr.version);
+	return -1;
+}
+
+/* One complete frame at the start of rbuf: 1 handled (consumed), 0 need
+ * more bytes, -1 end the connection. rbuf keeps an incomplete frame's
+ * bytes, so the common reader starts afresh at each call. */
+static int one_frame(size_t *used)
+{
+	const unsigned char *p = client_c.rbuf;
+	size_t n = client_c.rlen;
+	struct vs_frx rx;
+
+	/* Nothing the scheduler sends a client is longer than the reader's
+	 * own storage. */
+	vs_frx_init(&rx, VS_ROLE_SCHEDULER, VS_FRX_INLINE);
+	switch (vs_frx_push(&rx, &p, &n)) {
+	case VS_FRX_MORE:
+		return 0;
+	case VS_FRX_FRAME:
+		*used = client_c.rlen - n;
+		return dispatch(&rx.in.hdr, vs_frx_payload(&rx)) < 0 ? -1 : 1;
+	case VS_FRX_VERSION:
+		return foreign_frame(&rx);
+	default:
+		if (!client_c.warned)
+			log_warn("malformed frame from the scheduler (type 0x%x, "
+				 "%u bytes): %s", rx.in.hdr.type,
+				 rx.in.hdr.length, rx.why ? rx.why : "?");
+		return -1;
+	}
+}
+
+int client_read(void)
+{
+	ssize_t r;
+	size_t used;
+	int rc;
+
+	if (!own_fd_valid(&client_c.sock_id))
+		return -1;
+	r = recv(client_c.sock, client_c.rbuf + client_c.rlen,
+		 CLIENT_RBUF - client_c.rlen, MSG_DONTWAIT);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (r <= 0)
+		return -1;
+	client_c.rlen += (size_t)r;
+	while ((rc = one_frame(&used)) > 0) {
+		memmove(client_c.rbuf, client_c.rbuf + used, client_c.rlen - used);
+		client_c.rlen -= used;
+	}
+	return rc < 0 ? -1 : 0;
+}

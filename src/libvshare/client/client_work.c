@@ -1,0 +1,156 @@
+/*
+ * What the client thread owes the scheduler for each GPU, in order:
+ * attach it, report its footprint, release it when asked, request it when
+ * someone waits. Runs on the client thread, connected.
+ */
+#include <string.h>
+
+#include "atomics.h"
+#include "client_int.h"
+#include "log.h"
+
+/* While an idle drop waits on a holder that still has calls in flight,
+ * look again this often. */
+#define CLIENT_BUSY_POLL_MS 10u
+
+int client_learn(int dev)
+{
+	struct client_gpu *c = &client_g.gpu[dev];
+
+	if (!c->known)
+		c->known = gate_gpu_info(dev, c->uuid, &c->total_mem);
+	return c->known;
+}
+
+int client_take(int dev)
+{
+	int rc = gate_take(dev);
+
+	if (rc == 0)
+		client_g.cb->released(client_g.cb->arg, dev,
+				      client_g.conf.swap_eager);
+	return rc;
+}
+
+static int send_ref(uint16_t type, const uint8_t uuid[VS_UUID_LEN])
+{
+	struct vs_gpu_ref m;
+
+	memcpy(m.uuid, uuid, VS_UUID_LEN);
+	return client_send(type, &m, sizeof(m));
+}
+
+/* A REQUEST; then, if the waiters spin, the client thread polls for the
+ * GRANT without sleeping for spin_ns (client.c, spin_poll). */
+static int send_request(const struct client_gpu *c, uint64_t spin_ns)
+{
+	if (send_ref(VS_MSG_REQUEST, c->uuid))
+		return -1;
+	if (spin_ns != 0)
+		client_c.spin_until_ns = gate_now_ns() + spin_ns;
+	return 0;
+}
+
+static uint64_t absdiff(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* The footprint goes out on attach and then whenever it moved by a step
+ * or went to or from zero: the scheduler needs it for fit decisions, not
+ * every allocation. */
+static int footprint(int dev, struct client_gpu *g)
+{
+	struct vs_footprint m;
+	uint64_t step = client_g.conf.footprint_step;
+	int valid = g->fp_valid;
+
+	if (!A_XCHG(&g->fp_dirty, 0) && valid)
+		return 0;
+	memset(&m, 0, sizeof(m));
+	client_g.cb->footprint(client_g.cb->arg, dev, &m.managed, &m.pinned);
+	if (valid && absdiff(m.managed, g->fp_managed) < step &&
+	    absdiff(m.pinned, g->fp_pinned) < step &&
+	    (m.managed == 0) == (g->fp_managed == 0) &&
+	    (m.pinned == 0) == (g->fp_pinned == 0))
+		return 0;
+	memcpy(m.uuid, g->uuid, VS_UUID_LEN);
+	g->fp_managed = m.managed;
+	g->fp_pinned = m.pinned;
+	if (client_send(VS_MSG_FOOTPRINT, &m, sizeof(m)))
+		return -1;
+	g->fp_valid = 1;
+	return 0;
+}
+
+/* Release now, or for an idle drop once nothing was submitted for idle_ms
+ * and nothing is in flight. Returns the ms to wait before looking again
+ * (-1: nothing pending), or -2 if the connection failed. */
+static int drop(int dev, struct client_gpu *g)
+{
+	uint64_t now, last, idle = client_g.conf.idle_ms;
+	uint32_t reason = g->held ? g->drop : 0;
+	long inflight;
+
+	if (reason == 0)
+		return -1;
+	if (reason == VS_DROP_IDLE) {
+		now = gate_now_ms();
+		gate_activity(dev, &inflight, &last);
+		if (inflight > 0)
+			return (int)(idle < CLIENT_BUSY_POLL_MS ? idle + 1 : CLIENT_BUSY_POLL_MS);
+		if (now < last + idle)
+			return (int)(last + idle - now);
+	}
+	if (client_take(dev) < 0)
+		return -1;
+	if (send_ref(VS_MSG_RELEASED, g->uuid))
+		return -2;
+	g->held = 0;
+	g->drop = 0;
+	log_debug("GPU %d released (%s)", dev, vs_drop_reason_name(reason));
+	return -1;
+}
+
+static int gpu_work(int dev, struct client_gpu *g, int *timeout)
+{
+	struct vs_attach at;
+	int t;
+
+	/* The bit only woke this thread: who waits is the gate's to say. */
+	(void)A_XCHG(&g->wanted, 0);
+	if (!client_learn(dev))
+		return 0;
+	if (!g->attached) {
+		memset(&at, 0, sizeof(at));
+		memcpy(at.uuid, g->uuid, VS_UUID_LEN);
+		at.total_mem = g->total_mem;
+		if (client_send(VS_MSG_ATTACH, &at, sizeof(at)))
+			return -1;
+		g->attached = 1;
+	}
+	if (footprint(dev, g))
+		return -1;
+	t = drop(dev, g);
+	if (t == -2)
+		return -1;
+	if (t >= 0 && (*timeout < 0 || t < *timeout))
+		*timeout = t;
+	if (g->held || g->requested || (!g->want && gate_waiting(dev) == 0))
+		return 0;
+	if (send_request(g, gate_spin_window_ns()))
+		return -1;
+	g->requested = 1;
+	return 0;
+}
+
+int client_work(int *timeout)
+{
+	for (int dev = 0; dev < GATE_MAX_GPUS; dev++) {
+		if (client_c.sock < 0 || client_stopping())
+			break;
+		if (gpu_work(dev, &client_g.gpu[dev], timeout) != 0)
+			return -1;
+	}
+	return 0;
+}

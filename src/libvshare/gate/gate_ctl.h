@@ -1,0 +1,61 @@
+/*
+ * The gate as its controller (the scheduler client) sees it. The gate
+ * owns the lock state of each GPU; the controller owns the protocol and
+ * decides when a gate opens for a grant and when it is taken back. The
+ * gate knows nothing of the controller but the events table below.
+ */
+#ifndef VSHARE_GATE_CTL_H
+#define VSHARE_GATE_CTL_H
+
+#include <stdint.h>
+
+#include "gate.h"
+
+/*
+ * What the gate tells its controller, registered at gate_init. The
+ * functions are called from application threads on the gate's slow path,
+ * with cancellation disabled and without any gate mutex held: they must
+ * return promptly and must not wait for the controller's thread.
+ */
+struct gate_events {
+	void *arg;
+	/* A thread waits at dev's closed gate (called again for each wait;
+	 * the controller decides whether to request the GPU). */
+	void (*wanted)(void *arg, int dev);
+};
+
+/* Open dev's gate for a grant: entrants pass, and the gate counts as
+ * just used (an idle drop right after a grant waits idle_ms). */
+void gate_grant(int dev);
+/*
+ * Take dev away from this process: close the gate, wait for the calls in
+ * flight and for stream captures to end, synchronize the device. The gate
+ * is left closed. Returns 0, 1 if the gate was not open (nothing to take),
+ * or -1 if shutdown began while waiting (the gate is then open).
+ */
+int  gate_take(int dev);
+/* Running unshared (no scheduler): on = 1 opens every gate in use and
+ * lets every later entrant through; on = 0 ends that (the controller then
+ * takes back what it wants closed). Returns the previous setting. */
+int  gate_set_unshared(int on);
+
+/* Readers. gate_gpu_info: 1 and the device's identity once a thread
+ * entered its slow path (the gate learned it there), else 0. */
+int  gate_gpu_info(int dev, uint8_t uuid[16], uint64_t *total_mem);
+/* Threads waiting at dev's gate. */
+int  gate_waiting(int dev);
+/* Calls inside dev's gate and the coarse time of the latest exit (ms). */
+void gate_activity(int dev, long *inflight, uint64_t *last_ms);
+/* Whether gate_shutdown began. */
+int  gate_shutting(void);
+/* How long to busy-poll for a grant after a REQUEST (ns), 0 if not now:
+ * spinning off, or the CPUs too busy for it (checked at most every
+ * 100 ms). */
+uint64_t gate_spin_window_ns(void);
+
+/* Clocks: coarse monotonic milliseconds and monotonic nanoseconds
+ * (vDSO, no system call). */
+uint64_t gate_now_ms(void);
+uint64_t gate_now_ns(void);
+
+#endif

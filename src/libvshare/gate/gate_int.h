@@ -1,0 +1,118 @@
+/*
+ * The gate's internal state (gate*.c). Nothing outside the gate includes
+ * it, except the gate's unit tests. It holds lock state only: what the
+ * scheduler said and what was sent to it is the client's (client_int.h).
+ *
+ * Locking: each GPU's gate has one mutex. Its hot fields (state, in-flight
+ * count, activity stamp) are atomics that the fast path reads and writes
+ * without the mutex; every change of `state` happens with the mutex held,
+ * so a slow-path thread holding it sees a stable state.
+ */
+#ifndef VSHARE_GATE_INT_H
+#define VSHARE_GATE_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "gate.h"
+#include "gate_ctl.h"
+#include "vshare/proto.h"
+
+#define GATE_CLOSED   0   /* no lock: entrants block (slow path) */
+#define GATE_OPEN     1   /* lock held or running unshared: fast path */
+#define GATE_DRAINING 2   /* releasing: entrants block, in-flight drains */
+
+#define GATE_TOKEN_NONE (-1)
+
+/* The in-flight count is spread over shards, one cache line each, and a
+ * thread always uses the same one: threads that submit at the same time
+ * do not fight over one line. The total is the sum of the shards. */
+#define GATE_SHARDS 16
+
+struct gate_shard {
+	long     inflight;      /* calls inside the bracket; atomic */
+	uint64_t last_ms;       /* coarse time of the last exit; atomic */
+} __attribute__((aligned(64)));
+
+struct gate_gpu {
+	/* Read by every submission, written only on open and close. */
+	int      state;         /* GATE_*; atomic */
+	struct gate_shard shard[GATE_SHARDS] __attribute__((aligned(64)));
+
+	pthread_mutex_t mu;
+	pthread_cond_t  cv_open;   /* entrants wait for the gate to open */
+	pthread_cond_t  cv_drain;  /* the releaser waits for in-flight 0 */
+	int      waiters;          /* threads blocked in the slow path */
+	int      spinner;          /* a waiter is spinning (at most one) */
+
+	/* Set once by the first slow-path entrant (device_info). */
+	int      known;
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t total_mem;
+} __attribute__((aligned(64)));
+
+/* The gate's settings, read from the environment once, at gate_init. */
+struct gate_conf {
+	int      disabled;
+	uint64_t spin_ns;          /* a waiter busy-waits for its grant, the
+				    * client thread busy-polls for it */
+	int      spin_forced;      /* VSHARE_SPIN_US given: spin whatever the
+				    * CPUs and their load */
+	int      cpus;             /* usable CPUs at init */
+};
+
+struct gate_global {
+	const struct gate_cuda_ops *ops;
+	const struct gate_events *ev;
+	struct gate_conf conf;
+	int      enabled;          /* atomic: gate active at all */
+	int      captures;         /* atomic: stream captures in progress */
+	int      failopen;         /* atomic: running unshared (no scheduler) */
+	int      shutting;         /* atomic: gate_shutdown began */
+	int      one_dev;          /* atomic: the process sees one device */
+	int      count_known;      /* atomic: ops->device_count answered */
+	pthread_mutex_t cap_mu;    /* capture count reaching 0 */
+	pthread_cond_t  cap_cv;
+	struct gate_gpu gpu[GATE_MAX_GPUS];
+};
+
+/* Hidden: every part of the gate reaches it PC-relative, as the fast path
+ * did when it lived in the same file, not through the GOT. */
+extern struct gate_global gate_g __attribute__((visibility("hidden")));
+
+/* Coarse monotonic milliseconds, inline for gate_exit's stamp: the
+ * coarse clock is read from the vDSO, a few nanoseconds and precise to a
+ * scheduler tick, plenty for an idle time of 100 ms. */
+static inline uint64_t gate_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Read the VSHARE_* settings (gate_conf.c). */
+void gate_conf_read(struct gate_conf *c);
+
+/* gate_state.c */
+/* A gate as at start: closed, nobody inside or waiting, unknown. */
+void     gate_gpu_init(struct gate_gpu *g);
+/* Calls inside a gate's bracket (sequentially consistent sum). */
+long     gate_inflight(struct gate_gpu *g);
+/* The latest exit stamp of a gate. */
+uint64_t gate_last_ms(struct gate_gpu *g);
+
+/* Open g and wake whoever waits for it. Called with g->mu held; the one
+ * place a gate's state becomes GATE_OPEN. */
+void gate_open_locked(struct gate_gpu *g);
+/* Open every gate in use: running unshared (no scheduler, shutdown). */
+void gate_open_all(void);
+/* gate_wait.c */
+/* Wait until g opens. Called and returns with g->mu held;
+ * drops it while it tells the controller (gate_events.wanted). */
+void gate_wait_open(struct gate_gpu *g, int dev);
+/* Whether to spin for a grant now (gate_wait.c). */
+int  gate_spin_ok(void);
+
+#endif

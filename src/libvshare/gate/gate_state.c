@@ -1,0 +1,83 @@
+/*
+ * The gate's state and what every part of the gate reads or changes it
+ * with: the clocks, the in-flight count and activity stamp, opening. The
+ * fast path (gate.c), the slow wait (gate_wait.c) and the controls
+ * (gate_ctl.c) build on this file and never call each other back.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "atomics.h"
+#include "gate_int.h"
+
+struct gate_global gate_g = {
+	.cap_mu = PTHREAD_MUTEX_INITIALIZER,
+	.cap_cv = PTHREAD_COND_INITIALIZER,
+};
+
+uint64_t gate_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t gate_now_ms(void)
+{
+	return gate_clock_ms();
+}
+
+void gate_gpu_init(struct gate_gpu *g)
+{
+	memset(g, 0, sizeof(*g));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv_open, NULL);
+	pthread_cond_init(&g->cv_drain, NULL);
+}
+
+long gate_inflight(struct gate_gpu *g)
+{
+	long n = 0;
+
+	/* Read after the releaser's store of the closed state: every entry
+	 * that saw the gate open has its increment before that store, so it
+	 * is counted here until its exit. */
+	for (int i = 0; i < GATE_SHARDS; i++)
+		n += A_LOAD(&g->shard[i].inflight);
+	return n;
+}
+
+uint64_t gate_last_ms(struct gate_gpu *g)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < GATE_SHARDS; i++) {
+		uint64_t t = A_LOAD_RLX(&g->shard[i].last_ms);
+
+		if (t > last)
+			last = t;
+	}
+	return last;
+}
+
+void gate_open_locked(struct gate_gpu *g)
+{
+	A_STORE(&g->state, GATE_OPEN);
+	pthread_cond_broadcast(&g->cv_open);
+	pthread_cond_broadcast(&g->cv_drain);
+}
+
+void gate_open_all(void)
+{
+	for (int i = 0; i < GATE_MAX_GPUS; i++) {
+		struct gate_gpu *g = &gate_g.gpu[i];
+
+		pthread_mutex_lock(&g->mu);
+		if (g->known || g->waiters)
+			gate_open_locked(g);
+		else
+			pthread_cond_broadcast(&g->cv_drain);
+		pthread_mutex_unlock(&g->mu);
+	}
+}

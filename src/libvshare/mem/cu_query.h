@@ -1,0 +1,30 @@
+/*
+ * Driver queries through the real entry points (cu_query.c).
+ */
+#ifndef VSHARE_CU_QUERY_H
+#define VSHARE_CU_QUERY_H
+
+#include <stdint.h>
+
+/* The calling thread's current context, NULL if none. */
+void *cuq_current_context(void);
+/* Device of the calling thread's current context (-1 if none), cached
+ * per thread by context; a context seen here for the first time is
+ * tracked (ctx_track.h), so that a release synchronizes it. */
+int  cuq_current_device(void);
+/* Note the calling thread's current context, as cuq_current_device does
+ * (the gate's track_context). */
+void cuq_track_current(void);
+/* Device of a stream's context (-1 if unknown). */
+int  cuq_stream_device(void *stream);
+/* Nonzero if the stream is being captured. */
+int  cuq_stream_capturing(void *stream);
+/* UUID and physical memory of a device; 0 on success. */
+int  cuq_device_info(int dev, uint8_t uuid[16], uint64_t *total);
+/* Physical memory of a device (cached), 0 if unknown. */
+uint64_t cuq_device_total(int dev);
+/* Devices this process sees, -1 while the driver cannot tell. */
+int  cuq_device_count(void);
+void cuq_atfork_child(void);
+
+#endif

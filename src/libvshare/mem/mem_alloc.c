@@ -1,0 +1,332 @@
+#include <stdint.h>
+
+#include "client.h"
+#include "cu_query.h"
+#include "hooks.h"
+#include "log.h"
+#include "mem_alloc.h"
+#include "mem_reg.h"
+#include "shim_env.h"
+
+struct mem_conf mem_conf = { .convert = 1 };
+
+void mem_conf_read(void)
+{
+	mem_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);
+	mem_conf.allow_single_oversub =
+		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
+	mem_conf.mem_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
+	mem_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
+}
+
+/* The driver aligns pitched rows for texture access; 512 bytes satisfies
+ * every GPU's texture pitch alignment. */
+#define MEM_PITCH_ALIGN 512
+
+/* The most this process may have on dev: VSHARE_MEM_LIMIT, and the
+ * physical memory unless VSHARE_ALLOW_SINGLE_OVERSUB (one process
+ * oversubscribing itself only thrashes). 0 = no limit. */
+static uint64_t dev_limit(int dev)
+{
+	uint64_t phys = cuq_device_total(dev);
+	uint64_t lim = mem_conf.mem_limit;
+
+	if (!mem_conf.allow_single_oversub && phys != 0 &&
+	    (lim == 0 || phys < lim))
+		lim = phys;
+	return lim;
+}
+
+/* Reserve size bytes on dev within lim; when over it, first free what
+ * stream-ordered frees have left, then give up. */
+static CUresult reserve_within(int dev, int kind, uint64_t size, uint64_t lim)
+{
+	if (mreg_reserve(dev, kind, size, lim) == 0)
+		return CUDA_SUCCESS;
+	mem_defer_reap(1);
+	if (mreg_reserve(dev, kind, size, lim) == 0)
+		return CUDA_SUCCESS;
+	log_once(LOG_LVL_WARN, "an allocation of %llu bytes on GPU %d is "
+		 "refused: this process would pass its limit of %llu bytes "
+		 "(VSHARE_MEM_LIMIT, or the GPU's memory unless "
+		 "VSHARE_ALLOW_SINGLE_OVERSUB=1)", (unsigned long long)size,
+		 dev, (unsigned long long)lim);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult reserve(int dev, int kind, uint64_t size)
+{
+	return reserve_within(dev, kind, size, dev_limit(dev));
+}
+
+/* Memory is owned by the current context (the driver frees it with the
+ * context); VMM memory by none. */
+static void record(int ns, uint64_t key, uint64_t size, int dev, int kind)
+{
+	const void *owner = ns == MREG_PTR ? cuq_current_context() : NULL;
+
+	if (mreg_insert(ns, key, size, dev, kind, owner) != 0)
+		log_once(LOG_LVL_WARN, "out of memory for the allocation "
+			 "registry: some memory is not accounted for");
+	client_footprint_changed(dev);
+}
+
+/* lim: the limit to apply (dev_limit for converted memory). */
+static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
+			      unsigned int flags, uint64_t lim)
+{
+	__typeof__(&cuMemAllocManaged) am = REAL(cuMemAllocManaged);
+	CUresult r;
+
+	if (am == NULL) {
+		log_once(LOG_LVL_ERROR, "cuMemAllocManaged: the real CUDA driver "
+			 "function is not available");
+		return CUDA_ERROR_NOT_INITIALIZED;
+	}
+	r = reserve_within(dev, MREG_MANAGED, size, lim);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = am(dptr, size, flags);
+	if (r == CUDA_ERROR_OUT_OF_MEMORY && mem_defer_pending() > 0) {
+		mem_defer_reap(1);
+		r = am(dptr, size, flags);
+	}
+	if (r != CUDA_SUCCESS) {
+		mreg_unreserve(dev, MREG_MANAGED, size);
+		return r;
+	}
+	record(MREG_PTR, *dptr, size, dev, MREG_MANAGED);
+	return CUDA_SUCCESS;
+}
+
+/* Device memory the shim leaves alone (VSHARE_CONVERT=0) still counts:
+ * as pinned footprint, which the GPU cannot page out. */
+static CUresult alloc_pinned(CUdeviceptr *dptr, size_t size, int dev)
+{
+	__typeof__(&cuMemAlloc_v2) real = REAL(cuMemAlloc_v2);
+	CUresult r = reserve(dev, MREG_PINNED, size);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = real(dptr, size);
+	if (r != CUDA_SUCCESS) {
+		mreg_unreserve(dev, MREG_PINNED, size);
+		return r;
+	}
+	record(MREG_PTR, *dptr, size, dev, MREG_PINNED);
+	return CUDA_SUCCESS;
+}
+
+CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
+{
+	CUresult r;
+	int dev;
+
+	mem_defer_reap(0);
+	dev = cuq_current_device();
+	if (dev < 0 || dptr == NULL || size == 0)
+		return MEM_PASS; /* the driver reports the error */
+	if (!mem_conf.convert)
+		return alloc_pinned(dptr, size, dev);
+	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
+			  dev_limit(dev));
+	if (r != CUDA_ERROR_NOT_SUPPORTED)
+		return r;
+	/* Some platforms (virtual GPUs without unified memory) have no
+	 * managed memory: plain device memory still works, unshared. */
+	log_once(LOG_LVL_WARN, "managed memory is not supported here: "
+		 "device memory is left as it is and counts as pinned");
+	return alloc_pinned(dptr, size, dev);
+}
+
+/* VSHARE_CONVERT=0: the driver's pitched memory, counted once its size
+ * is known. */
+static CUresult alloc_pitch_pinned(CUdeviceptr *dptr, size_t *pitch,
+				   size_t width, size_t height,
+				   unsigned int elem_size)
+{
+	__typeof__(&cuMemAllocPitch_v2) real = REAL(cuMemAllocPitch_v2);
+	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
+	int dev = cuq_current_device();
+	CUresult r;
+
+	if (dev < 0)
+		return MEM_PASS;
+	r = real(dptr, pitch, width, height, elem_size);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = reserve(dev, MREG_PINNED, (uint64_t)*pitch * height);
+	if (r != CUDA_SUCCESS) {
+		mfree(*dptr);
+		return r;
+	}
+	record(MREG_PTR, *dptr, (uint64_t)*pitch * height, dev, MREG_PINNED);
+	return CUDA_SUCCESS;
+}
+
+CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
+			 size_t height, unsigned int elem_size)
+{
+	size_t p;
+	CUresult r;
+
+	if (dptr == NULL || pitch == NULL || width == 0 || height == 0 ||
+	    (elem_size != 4 && elem_size != 8 && elem_size != 16))
+		return MEM_PASS;
+	if (!mem_conf.convert)
+		return alloc_pitch_pinned(dptr, pitch, width, height, elem_size);
+	p = (width + MEM_PITCH_ALIGN - 1) / MEM_PITCH_ALIGN * MEM_PITCH_ALIGN;
+	if (p < width || height > SIZE_MAX / p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = mem_alloc(dptr, p * height);
+	if (r == CUDA_SUCCESS)
+		*pitch = p;
+	return r;
+}
+
+CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags)
+{
+	int dev;
+
+	mem_defer_reap(0);
+	dev = cuq_current_device();
+	if (dev < 0 || dptr == NULL || size == 0)
+		return MEM_PASS;
+	/* The program asked for managed memory itself, oversubscription
+	 * included: only an explicit VSHARE_MEM_LIMIT bounds it. */
+	return alloc_managed(dptr, size, dev, flags, mem_conf.mem_limit);
+}
+
+CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	int dev;
+
+	mem_defer_reap(0);
+	/* Inside a capture the allocation becomes a graph node whose memory
+	 * the graph owns: it must stay stream-ordered. */
+	if (!mem_conf.convert || dptr == NULL || size == 0 ||
+	    cuq_stream_capturing(stream))
+		return MEM_PASS;
+	dev = cuq_stream_device(stream);
+	if (dev < 0)
+		return MEM_PASS;
+	/* Managed memory is usable by the stream at once, so allocating it
+	 * now keeps the stream-ordered semantics. */
+	return alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
+			     dev_limit(dev));
+}
+
+static CUresult free_now(CUdeviceptr dptr)
+{
+	__typeof__(&cuMemFree_v2) real = REAL(cuMemFree_v2);
+	struct mreg_entry e;
+	CUresult r = real(dptr);
+
+	if (r == CUDA_SUCCESS && mreg_remove(MREG_PTR, dptr, &e) == 0)
+		client_footprint_changed(e.dev);
+	return r;
+}
+
+CUresult mem_free(CUdeviceptr dptr)
+{
+	mem_defer_reap(0);
+	if (dptr == 0 || mreg_lookup(MREG_PTR, dptr, NULL) != 0)
+		return MEM_PASS;
+	return free_now(dptr);
+}
+
+CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
+{
+	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
+	struct mreg_entry e;
+
+	mem_defer_reap(0);
+	if (dptr == 0 || mreg_lookup(MREG_PTR, dptr, &e) != 0)
+		return MEM_PASS;
+	if (cuq_stream_capturing(stream)) {
+		/* A graph cannot free memory it did not allocate from a pool,
+		 * and when its launches will have passed is unknown. */
+		log_once(LOG_LVL_WARN, "a stream-ordered free of converted "
+			 "memory inside a stream capture is ignored: the "
+			 "memory stays allocated until the process exits");
+		return CUDA_SUCCESS;
+	}
+	if (mem_defer_add(dptr, stream, e.dev) == 0)
+		return CUDA_SUCCESS;
+	/* No event to watch the stream with: wait for it instead. */
+	if (ssync != NULL && ssync(stream) != CUDA_SUCCESS)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return free_now(dptr);
+}
+
+CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+		    const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	__typeof__(&cuMemCreate) real = REAL(cuMemCreate);
+	int dev = -1;
+	CUresult r;
+
+	if (prop != NULL && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		dev = prop->location.id;
+	if (dev < 0 || handle == NULL)
+		return MEM_PASS; /* host memory does not count */
+	log_once(LOG_LVL_WARN, "VMM allocations (cuMemCreate) cannot be made "
+		 "managed, so the GPU cannot page them out: they count as "
+		 "pinned memory and limit how far the GPU can be shared");
+	r = reserve(dev, MREG_PINNED, size);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = real(handle, size, prop, flags);
+	if (r != CUDA_SUCCESS) {
+		mreg_unreserve(dev, MREG_PINNED, size);
+		return r;
+	}
+	record(MREG_VMM, *handle, size, dev, MREG_PINNED);
+	return CUDA_SUCCESS;
+}
+
+CUresult mem_release(CUmemGenericAllocationHandle handle)
+{
+	__typeof__(&cuMemRelease) real = REAL(cuMemRelease);
+	struct mreg_entry e;
+	CUresult r = real(handle);
+
+	if (r == CUDA_SUCCESS && mreg_remove(MREG_VMM, handle, &e) == 0)
+		client_footprint_changed(e.dev);
+	return r;
+}
+
+CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes)
+{
+	__typeof__(&cuMemGetInfo_v2) real = REAL(cuMemGetInfo_v2);
+	size_t f, t;
+	uint64_t managed, pinned, used, total;
+	int dev;
+	CUresult r;
+
+	if (free_bytes == NULL || total_bytes == NULL)
+		return MEM_PASS;
+	mem_defer_reap(0);
+	r = real(&f, &t);
+	if (r != CUDA_SUCCESS)
+		return r;
+	dev = cuq_current_device();
+	if (dev < 0) {
+		*free_bytes = f;
+		*total_bytes = t;
+		return r;
+	}
+	total = t;
+	if (mem_conf.capacity != 0 && mem_conf.capacity < total)
+		total = mem_conf.capacity;
+	if (mem_conf.mem_limit != 0 && mem_conf.mem_limit < total)
+		total = mem_conf.mem_limit;
+	mreg_usage(dev, &managed, &pinned);
+	used = managed + pinned;
+	*total_bytes = (size_t)total;
+	*free_bytes = used < total ? (size_t)(total - used) : 0;
+	/* Unconverted memory needs real free device memory. */
+	if (!mem_conf.convert && f < *free_bytes)
+		*free_bytes = f;
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,58 @@
+/*
+ * Unified Memory conversion: device allocations become managed, counted
+ * in the registry (mem_reg.h), limited per process, reported through
+ * cuMemGetInfo. The hooks (hook_mem.c) translate and delegate here; a
+ * change of the footprint goes to the scheduler client
+ * (client_footprint_changed).
+ */
+#ifndef VSHARE_MEM_ALLOC_H
+#define VSHARE_MEM_ALLOC_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+/* VSHARE_* settings of the memory layer, read once at init. */
+struct mem_conf {
+	int convert;              /* VSHARE_CONVERT, default 1 */
+	int allow_single_oversub; /* VSHARE_ALLOW_SINGLE_OVERSUB, default 0 */
+	uint64_t mem_limit;       /* VSHARE_MEM_LIMIT, 0 = none */
+	uint64_t capacity;        /* VSHARE_CAPACITY, 0 = none */
+};
+
+extern struct mem_conf mem_conf;
+void mem_conf_read(void);
+
+/* Returned by a mem_* function that leaves the call to the real driver
+ * function of the hook (whichever variant the hook is). Never a CUDA
+ * error code. */
+#define MEM_PASS ((CUresult)-1)
+
+CUresult mem_alloc(CUdeviceptr *dptr, size_t size);
+CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
+			 size_t height, unsigned int elem_size);
+CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags);
+/* cuMemAllocAsync and cuMemAllocFromPoolAsync: stream already mapped
+ * with PTSZ() by the per-thread variants. MEM_PASS inside a capture. */
+CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream);
+/* MEM_PASS for memory the shim did not convert. */
+CUresult mem_free(CUdeviceptr dptr);
+CUresult mem_free_async(CUdeviceptr dptr, CUstream stream);
+CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+		    const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult mem_release(CUmemGenericAllocationHandle handle);
+CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes);
+
+/* Deferred stream-ordered frees (mem_defer.c). */
+int  mem_defer_add(CUdeviceptr dptr, CUstream stream, int dev);
+/* Free what the streams have passed; wait = 1 waits for all of it. Never
+ * blocks when wait = 0. */
+void mem_defer_reap(int wait);
+/* Number of frees still waiting for their stream (tests, debugging). */
+size_t mem_defer_pending(void);
+
+/* Prefetch the managed memory of dev to it (or to host) and wait. */
+void mem_prefetch_device(int dev, int to_host);
+
+void mem_atfork_child(void);
+
+#endif

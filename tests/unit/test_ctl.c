@@ -1,0 +1,144 @@
+/* vsharectl's command table (src/ctl/vc_cmd.c): every command is in
+ * --help, parses and builds its request; bad arguments are usage errors
+ * (exit status 2). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <getopt.h>
+#include <cmocka.h>
+
+#include "vc.h"
+
+/* Parse argv (NULL-terminated, without the program's name). */
+static int parse(struct vc_args *a, const char **args)
+{
+	char *argv[16] = { (char *)"vsharectl" };
+	int argc = 1;
+
+	while (*args)
+		argv[argc++] = (char *)*args++;
+	optind = 0;
+	return vc_parse_args(argc, argv, a);
+}
+
+static void test_help_lists_every_command(void **state)
+{
+	size_t n, len = 0;
+	const struct vc_cmd *c = vc_cmds(&n);
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &len);
+	(void)state;
+
+	assert_non_null(f);
+	vc_usage(f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "\n  %s ", c[i].name);
+		if (strstr(text, want) == NULL || strstr(text, c[i].help) == NULL)
+			fail_msg("--help lacks %s:\n%s", c[i].name, text);
+	}
+	free(text);
+}
+
+/* Every command dispatches to its request, with its argument at the ends
+ * of its range. */
+static void test_every_command_builds(void **state)
+{
+	size_t n;
+	const struct vc_cmd *c = vc_cmds(&n);
+	struct vc_args a;
+	struct vs_admin_set m;
+	char lo[16], hi[16];
+	(void)state;
+
+	for (size_t i = 0; i < n; i++, c++) {
+		const char *args[] = { c->name, c->arg ? lo : NULL, NULL };
+
+		snprintf(lo, sizeof(lo), "%u", c->lo);
+		snprintf(hi, sizeof(hi), "%u", c->hi);
+		assert_int_equal(parse(&a, args), 0);
+		assert_ptr_equal(a.cmd, c);
+		assert_int_equal(vc_build(&a, &m), 0);
+		assert_int_equal(m.value, c->arg ? c->lo : c->value);
+		assert_non_null(vs_msg_lookup(c->type));
+		if (c->gpu)
+			assert_int_equal(m.target, VS_TARGET_ALL);
+		if (c->arg) {
+			args[1] = hi;
+			assert_int_equal(parse(&a, args), 0);
+			assert_int_equal(vc_build(&a, &m), 0);
+			assert_int_equal(m.value, c->hi);
+		}
+	}
+}
+
+static int usage_error(const char **args)
+{
+	struct vc_args a;
+	struct vs_admin_set m;
+	int rc = parse(&a, args);
+
+	return rc != 0 ? rc : vc_build(&a, &m);
+}
+
+static void test_bad_arguments(void **state)
+{
+	static const char *const cases[][4] = {
+		{ NULL }, { "frob", NULL }, { "set-tq", NULL },
+		{ "set-tq", "abc", NULL }, { "set-tq", "0", NULL },
+		{ "set-tq", "86401", NULL }, { "enable", "--gpu", "zz", NULL },
+		{ "status", "--gpu", "0", NULL }, { "enable", "extra", NULL },
+		{ "--bogus", NULL },
+	};
+	FILE *saved = stderr;
+	(void)state;
+
+	/* The messages are checked by tests/sched (t_ctl); keep them out of
+	 * this test's output. */
+	stderr = fopen("/dev/null", "w");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(usage_error((const char **)cases[i]),
+				 VC_EXIT_USAGE);
+	fclose(stderr);
+	stderr = saved;
+}
+
+static void test_gpu_target(void **state)
+{
+	const char *by_index[] = { "enable", "--gpu", "3", NULL };
+	const char *by_uuid[] = { "auto", "--gpu",
+		"GPU-00000000-0000-0000-0000-000000000001", NULL };
+	struct vc_args a;
+	struct vs_admin_set m;
+	(void)state;
+
+	assert_int_equal(parse(&a, by_index), 0);
+	assert_int_equal(vc_build(&a, &m), 0);
+	assert_int_equal(m.target, VS_TARGET_INDEX);
+	assert_int_equal(m.index, 3);
+	assert_int_equal(m.value, VS_MODE_ON);
+	assert_int_equal(parse(&a, by_uuid), 0);
+	assert_int_equal(vc_build(&a, &m), 0);
+	assert_int_equal(m.target, 0);
+	assert_int_equal(m.uuid[15], 1);
+	assert_int_equal(m.value, VS_MODE_AUTO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_help_lists_every_command),
+		cmocka_unit_test(test_every_command_builds),
+		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_gpu_target),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
