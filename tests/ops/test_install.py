@@ -111,6 +111,23 @@ class Install(unittest.TestCase):
             self.assertIn(".TH", text)
             self.assertIsNone(re.search(r"@[A-Z_]+@", text), page)
 
+    def test_libvshare_page_names_every_variable(self):
+        """libvshare(7) describes every VSHARE_* variable the shim reads."""
+        names = set()
+        shim_src = os.path.join(SOURCE, "src", "libvshare")
+        for d, _, files in os.walk(shim_src):
+            for n in files:
+                if n.endswith(".c"):
+                    with open(os.path.join(d, n)) as f:
+                        names |= set(re.findall(
+                            r'(?:shim_env_\w+|getenv)\("(VSHARE_[A-Z_]+)"',
+                            f.read()))
+        self.assertGreater(len(names), 10, sorted(names))
+        with open(os.path.join(SOURCE, "man", "libvshare.7.scd")) as f:
+            page = f.read()
+        for name in sorted(names):
+            self.assertIn("*%s*" % name, page, name + " not in libvshare(7)")
+
     def test_bash_completion(self):
         for cmd in ("vsharectl", "vshare-run"):
             self.assert_file(os.path.join(COMPLETIONDIR, cmd))
