@@ -6,6 +6,7 @@ keeps an edited config."""
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -22,6 +23,16 @@ DATADIR = E["VSHARE_INSTALL_DATADIR"]
 UNITDIR = E["VSHARE_SYSTEMD_UNITDIR"]
 TMPFILESDIR = E["VSHARE_TMPFILESDIR"]
 SYSUSERSDIR = E["VSHARE_SYSUSERSDIR"]
+DOCDIR = E["VSHARE_INSTALL_DOCDIR"]
+MANDIR = E["VSHARE_INSTALL_MANDIR"]
+MAN_BUILT = E.get("VSHARE_MAN_BUILT") == "1"
+COMPLETIONDIR = E["VSHARE_BASH_COMPLETIONDIR"]
+# Every command installed, and the manual page of each.
+MAN_PAGES = {"vshare-scheduler": "man8/vshare-scheduler.8",
+             "vsharectl": "man1/vsharectl.1",
+             "vshare-run": "man1/vshare-run.1",
+             "vshare-kernel": "man1/vshare-kernel.1"}
+OTHER_PAGES = ["man5/vshare-scheduler.json.5", "man7/libvshare.7"]
 HAVE_CONFIG = os.path.exists(os.path.join(SOURCE, "packaging", "scheduler.json"))
 
 
@@ -72,6 +83,54 @@ class Install(unittest.TestCase):
         if HAVE_CONFIG:
             self.assert_file(os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
             self.assert_file(os.path.join(DATADIR, "vshare", "scheduler.json"))
+
+    def test_docs_installed_with_working_links(self):
+        """README and every page of docs/, in the source layout, so that
+        the README's links work in the installed DOCDIR."""
+        self.assert_file(os.path.join(DOCDIR, "README.md"))
+        for n in os.listdir(os.path.join(SOURCE, "docs")):
+            if n.endswith(".md"):
+                self.assert_file(os.path.join(DOCDIR, "docs", n))
+        r = run([sys.executable, os.path.join(SOURCE, "tests", "ops",
+                                              "check_doc_links.py"),
+                 self.p(DOCDIR)])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_man_pages(self):
+        if not MAN_BUILT:
+            self.skipTest("scdoc not found: no manual pages in this build")
+        installed = set(os.listdir(self.p(BINDIR)))
+        if os.path.isdir(self.p(SCHED_DIR)):
+            installed |= set(os.listdir(self.p(SCHED_DIR)))
+        for cmd in sorted(installed):
+            self.assertIn(cmd, MAN_PAGES, "no manual page for " + cmd)
+        for page in [MAN_PAGES[c] for c in installed] + OTHER_PAGES:
+            self.assert_file(os.path.join(MANDIR, page))
+            with open(self.p(MANDIR, page)) as f:
+                text = f.read()
+            self.assertIn(".TH", text)
+            self.assertIsNone(re.search(r"@[A-Z_]+@", text), page)
+
+    def test_libvshare_page_names_every_variable(self):
+        """libvshare(7) describes every VSHARE_* variable the shim reads."""
+        names = set()
+        shim_src = os.path.join(SOURCE, "src", "libvshare")
+        for d, _, files in os.walk(shim_src):
+            for n in files:
+                if n.endswith(".c"):
+                    with open(os.path.join(d, n)) as f:
+                        names |= set(re.findall(
+                            r'(?:shim_env_\w+|getenv)\("(VSHARE_[A-Z_]+)"',
+                            f.read()))
+        self.assertGreater(len(names), 10, sorted(names))
+        with open(os.path.join(SOURCE, "man", "libvshare.7.scd")) as f:
+            page = f.read()
+        for name in sorted(names):
+            self.assertIn("*%s*" % name, page, name + " not in libvshare(7)")
+
+    def test_bash_completion(self):
+        for cmd in ("vsharectl", "vshare-run"):
+            self.assert_file(os.path.join(COMPLETIONDIR, cmd))
 
     def test_unit_runs_installed_daemon(self):
         with open(self.p(UNITDIR, "vshare-scheduler.service")) as f:

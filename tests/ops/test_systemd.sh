@@ -30,9 +30,17 @@ case ",${VSHARE_PARTS:-}," in
 	unit=$tmp/vshare-scheduler.service ;;
 esac
 
+# verify also runs man(1) on the unit's man: link: the build's pages when
+# scdoc made them, else that check is left out.
+man=--man=no
+if [ -f "$build/man/man8/vshare-scheduler.8" ]; then
+	man=--man=yes
+	MANPATH=$build/man
+	export MANPATH
+fi
 # verify exits 0 on some warnings (an unknown key, a bad value), so any
 # line it prints about our unit is a failure too.
-if ! systemd-analyze verify "$unit" >"$tmp/verify.out" 2>&1; then
+if ! systemd-analyze verify "$man" "$unit" >"$tmp/verify.out" 2>&1; then
 	cat "$tmp/verify.out"; fail "systemd-analyze verify"
 fi
 if grep -i vshare "$tmp/verify.out"; then

@@ -2,6 +2,7 @@
 """vshare-run: how it composes the environment, its options and errors,
 and --check against no scheduler, a stale socket and a real one."""
 
+import grp
 import os
 import shutil
 import socket
@@ -237,30 +238,56 @@ class Check(unittest.TestCase):
             self.assertEqual(r.returncode, 3, r.stdout)
             self.assertIn("not reachable: AF_UNIX path too long", r.stdout)
 
-    def test_permission_denied_names_the_group(self):
-        """A user outside the socket's group is told which group to join."""
-        if os.geteuid() != 0 or not shutil.which("setpriv"):
-            self.skipTest("needs root and setpriv to act as another user")
-        with tempfile.TemporaryDirectory() as tmp:
-            os.chmod(tmp, 0o755)
-            path = os.path.join(tmp, "s.sock")
-            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            srv.bind(path)
-            srv.listen(1)
-            os.chown(path, 0, 0)
-            os.chmod(path, 0o660)
-            script = os.path.join(tmp, "vshare-run")
-            shutil.copy(VSHARE_RUN, script)
-            os.chmod(script, 0o755)
-            lib = self.fake_lib(tmp)
-            os.chmod(lib, 0o644)
+    def check_as_other_user(self, tmp, gid):
+        """--check as uid 12345 (in no group) on a socket of group gid,
+        mode 0660, in a directory anyone may search."""
+        os.chmod(tmp, 0o755)
+        path = os.path.join(tmp, "s.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        os.chown(path, 0, gid)
+        os.chmod(path, 0o660)
+        script = os.path.join(tmp, "vshare-run")
+        shutil.copy(VSHARE_RUN, script)
+        os.chmod(script, 0o755)
+        lib = self.fake_lib(tmp)
+        os.chmod(lib, 0o644)
+        try:
             r = run(["setpriv", "--reuid=12345", "--regid=12345",
                      "--clear-groups", script, "--socket", path, "--lib", lib,
                      "--check"])
+        finally:
             srv.close()
-            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
-            self.assertIn("permission denied on %s (join group root" % path,
-                          r.stdout)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("permission denied on %s (" % path, r.stdout)
+        return r.stdout
+
+    def need_root(self):
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv to act as another user")
+
+    def test_permission_denied_names_the_group(self):
+        """A user outside the socket's group is told which group to join."""
+        self.need_root()
+        gid = grp.getgrnam("users").gr_gid  # in Debian's base-passwd
+        with tempfile.TemporaryDirectory() as tmp:
+            out = self.check_as_other_user(tmp, gid)
+        self.assertIn("(join group users and log in again)", out)
+
+    def test_permission_denied_never_advises_root(self):
+        """A socket of group root (no group vshare when the scheduler
+        started) or of a nameless group: the advice is for the
+        administrator, and names no group to join."""
+        self.need_root()
+        for gid, shown in ((0, "root"), (54321, "54321")):
+            if gid != 0 and gid in [g.gr_gid for g in grp.getgrall()]:
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                out = self.check_as_other_user(tmp, gid)
+            self.assertNotIn("join group", out)
+            self.assertIn("the socket's group is %s" % shown, out)
+            self.assertIn("socket_group", out)
 
     def test_missing_library_exit_1(self):
         with tempfile.TemporaryDirectory() as tmp:
