@@ -89,6 +89,13 @@ static void test_env_u64(void **state)
 	assert_int_equal(shim_env_u64("VSHARE_TEST_U64", 100, 0, 1000), 100);
 	setenv("VSHARE_TEST_U64", "1001", 1);
 	assert_int_equal(shim_env_u64("VSHARE_TEST_U64", 100, 0, 1000), 100);
+	/* White space on either side is refused alike. */
+	setenv("VSHARE_TEST_U64", " 5", 1);
+	assert_int_equal(shim_env_u64("VSHARE_TEST_U64", 100, 0, 1000), 100);
+	setenv("VSHARE_TEST_U64", "5 ", 1);
+	assert_int_equal(shim_env_u64("VSHARE_TEST_U64", 100, 0, 1000), 100);
+	setenv("VSHARE_TEST_U64", "+5", 1);
+	assert_int_equal(shim_env_u64("VSHARE_TEST_U64", 100, 0, 1000), 100);
 }
 
 static void test_env_str(void **state)

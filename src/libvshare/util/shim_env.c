@@ -32,7 +32,9 @@ uint64_t shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t ma
 		return dflt;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (end == s || *end != '\0' || errno != 0 || s[0] == '-' ||
+	/* Digits only: strtoull alone would take leading white space and a
+	 * sign but refuse trailing white space. */
+	if (end == s || *end != '\0' || errno != 0 || s[0] < '0' || s[0] > '9' ||
 	    v < min || v > max) {
 		log_warn("%s=\"%s\" is not a number in %llu..%llu; using %llu",
 			 name, s, (unsigned long long)min,
