@@ -47,9 +47,12 @@ complete -p vshare-run >/dev/null || fail "vshare-run: no complete -F"
 
 # vsharectl: commands read from the built program's --help, and the same
 # list when the program cannot be run.
-expect _vsharectl "auto disable enable set-tq status" "$ctl" ""
+expect _vsharectl "auto cdi disable enable set-tq status" "$ctl" ""
 expect _vsharectl "set-tq status" "$ctl" s
-expect _vsharectl "auto disable enable set-tq status" /nonexistent/vsharectl ""
+expect _vsharectl "auto cdi disable enable set-tq status" /nonexistent/vsharectl ""
+expect _vsharectl "generate" "$ctl" cdi ""
+expect _vsharectl "--no-framework-defaults" "$ctl" cdi generate --no
+contains _vsharectl "--output" "$ctl" cdi generate -
 expect _vsharectl "set-tq status" "$ctl" --json s
 expect _vsharectl "status" "$ctl" --socket /tmp/s.sock st
 expect _vsharectl "--json" "$ctl" --js
