@@ -49,7 +49,9 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 	/* Never two exclusive holders, never a group that does not fit. */
 	if (g->mode == VS_MODE_ON)
 		SF_CHECK(free_holders <= 1);
-	if (g->mode == VS_MODE_AUTO && free_holders > 1)
+	/* A capacity of 0 is unknown (no configured value, no driver report,
+	 * no claim): nothing bounds such a group. */
+	if (g->mode == VS_MODE_AUTO && free_holders > 1 && cap != 0)
 		SF_CHECK(sum <= cap);
 	/* Someone waits while nobody holds: only if it could not start. */
 	if (nh == 0)

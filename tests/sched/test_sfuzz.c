@@ -1,13 +1,36 @@
 /*
  * The stateful fuzz harness (sfuzz.h) on random inputs, for compilers
  * without libFuzzer: SFUZZ_SECONDS (default 5) of inputs from a seeded
- * generator (SFUZZ_SEED, default 1), so a failure can be replayed.
+ * generator (SFUZZ_SEED, default 1), so a failure can be replayed. With
+ * file arguments it replays those inputs instead (tests/sched/sfuzz_inputs:
+ * inputs that once broke an invariant).
  */
+#include <stdio.h>
 #include <time.h>
 
 #include "sfuzz.h"
 
-int main(void)
+static int replay(int argc, char **argv)
+{
+	static uint8_t buf[1 << 16];
+
+	for (int i = 1; i < argc; i++) {
+		FILE *fp = fopen(argv[i], "rb");
+		size_t n;
+
+		if (fp == NULL) {
+			perror(argv[i]);
+			return 2;
+		}
+		n = fread(buf, 1, sizeof(buf), fp);
+		fclose(fp);
+		sf_run(buf, n);
+		printf("sfuzz: %s: no invariant broken\n", argv[i]);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	const char *e = getenv("SFUZZ_SECONDS"), *sd = getenv("SFUZZ_SEED");
 	double secs = e && *e ? atof(e) : 5;
@@ -16,6 +39,8 @@ int main(void)
 	uint8_t buf[4096];
 	long runs = 0;
 
+	if (argc > 1)
+		return replay(argc, argv);
 	srand(seed);
 	do {
 		size_t n = 1 + (size_t)rand() % sizeof(buf);
