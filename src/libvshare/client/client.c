@@ -428,9 +428,9 @@ void client_stop(void)
 	pthread_mutex_unlock(&done_mu);
 	/* If the thread is stuck (in the driver), leave it: the process is
 	 * exiting and the kernel closes the socket, which the scheduler
-	 * takes as a release. (A wait on a condition variable rather than
-	 * pthread_timedjoin_np, whose glibc 2.34 version older containers
-	 * lack.) */
+	 * takes as a release. (A wait on a condition variable, which needs
+	 * no GNU extension; pthread_timedjoin_np would do as well, bound to
+	 * its old symbol version by glibc_compat.h.) */
 	if (done)
 		pthread_join(thread, NULL);
 	else
