@@ -13,10 +13,18 @@ files may each have a static helper of the same name without an edge.
 The strongly connected components of that graph with more than one object
 are the circles; each is printed with the symbols that make each edge.
 
-Usage: check_cycles.py [--nm NM] [--name LABEL] OBJECT|DIRECTORY...
-A directory stands for every *.o below it. Exit status: 0 no circle,
-1 at least one circle, 2 bad usage, no object given, or nm failed (a
-check that silently checks nothing must not pass).
+With --layers L1,L2,... (the bottom layer first) it also fails on any
+edge from an object of a layer into one of a layer listed after it: a
+layer calls only its own and the layers below. An object's layer is the
+first folder of its path named after a layer, or after a layer's CMake
+object library (vshare_<layer>_obj.dir); objects of no listed layer are
+checked for circles only.
+
+Usage: check_cycles.py [--nm NM] [--name LABEL] [--layers L1,L2,...]
+                       OBJECT|DIRECTORY...
+A directory stands for every *.o below it. Exit status: 0 no circle (and
+no call up a layer), 1 at least one, 2 bad usage, no object given, or nm
+failed (a check that silently checks nothing must not pass).
 """
 
 import argparse
@@ -175,6 +183,32 @@ def report_circles(label, circles, edges, names):
                     print(f"  {names[src]} -> {names[dst]}: {symbols}")
 
 
+def layer_of(obj, layers):
+    """The index of obj's layer in layers, or None."""
+    for part in os.path.normpath(obj).split(os.sep):
+        if part.startswith("vshare_") and part.endswith("_obj.dir"):
+            part = part[len("vshare_"):-len("_obj.dir")]
+        if part in layers:
+            return layers.index(part)
+    return None
+
+
+def calls_up(objects, edges, layers):
+    """Edges (src, dst) from a layer into one above it."""
+    level = {obj: layer_of(obj, layers) for obj in objects}
+    return [(src, dst) for src in objects for dst in sorted(edges[src])
+            if level[src] is not None and level[dst] is not None
+            and level[dst] > level[src]]
+
+
+def report_calls_up(label, ups, edges, names, layers):
+    print(f"{label}: {len(ups)} call(s) up a layer "
+          f"(layers from the bottom: {', '.join(layers)})")
+    for src, dst in ups:
+        symbols = ", ".join(sorted(edges[src][dst]))
+        print(f"  {names[src]} -> {names[dst]}: {symbols}")
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Fail on circles of calls between object files.")
@@ -182,6 +216,9 @@ def parse_args(argv):
                         help="nm program to use (default: $NM or nm)")
     parser.add_argument("--name", default="check_cycles",
                         help="label for the report (the program's name)")
+    parser.add_argument("--layers", default="",
+                        help="layer names from the bottom up, comma-separated: "
+                             "also fail on a call up a layer")
     parser.add_argument("objects", nargs="*",
                         help="object files, or directories holding them")
     return parser.parse_args(argv)
@@ -203,12 +240,18 @@ def main(argv):
         return EXIT_USAGE
     edges = build_graph(table)
     circles = [c for c in strong_components(objects, edges) if len(c) > 1]
+    layers = [l for l in args.layers.split(",") if l]
+    ups = calls_up(objects, edges, layers) if layers else []
     names = short_names(objects)
     if circles:
         report_circles(args.name, circles, edges, names)
+    if ups:
+        report_calls_up(args.name, ups, edges, names, layers)
+    if circles or ups:
         return EXIT_CIRCLE
     count = sum(len(e) for e in edges.values())
-    print(f"{args.name}: {len(objects)} objects, {count} edges, no circle")
+    print(f"{args.name}: {len(objects)} objects, {count} edges, no circle"
+          + (f", no call up a layer ({len(layers)} layers)" if layers else ""))
     return EXIT_OK
 
 

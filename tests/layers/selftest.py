@@ -5,7 +5,8 @@ Compiles the tiny C files of selftest/ with the project's compiler and
 checks that two files calling each other fail (exit 1, naming the edge
 symbols), two files in a line pass even though the lower one uses a
 global of the same name as the upper one's static helper, and that no
-object at all is a usage error (exit 2), not a pass.
+object at all is a usage error (exit 2), not a pass; with --layers, a
+line in layer order passes and the same line read upside down fails.
 
 Usage: selftest.py CC NM
 """
@@ -76,6 +77,19 @@ def main(argv):
                      ["no object files"])
         rc, out = check(nm, os.path.join(tmp, "missing.o"))
         ok &= expect("a missing object", rc, 2, out, ["no such object"])
+        low, high = os.path.join(tmp, "low"), os.path.join(tmp, "high")
+        os.mkdir(low)
+        os.mkdir(high)
+        os.replace(line[1], os.path.join(low, "line_b.o"))
+        os.replace(line[0], os.path.join(high, "line_a.o"))
+        line = [os.path.join(high, "line_a.o"), os.path.join(low, "line_b.o")]
+        rc, out = check(nm, "--layers", "low,high", low, high)
+        ok &= expect("a line in layer order", rc, 0, out,
+                     ["no call up a layer (2 layers)"])
+        rc, out = check(nm, "--layers", "high,low", low, high)
+        ok &= expect("a call up a layer", rc, 1, out,
+                     ["1 call(s) up a layer",
+                      "line_a.o -> line_b.o: line_b"])
         rc, out = check(nm, "--no-such-option", *line)
         ok &= expect("an unknown option", rc, 2, out)
     return 0 if ok else 1
