@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 #include "srv.h"
 
@@ -37,15 +38,8 @@ static struct srv_uid *uid_slot(struct srv *s, uint32_t uid, int add)
 			return &s->uids[i];
 	if (!add)
 		return NULL;
-	if (s->n_uids == s->cap_uids) {
-		size_t n = s->cap_uids ? s->cap_uids * 2 : 8;
-		struct srv_uid *p = realloc(s->uids, n * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		s->uids = p;
-		s->cap_uids = n;
-	}
+	if (VS_GROW(s->uids, s->n_uids, s->cap_uids, 8) != 0)
+		return NULL;
 	s->uids[s->n_uids].uid = uid;
 	s->uids[s->n_uids].n = 0;
 	return &s->uids[s->n_uids++];

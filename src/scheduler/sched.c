@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sched_int.h"
 
 #define ITER_HOLDERS(g, it, nx) \
@@ -308,15 +309,8 @@ static struct sched_gpu *gpu_slot(struct sched *s)
 		}
 		return NULL;
 	}
-	if (s->n_gpus == s->cap_gpus) {
-		size_t n = s->cap_gpus ? s->cap_gpus * 2 : 8;
-		struct sched_gpu **p = realloc(s->gpus, n * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		s->gpus = p;
-		s->cap_gpus = n;
-	}
+	if (VS_GROW(s->gpus, s->n_gpus, s->cap_gpus, 8) != 0)
+		return NULL;
 	g = calloc(1, sizeof(*g));
 	if (g == NULL)
 		return NULL;
@@ -375,15 +369,8 @@ int sched_attach(struct sched *s, struct sched_client *c,
 		return 0; /* attaching twice is harmless */
 	if (c->n_m >= SCHED_MAX_CLIENT_GPUS)
 		return VS_E_LIMIT;
-	if (c->n_m == c->cap_m) {
-		size_t n = c->cap_m ? c->cap_m * 2 : 2;
-		struct sched_member **p = realloc(c->m, n * sizeof(*p));
-
-		if (p == NULL)
-			return VS_E_FULL;
-		c->m = p;
-		c->cap_m = n;
-	}
+	if (VS_GROW(c->m, c->n_m, c->cap_m, 2) != 0)
+		return VS_E_FULL;
 	/* The uid's limit is checked before a record is made: a refused
 	 * made-up UUID must not take a slot. */
 	if (g == NULL && c->u->uid != 0 && s->cfg.uid_gpus != 0 &&

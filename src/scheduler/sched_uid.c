@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "grow.h"
 #include "sched_int.h"
 
 struct sched_uid *sched_uid_ref(struct sched *s, uint32_t uid)
@@ -17,15 +18,8 @@ struct sched_uid *sched_uid_ref(struct sched *s, uint32_t uid)
 			s->uids[i]->n_clients++;
 			return s->uids[i];
 		}
-	if (s->n_uids == s->cap_uids) {
-		size_t n = s->cap_uids ? s->cap_uids * 2 : 8;
-		struct sched_uid **p = realloc(s->uids, n * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		s->uids = p;
-		s->cap_uids = n;
-	}
+	if (VS_GROW(s->uids, s->n_uids, s->cap_uids, 8) != 0)
+		return NULL;
 	u = calloc(1, sizeof(*u));
 	if (u == NULL)
 		return NULL;
@@ -67,15 +61,8 @@ int sched_uid_gpu_add(struct sched *s, struct sched_gpu *g,
 	}
 	if (u->uid != 0 && s->cfg.uid_gpus != 0 && u->n_gpus >= s->cfg.uid_gpus)
 		return VS_E_LIMIT;
-	if (g->n_uids == g->cap_uids) {
-		size_t n = g->cap_uids ? g->cap_uids * 2 : 4;
-		struct sched_gpu_uid *p = realloc(g->uids, n * sizeof(*p));
-
-		if (p == NULL)
-			return VS_E_FULL;
-		g->uids = p;
-		g->cap_uids = n;
-	}
+	if (VS_GROW(g->uids, g->n_uids, g->cap_uids, 4) != 0)
+		return VS_E_FULL;
 	g->uids[g->n_uids].uid = c->cred.uid;
 	g->uids[g->n_uids].n = 1;
 	g->n_uids++;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sched_int.h"
 
 uint64_t sched_now(const struct sched *s)
@@ -19,15 +20,8 @@ struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,
 {
 	struct sched_out *o;
 
-	if (s->n_out == s->cap_out) {
-		size_t n = s->cap_out ? s->cap_out * 2 : 16;
-		struct sched_out *p = realloc(s->out, n * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		s->out = p;
-		s->cap_out = n;
-	}
+	if (VS_GROW(s->out, s->n_out, s->cap_out, 16) != 0)
+		return NULL;
 	o = &s->out[s->n_out++];
 	memset(o, 0, sizeof(*o));
 	o->kind = kind;
