@@ -236,6 +236,7 @@ struct sched_client *sched_client_new(struct sched *s,
 	if (s->next_id == 0)
 		s->next_id = 1;
 	c->cred = *cred;
+	c->weight = SCHED_WEIGHT_DEFAULT;
 	if (label != NULL)
 		strncpy(c->label, label, VS_LABEL_MAX);
 	c->user = user;
@@ -247,6 +248,15 @@ struct sched_client *sched_client_new(struct sched *s,
 uint32_t sched_client_id(const struct sched_client *c)
 {
 	return c->id;
+}
+
+void sched_client_set_weight(struct sched *s, struct sched_client *c,
+			     uint32_t weight)
+{
+	(void)s;
+	if (weight == 0)
+		weight = SCHED_WEIGHT_DEFAULT;
+	c->weight = weight > SCHED_WEIGHT_MAX ? SCHED_WEIGHT_MAX : weight;
 }
 
 void sched_client_del(struct sched *s, struct sched_client *c)

@@ -73,6 +73,7 @@ struct sched_client {
 	struct sched_cred cred;
 	struct sched_uid *u;
 	char label[VS_LABEL_MAX + 1];
+	uint32_t weight;          /* fair share, SCHED_WEIGHT_* */
 	void *user;
 	struct dlink link;        /* s->clients */
 	struct sched_member **m;  /* attached GPUs */

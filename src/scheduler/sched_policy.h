@@ -132,6 +132,14 @@ struct sched_client *sched_client_new(struct sched *s,
 /* Disconnect: its grants and queue places are gone at once. */
 void sched_client_del(struct sched *s, struct sched_client *c);
 uint32_t sched_client_id(const struct sched_client *c);
+/* The client's share in the fair share between users, relative to others
+ * (1 unless the admin's per-user or per-group policy says otherwise; 0
+ * is taken as 1). The daemon sets it at registration and again when a
+ * reload changes the policy; SCHED_WEIGHT_MAX at most. */
+#define SCHED_WEIGHT_DEFAULT 1
+#define SCHED_WEIGHT_MAX     1000
+void sched_client_set_weight(struct sched *s, struct sched_client *c,
+			     uint32_t weight);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses
