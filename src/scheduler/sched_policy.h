@@ -1,14 +1,25 @@
 /*
- * The scheduling policy: one FCFS time-quantum queue per GPU. A pure module:
+ * The scheduling policy: one time-quantum queue per GPU, ordered by fair
+ * share between users (or first come, first served). A pure module:
  * it holds state, reads time only through the injected clock and speaks
  * only by appending to its outbox, which the daemon drains after each call.
  * No sockets, timers or files here, so unit tests drive every transition
  * with a fake clock.
  *
- * Per GPU, a client (one connection) is idle, waiting (in the FCFS queue)
- * or holding. Mode `off` grants every request at once; `on` has one holder;
- * `auto` grants the longest FCFS prefix of waiters whose footprints fit
+ * Per GPU, a client (one connection) is idle, waiting or holding. Mode
+ * `off` grants every request at once; `on` has one holder; `auto` grants
+ * the longest prefix of waiters, in queue order, whose footprints fit
  * together with the holders in the GPU's capacity.
+ *
+ * Queue order (policy `fair`, the default): by the GPU time the waiter's
+ * user received recently on this GPU (held time, decayed with a half-life,
+ * divided by the user's weight), then by the waiter's own recent time,
+ * then by arrival. A holder that has held for its slice is asked to
+ * release (a hard drop) when a waiter of much less recent time is queued:
+ * the slice is the GPU's min_slice_ms, or longer when swaps measured on
+ * this GPU would otherwise take more than swap_budget_pct of its time.
+ * Policy `fcfs` orders by arrival and preempts only at the quantum.
+ * docs/scheduler.md has the rules with a worked example.
  */
 #ifndef VSHARE_SCHED_POLICY_H
 #define VSHARE_SCHED_POLICY_H
@@ -36,13 +47,22 @@
 #define SCHED_GCFG_TQ   0x1u
 #define SCHED_GCFG_MODE 0x2u
 #define SCHED_GCFG_CAP  0x4u
+#define SCHED_GCFG_SLICE 0x8u
 struct sched_gpu_cfg {
 	uint8_t  uuid[VS_UUID_LEN];
 	uint32_t set;
 	uint32_t tq_ms;
 	uint32_t mode;
+	uint32_t min_slice_ms;
 	uint64_t capacity;  /* bytes; 0: the reported memory */
 };
+
+/* Queue order, struct sched_cfg's policy. */
+#define SCHED_POLICY_FAIR 0u
+#define SCHED_POLICY_FCFS 1u
+/* The range of min_slice_ms (config and vsharectl set-slice). */
+#define SCHED_SLICE_MIN_MS 10u
+#define SCHED_SLICE_MAX_MS 3600000u
 
 typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
 /* The driver's own report of a GPU's memory in bytes (NVML), 0 if it
@@ -70,6 +90,12 @@ struct sched_cfg {
 	uint32_t uid_requests;
 	uint32_t grace_ms;          /* after a hard drop, before it counts as hung */
 	int      skip_unresponsive; /* revoke a hung holder's grant */
+	uint32_t policy;            /* SCHED_POLICY_* */
+	uint32_t min_slice_ms;      /* default slice before a fair preemption */
+	uint32_t halflife_ms;       /* of the recent GPU time, > 0 */
+	uint32_t preempt_pct;       /* a waiter preempts below this % of the
+				     * holder's recent time, 1..100 */
+	uint32_t swap_budget_pct;   /* most GPU time preemption swaps may take */
 	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
 	size_t   n_gpus;
 	sched_total_fn total_fn;    /* NULL: no driver report */
@@ -132,14 +158,19 @@ struct sched_client *sched_client_new(struct sched *s,
 /* Disconnect: its grants and queue places are gone at once. */
 void sched_client_del(struct sched *s, struct sched_client *c);
 uint32_t sched_client_id(const struct sched_client *c);
-/* The client's share in the fair share between users, relative to others
+/* A user's share in the fair share between users, relative to others
  * (1 unless the admin's per-user or per-group policy says otherwise; 0
- * is taken as 1). The daemon sets it at registration and again when a
- * reload changes the policy; SCHED_WEIGHT_MAX at most. */
+ * is taken as 1, SCHED_WEIGHT_MAX at most). The weight is the user's,
+ * not the connection's: setting it through any client of a uid sets it
+ * for every client of that uid. The daemon sets it at registration and
+ * again when a reload or vsharectl changes the policy. */
 #define SCHED_WEIGHT_DEFAULT 1
 #define SCHED_WEIGHT_MAX     1000
 void sched_client_set_weight(struct sched *s, struct sched_client *c,
 			     uint32_t weight);
+/* The same for a uid that has clients now: 0, or VS_E_NOGPU when the uid
+ * has none (a weight for later users belongs in the configuration). */
+int sched_uid_set_weight(struct sched *s, uint32_t uid, uint32_t weight);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses
@@ -155,6 +186,12 @@ int sched_request(struct sched *s, struct sched_client *c,
 		  const uint8_t uuid[VS_UUID_LEN]);
 int sched_released(struct sched *s, struct sched_client *c,
 		   const uint8_t uuid[VS_UUID_LEN]);
+/* A holder's report of the swap-in its last grant cost (the prefetch of
+ * its managed memory on an oversubscribed grant): `us` microseconds for
+ * `bytes` bytes. It lengthens the GPU's slice so that preemption swaps
+ * stay within swap_budget_pct. VS_E_NOGPU, or VS_E_STATE unless holding. */
+int sched_swapped(struct sched *s, struct sched_client *c,
+		  const uint8_t uuid[VS_UUID_LEN], uint64_t us, uint64_t bytes);
 
 /* Time: handle every deadline that is due at the clock's now; the next
  * one, absolute, or SCHED_NO_DEADLINE. */
@@ -168,6 +205,11 @@ int sched_set_tq(struct sched *s, uint32_t target, uint32_t index,
 		 const uint8_t uuid[VS_UUID_LEN], uint32_t tq_s);
 int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
 		   const uint8_t uuid[VS_UUID_LEN], uint32_t mode);
+/* The minimum slice, in ms within SCHED_SLICE_MIN_MS..MAX_MS. */
+int sched_set_slice(struct sched *s, uint32_t target, uint32_t index,
+		    const uint8_t uuid[VS_UUID_LEN], uint32_t ms);
+/* The queue order of every GPU, SCHED_POLICY_*: 0 or VS_E_INVAL. */
+int sched_set_policy(struct sched *s, uint32_t policy);
 
 /* Outbox. Entries stay valid until sched_out_clear or the next call. */
 size_t sched_out_count(const struct sched *s);
@@ -200,9 +242,14 @@ struct sched_gpu_info {
 	size_t   n_holders;
 	size_t   n_waiting;
 	size_t   n_members;
+	uint32_t policy;        /* SCHED_POLICY_* */
+	uint32_t min_slice_ms;  /* configured */
+	uint32_t slice_ms;      /* in force: min_slice_ms or the swap budget's */
+	uint64_t swap_us;       /* measured swap-in per grant (average), 0: none */
 };
 void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out);
-/* Holders in grant order, waiters in FCFS order; NULL past the end. */
+/* Holders in grant order, waiters in queue order (the order of the
+ * policy at the snapshot's or the call's time); NULL past the end. */
 const struct sched_client *sched_gpu_holder(const struct sched_gpu *g, size_t i);
 const struct sched_client *sched_gpu_waiter(const struct sched_gpu *g, size_t i);
 
@@ -237,7 +284,30 @@ struct sched_member_info {
 	int      revoked;       /* grant taken back after a hang */
 	uint64_t held_ms;       /* in the current grant, 0 unless holding */
 	uint64_t waited_ms;     /* in the current wait, 0 unless waiting */
+	/* Fair share, on this GPU: recent GPU time (held, decayed) of the
+	 * client and of its user, and the user's weight. */
+	uint64_t recent_ms;
+	uint64_t user_recent_ms;
+	uint32_t weight;
+	/* A waiter: why it waits (SCHED_WHY_*), its place in the queue
+	 * (1 first), and a rough bound on the time to its grant in ms
+	 * (SCHED_ETA_UNKNOWN when nothing bounds it). */
+	uint32_t why;
+	uint32_t position;
+	uint64_t eta_ms;
 };
+#define SCHED_ETA_UNKNOWN UINT64_MAX
+/* Why a waiter waits, the first reason that applies. */
+#define SCHED_WHY_NONE     0u /* not waiting */
+#define SCHED_WHY_BEHIND   1u /* others are ahead of it in the queue */
+#define SCHED_WHY_SLICE    2u /* first in line; the holder keeps its slice,
+			       * then is asked to release */
+#define SCHED_WHY_QUANTUM  3u /* first in line; the holder keeps the GPU to
+			       * its quantum's end (or until idle) */
+#define SCHED_WHY_RELEASE  4u /* the holder was asked to release now */
+#define SCHED_WHY_FIT      5u /* it does not fit beside the holders, who
+			       * release when idle or at the quantum */
+const char *sched_why_name(uint32_t why);
 /* -1 past the end. */
 int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 		     size_t i, struct sched_member_info *out);
