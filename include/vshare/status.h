@@ -7,6 +7,9 @@
  *
  * Document version history ("version" key):
  *   1  first version.
+ *   2  fair share: a GPU's policy, min_slice_ms, slice_ms and swap_us; a
+ *      member's recent_ms, user_recent_ms, weight, and for a waiter its
+ *      wait_why, position and eta_ms.
  *
  * Each table row is X(name, type, unit, meaning); the JSON key is the
  * name as written. Keys appear in the document in table order.
@@ -16,7 +19,7 @@
 
 #include <stddef.h>
 
-#define VS_STATUS_VERSION 1
+#define VS_STATUS_VERSION 2
 
 /* The top-level object. */
 #define VS_STATUS_DOC_KEYS(X)                                                \
@@ -38,7 +41,11 @@
 	X(held, NUM, "bytes", "footprints of the holders, summed")           \
 	X(oversubscribed, BOOL, "", "footprint is larger than capacity")     \
 	X(holders, ARRAY, "client ids", "clients holding the GPU")           \
-	X(queue, ARRAY, "client ids", "clients waiting, first in line first")
+	X(queue, ARRAY, "client ids", "clients waiting, first in line first") \
+	X(policy, STR, "", "queue order: \"fair\" or \"fcfs\"")            \
+	X(min_slice_ms, NUM, "ms", "slice a holder keeps before a fair preemption") \
+	X(slice_ms, NUM, "ms", "slice in force: min_slice_ms, or longer to keep swaps within the swap budget") \
+	X(swap_us, NUM, "us", "average swap-in of a grant, measured by the clients; 0: none")
 
 /* One client (one connection of the shim), in "clients". */
 #define VS_STATUS_CLIENT_KEYS(X)                                             \
@@ -57,7 +64,13 @@
 	X(state, STR, "", "\"idle\", \"waiting\" or \"holding\"")            \
 	X(held_ms, NUM, "ms", "time holding, since the grant")               \
 	X(waited_ms, NUM, "ms", "time waiting, since the request")           \
-	X(revoked, BOOL, "", "the grant was taken from an unresponsive holder")
+	X(revoked, BOOL, "", "the grant was taken from an unresponsive holder") \
+	X(recent_ms, NUM, "ms", "GPU time held recently (decayed)")        \
+	X(user_recent_ms, NUM, "ms", "GPU time the client's user held recently (decayed)") \
+	X(weight, NUM, "", "the user's weight in the fair share")           \
+	X(wait_why, STR, "", "why it waits (waiting only): \"behind\", \"slice\", \"quantum\", \"release\" or \"fit\"; \"\" otherwise") \
+	X(position, NUM, "", "place in the queue, 1 first; 0 unless waiting") \
+	X(eta_ms, NUM, "ms", "rough bound on the wait left; -1 unknown or not waiting")
 
 /* Values of a member's "state". */
 #define VS_STATUS_IDLE    "idle"

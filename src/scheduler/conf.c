@@ -40,6 +40,14 @@
  * clients keep every per-GPU sum below 2^62. uid_* to outq_total are the
  * limits against hostile peers (docs/scheduler.md): outq_max must hold a
  * status reply (1 MiB and its header), so it starts at 2 MiB.
+ *
+ * policy to swap_budget_pct are the fair share (sched_policy.h). The
+ * slice's default comes from measurements on an H100 (docs/scheduler.md):
+ * short enough that a notebook's burst waits about a second beside a
+ * training job, long enough that the training job keeps about 90% of the
+ * GPU beside a program that bursts 5% of the time. preempt_pct 50: two
+ * equal jobs taking turns at the quantum stay within a factor of two of
+ * each other, so they do not preempt each other at every slice.
  */
 #define CONF_KEYS(X) \
 X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
@@ -61,7 +69,12 @@ X(hello_ms,          UINT,  NUM(10000),                 100,         3600000,   
 X(frame_ms,          UINT,  NUM(5000),                  100,         3600000,      "ms",      GLOBAL,                           LIVE)    \
 X(outq_pause,        SIZE,  NUM(16384),                 4096,        1u << 20,     "bytes",   GLOBAL,                           LIVE)    \
 X(outq_max,          SIZE,  NUM(2u << 20),              2u << 20,    1u << 30,     "bytes",   GLOBAL,                           LIVE)    \
-X(outq_total,        SIZE,  NUM(32u << 20),             2u << 20,    16ull << 30,  "bytes",   GLOBAL,                           LIVE)
+X(outq_total,        SIZE,  NUM(32u << 20),             2u << 20,    16ull << 30,  "bytes",   GLOBAL,                           LIVE)    \
+X(policy,            POLICY, NUM(SCHED_POLICY_FAIR),    0,           0,            "",        GLOBAL,                           LIVE)    \
+X(min_slice_ms,      UINT,  NUM(CONF_DEF_SLICE_MS),     SCHED_SLICE_MIN_MS, SCHED_SLICE_MAX_MS, "ms", GPU(min_slice_ms, SCHED_GCFG_SLICE, 1), LIVE) \
+X(halflife_s,        UINT,  NUM(60),                    1,           86400,        "s",       GLOBAL,                           LIVE)    \
+X(preempt_pct,       UINT,  NUM(50),                    1,           100,          "%",       GLOBAL,                           LIVE)    \
+X(swap_budget_pct,   UINT,  NUM(10),                    1,           50,           "%",       GLOBAL,                           LIVE)
 
 #define NUM(v) (v), NULL
 #define STR(s) 0, (s)
@@ -139,6 +152,7 @@ void conf_free(struct conf *c)
 	free(c->gpus);
 	c->gpus = NULL;
 	c->n_gpus = 0;
+	conf_weights_free(c);
 }
 
 /* An integer JSON number in [lo, hi]. */
@@ -214,6 +228,12 @@ static int get_words(const cJSON *it, const char *key, int type,
 	if (type == CONF_T_MODE) {
 		if (!cJSON_IsString(it) || vs_mode_parse(it->valuestring, &m))
 			ERR("%s: must be \"auto\", \"on\" or \"off\"", key);
+		*out = m;
+		return 0;
+	}
+	if (type == CONF_T_POLICY) {
+		if (!cJSON_IsString(it) || conf_policy_parse(it->valuestring, &m))
+			ERR("%s: must be \"fair\" or \"fcfs\"", key);
 		*out = m;
 		return 0;
 	}
@@ -329,7 +349,9 @@ static int parse_gpus(struct conf *c, const cJSON *obj, char *err,
 
 	if (!cJSON_IsObject(obj))
 		ERR("gpus: must be an object of GPU UUID to settings");
-	conf_free(c);
+	free(c->gpus);
+	c->gpus = NULL;
+	c->n_gpus = 0;
 	if (n == 0)
 		return 0;
 	c->gpus = calloc(n, sizeof(*c->gpus));
@@ -354,6 +376,8 @@ static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 		return parse_field(c, k, it, err, errlen);
 	if (strcmp(it->string, "gpus") == 0)
 		return parse_gpus(c, it, err, errlen);
+	if (strcmp(it->string, "weights") == 0)
+		return conf_weights_parse(c, it, err, errlen);
 	ERR("%s: unknown key", it->string);
 }
 
@@ -548,6 +572,8 @@ static cJSON *field_json(const struct conf_key *k, const void *f)
 		return cJSON_CreateString(buf);
 	case CONF_T_MODE:
 		return cJSON_CreateString(vs_mode_name((uint32_t)v));
+	case CONF_T_POLICY:
+		return cJSON_CreateString(conf_policy_name((uint32_t)v));
 	case CONF_T_LEVEL:
 		return cJSON_CreateString(level_names[v < 4 ? v : 2]);
 	case CONF_T_SIZE:
@@ -602,7 +628,7 @@ char *conf_to_json(const struct conf *c, const char *socket_path)
 		if (e != NULL)
 			gpu_json(e, &c->gpus[i]);
 	}
-	text = cJSON_Print(o);
+	text = conf_weights_json(o, c) == 0 ? cJSON_Print(o) : NULL;
 	cJSON_Delete(o);
 	return text;
 }
@@ -645,4 +671,25 @@ void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)
 	out->uid_requests = c->uid_requests;
 	out->gpus = c->gpus;
 	out->n_gpus = c->n_gpus;
+	out->policy = c->policy;
+	out->min_slice_ms = c->min_slice_ms;
+	out->halflife_ms = c->halflife_s * 1000u;
+	out->preempt_pct = c->preempt_pct;
+	out->swap_budget_pct = c->swap_budget_pct;
+}
+
+int conf_policy_parse(const char *text, uint32_t *policy)
+{
+	if (strcmp(text, "fair") == 0)
+		*policy = SCHED_POLICY_FAIR;
+	else if (strcmp(text, "fcfs") == 0)
+		*policy = SCHED_POLICY_FCFS;
+	else
+		return -1;
+	return 0;
+}
+
+const char *conf_policy_name(uint32_t policy)
+{
+	return policy == SCHED_POLICY_FCFS ? "fcfs" : "fair";
 }

@@ -21,6 +21,19 @@
 
 #define CONF_PATH_MAX         108      /* sizeof(sun_path) */
 #define CONF_NAME_MAX         64
+#define CONF_DEF_SLICE_MS     1000
+
+/* A weight of the fair share: for a user, or for the members of a group
+ * (its members as /etc/group lists them, and whoever has it as primary
+ * group). Names are resolved when the file is read. */
+struct conf_weight {
+	int      group;             /* 0: a user, 1: a group */
+	uint32_t id;                /* uid or gid */
+	uint32_t weight;            /* 1..SCHED_WEIGHT_MAX */
+	uint32_t *members;          /* a group's member uids */
+	size_t   n_members;
+	char     name[CONF_NAME_MAX]; /* as written, for --print-config */
+};
 
 struct conf {
 	uint32_t tq_s;
@@ -44,8 +57,15 @@ struct conf {
 	uint64_t outq_pause;        /* bytes queued: stop reading the peer */
 	uint64_t outq_max;          /* bytes queued: drop the peer */
 	uint64_t outq_total;        /* bytes queued to all peers */
+	uint32_t policy;            /* SCHED_POLICY_* */
+	uint32_t min_slice_ms;
+	uint32_t halflife_s;
+	uint32_t preempt_pct;
+	uint32_t swap_budget_pct;
 	struct sched_gpu_cfg *gpus; /* per-GPU overrides */
 	size_t   n_gpus;
+	struct conf_weight *weights; /* users first, then groups, file order */
+	size_t   n_weights;
 };
 
 /* How a key's value is written in the file. */
@@ -57,6 +77,7 @@ struct conf {
 #define CONF_T_OCTAL 6  /* octal string in [lo, hi] (uint32_t) */
 #define CONF_T_MODE  7  /* "auto", "on", "off" (uint32_t VS_MODE_*) */
 #define CONF_T_LEVEL 8  /* "error", "warn", "info", "debug" (int) */
+#define CONF_T_POLICY 9 /* "fair", "fcfs" (uint32_t SCHED_POLICY_*) */
 
 /* One row of the table. */
 struct conf_key {
@@ -105,5 +126,21 @@ int conf_keep_restart(const struct conf *old, struct conf *nc, char *changed,
 
 /* The policy's view of these settings (points into c). */
 void conf_sched_cfg(const struct conf *c, struct sched_cfg *out);
+
+/* "fair" / "fcfs": 0 and *policy, or -1. */
+int conf_policy_parse(const char *text, uint32_t *policy);
+const char *conf_policy_name(uint32_t policy);
+
+/* conf_weights.c: the "weights" key, {"users": {NAME or UID: WEIGHT},
+ * "groups": {NAME or GID: WEIGHT}}. */
+struct cJSON;
+int  conf_weights_parse(struct conf *c, const struct cJSON *obj, char *err,
+			size_t errlen);
+void conf_weights_free(struct conf *c);
+/* Add "weights" to a --print-config object; 0 or -1. */
+int  conf_weights_json(struct cJSON *o, const struct conf *c);
+/* The weight of a peer: its user's entry, else the largest of its groups'
+ * (primary gid, or listed as a member), else SCHED_WEIGHT_DEFAULT. */
+uint32_t conf_weight_of(const struct conf *c, uint32_t uid, uint32_t gid);
 
 #endif

@@ -109,6 +109,10 @@ static cJSON *gpu_json(const struct sched_gpu *g)
 	v[VS_SG_oversubscribed].bool_ = gi.footprint > gi.capacity;
 	v[VS_SG_holders].arr = id_array(g, 0);
 	v[VS_SG_queue].arr = id_array(g, 1);
+	v[VS_SG_policy].str = conf_policy_name(gi.policy);
+	v[VS_SG_min_slice_ms].num = gi.min_slice_ms;
+	v[VS_SG_slice_ms].num = gi.slice_ms;
+	v[VS_SG_swap_us].num = (double)gi.swap_us;
 	return st_object(&vs_status_gpu, v);
 }
 
@@ -125,6 +129,13 @@ static cJSON *member_json(const struct sched_member_info *mi)
 	v[VS_SM_held_ms].num = (double)mi->held_ms;
 	v[VS_SM_waited_ms].num = (double)mi->waited_ms;
 	v[VS_SM_revoked].bool_ = mi->revoked;
+	v[VS_SM_recent_ms].num = (double)mi->recent_ms;
+	v[VS_SM_user_recent_ms].num = (double)mi->user_recent_ms;
+	v[VS_SM_weight].num = mi->weight;
+	v[VS_SM_wait_why].str = sched_why_name(mi->why);
+	v[VS_SM_position].num = mi->position;
+	v[VS_SM_eta_ms].num = mi->eta_ms == SCHED_ETA_UNKNOWN ? -1 :
+			      (double)mi->eta_ms;
 	return st_object(&vs_status_member, v);
 }
 

@@ -1,7 +1,9 @@
 /*
  * Policy transitions. Every entry point changes state, then calls admit()
- * on the GPUs it touched: admission is the one place that grants, and the
- * one place that tells holders someone is waiting. The clock, the outbox
+ * on the GPUs it touched: admission is the one place that grants, the
+ * one place that tells holders someone is waiting, and with the tick the
+ * one place that preempts for fair share (sched_fair.c keeps the
+ * accounts and the order). The clock, the outbox
  * and the lookups live in sched_view.c, below this file: transitions use
  * them, and nothing there calls back up.
  */
@@ -64,6 +66,7 @@ static void wait_leave(struct sched_member *m)
 	m->g->n_waiting--;
 	m->c->u->n_waiting--;
 	m->state = SCHED_ST_IDLE;
+	m->pos = 0;
 }
 
 static void emit_grant(struct sched *s, struct sched_member *m)
@@ -110,6 +113,9 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	m->state = SCHED_ST_HOLDING;
 	m->since = now;
 	m->q_start = now;
+	m->charged_at = now;
+	m->preempted = 0;
+	m->pos = 0;
 	m->idle_sent = 0;
 	m->hard = 0;
 	m->hung_reported = 0;
@@ -117,10 +123,11 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	emit_grant(s, m);
 }
 
-static void unhold(struct sched_member *m)
+static void unhold(struct sched *s, struct sched_member *m)
 {
 	struct sched_gpu *g = m->g;
 
+	sched_fair_charge_one(s, m, sched_now(s));
 	dl_remove(&m->h_link);
 	g->n_holders--;
 	g->held_fp -= m->fp;
@@ -141,6 +148,7 @@ static void hard_drop(struct sched *s, struct sched_member *m,
 	m->hard_at = now;
 	m->hung_reported = 0;
 	m->g->n_hard++;
+	m->preempted = 0;
 	emit_drop(s, m, reason);
 }
 
@@ -182,11 +190,39 @@ static void update_contention(struct sched *s, struct sched_gpu *g,
 	g->contended = 1;
 }
 
-/* Grant the longest FCFS prefix of waiters that may run now. */
+/* Holders past their slice are asked to release now (on the wire a
+ * quantum drop: release at once) when the first in line has much less
+ * recent GPU time than they do. */
+static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
+{
+	const struct sched_member *w;
+	uint64_t slice;
+
+	if (g->policy != SCHED_POLICY_FAIR || g->mode == VS_MODE_OFF ||
+	    dl_empty(&g->queue))
+		return;
+	w = dl_entry(g->queue.next, struct sched_member, q_link);
+	slice = g->slice_ms;
+	ITER_HOLDERS(g, it, nx) {
+		struct sched_member *h = dl_entry(it, struct sched_member, h_link);
+
+		if (h->hard || now < h->since + slice ||
+		    !sched_fair_much_less(s, g, w, h, now))
+			continue;
+		hard_drop(s, h, VS_DROP_QUANTUM, now);
+		h->preempted = 1;
+	}
+}
+
+/* Grant the longest prefix of waiters, in the policy's order, that may
+ * run now. */
 static void admit(struct sched *s, struct sched_gpu *g)
 {
 	uint64_t now = sched_now(s);
 
+	(void)sched_fair_charge(s, g, now);
+	g->slice_ms = sched_fair_slice(s, g);
+	sched_fair_order(s, g, now);
 	while (!dl_empty(&g->queue)) {
 		struct sched_member *m =
 			dl_entry(g->queue.next, struct sched_member, q_link);
@@ -195,7 +231,10 @@ static void admit(struct sched *s, struct sched_gpu *g)
 			break;
 		grant(s, m, now);
 	}
+	if (g->n_holders > 0 && g->n_waiting > 0)
+		sched_fair_order(s, g, now); /* renumber the places */
 	update_contention(s, g, now);
+	preempt(s, g, now);
 }
 
 /* Holders past the first that no longer fit (mode change, or a footprint
@@ -236,7 +275,7 @@ struct sched_client *sched_client_new(struct sched *s,
 	if (s->next_id == 0)
 		s->next_id = 1;
 	c->cred = *cred;
-	c->weight = SCHED_WEIGHT_DEFAULT;
+	c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
 	if (label != NULL)
 		strncpy(c->label, label, VS_LABEL_MAX);
 	c->user = user;
@@ -250,13 +289,43 @@ uint32_t sched_client_id(const struct sched_client *c)
 	return c->id;
 }
 
+/* A user's weight, on the uid's record and every one of its clients. */
+static void uid_weight(struct sched *s, uint32_t uid, uint32_t weight)
+{
+	struct dlink *it;
+
+	if (weight == 0)
+		weight = SCHED_WEIGHT_DEFAULT;
+	if (weight > SCHED_WEIGHT_MAX)
+		weight = SCHED_WEIGHT_MAX;
+	for (it = s->clients.next; it != &s->clients; it = it->next) {
+		struct sched_client *c = dl_entry(it, struct sched_client, link);
+
+		if (c->cred.uid == uid) {
+			c->weight = weight;
+			c->u->weight = weight;
+		}
+	}
+	/* The order of every queue may change, and who preempts whom. */
+	for (size_t i = 0; i < s->n_gpus; i++)
+		if (s->gpus[i]->n_waiting > 0)
+			admit(s, s->gpus[i]);
+}
+
 void sched_client_set_weight(struct sched *s, struct sched_client *c,
 			     uint32_t weight)
 {
-	(void)s;
-	if (weight == 0)
-		weight = SCHED_WEIGHT_DEFAULT;
-	c->weight = weight > SCHED_WEIGHT_MAX ? SCHED_WEIGHT_MAX : weight;
+	uid_weight(s, c->cred.uid, weight);
+}
+
+int sched_uid_set_weight(struct sched *s, uint32_t uid, uint32_t weight)
+{
+	struct sched_uid_info ui;
+
+	if (sched_uid_info(s, uid, &ui) != 0)
+		return VS_E_NOGPU;
+	uid_weight(s, uid, weight);
+	return 0;
 }
 
 void sched_client_del(struct sched *s, struct sched_client *c)
@@ -267,7 +336,7 @@ void sched_client_del(struct sched *s, struct sched_client *c)
 		struct sched_gpu *g = m->g;
 
 		if (m->state == SCHED_ST_HOLDING)
-			unhold(m);
+			unhold(s, m);
 		else if (m->state == SCHED_ST_WAITING)
 			wait_leave(m);
 		dl_remove(&m->m_link);
@@ -308,12 +377,16 @@ static struct sched_gpu *gpu_slot(struct sched *s)
 			g = s->gpus[i];
 			if (g->n_members == 0) {
 				struct sched_gpu_uid *keep = g->uids;
-				size_t cap = g->cap_uids;
+				struct sched_usage *keep_u = g->usage;
+				size_t cap = g->cap_uids, cap_u = g->cap_usage;
 
+				/* Another GPU now: its users' history goes. */
 				memset(g, 0, sizeof(*g));
 				g->index = (uint32_t)i;
 				g->uids = keep;
 				g->cap_uids = cap;
+				g->usage = keep_u;
+				g->cap_usage = cap_u;
 				return g;
 			}
 		}
@@ -341,6 +414,9 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	memcpy(g->uuid, uuid, VS_UUID_LEN);
 	g->mode = s->cfg.mode;
 	g->tq_ms = s->cfg.tq_ms;
+	g->min_slice_ms = s->cfg.min_slice_ms;
+	g->slice_ms = g->min_slice_ms;
+	g->policy = s->cfg.policy;
 	for (size_t i = 0; i < s->cfg.n_gpus; i++) {
 		const struct sched_gpu_cfg *gc = &s->gcfg[i];
 
@@ -350,6 +426,8 @@ static struct sched_gpu *gpu_new(struct sched *s,
 			g->tq_ms = gc->tq_ms;
 		if (gc->set & SCHED_GCFG_MODE)
 			g->mode = gc->mode;
+		if (gc->set & SCHED_GCFG_SLICE)
+			g->min_slice_ms = gc->min_slice_ms;
 		if (gc->set & SCHED_GCFG_CAP) {
 			cap = gc->capacity;
 			trusted = cap != 0;
@@ -467,7 +545,7 @@ int sched_released(struct sched *s, struct sched_client *c,
 		return VS_E_NOGPU;
 	switch (m->state) {
 	case SCHED_ST_HOLDING:
-		unhold(m);
+		unhold(s, m);
 		break;
 	case SCHED_ST_WAITING: /* gave up waiting */
 		wait_leave(m);
@@ -484,21 +562,58 @@ int sched_released(struct sched *s, struct sched_client *c,
 	return 0;
 }
 
+int sched_swapped(struct sched *s, struct sched_client *c,
+		  const uint8_t uuid[VS_UUID_LEN], uint64_t us, uint64_t bytes)
+{
+	struct sched_member *m = member_find(c, uuid);
+
+	(void)bytes;
+	if (m == NULL)
+		return VS_E_NOGPU;
+	if (m->state != SCHED_ST_HOLDING)
+		return VS_E_STATE;
+	/* A report longer than a quantum is not a swap-in of this grant:
+	 * a client must not stretch everyone's slice beyond the quantum. */
+	if (us > (uint64_t)m->g->tq_ms * 1000u)
+		us = (uint64_t)m->g->tq_ms * 1000u;
+	sched_fair_swapped(m->g, us);
+	m->g->slice_ms = sched_fair_slice(s, m->g);
+	return 0;
+}
+
 /* ---- time ---- */
+
+/* Past its slice, a holder whose first waiter is not (yet) much less is
+ * looked at again this often: the holder's recent time grows and the
+ * waiter's decays, so the answer changes with time alone. */
+#define FAIR_RECHECK_MS 100u
 
 /* Deadline of one holder, or SCHED_NO_DEADLINE. */
 static uint64_t holder_deadline(const struct sched *s,
 				const struct sched_gpu *g,
 				const struct sched_member *h)
 {
+	uint64_t d, slice_end, now;
+
 	/* A hung holder reported while skip_unresponsive was off is
 	 * revoked once a reload turns it on. */
 	if (h->hard)
 		return h->hung_reported && !s->cfg.skip_unresponsive ?
 		       SCHED_NO_DEADLINE : h->hard_at + s->cfg.grace_ms;
-	if (g->contended)
-		return h->q_start + g->tq_ms;
-	return SCHED_NO_DEADLINE;
+	if (!g->contended)
+		return SCHED_NO_DEADLINE;
+	d = h->q_start + g->tq_ms;
+	if (g->policy != SCHED_POLICY_FAIR || s->cfg.preempt_pct == 0 ||
+	    dl_empty(&g->queue))
+		return d;
+	slice_end = h->since + g->slice_ms;
+	now = sched_now(s);
+	if (slice_end <= now || !sched_fair_much_less(s, g,
+			dl_entry(g->queue.next, struct sched_member, q_link),
+			h, now))
+		slice_end = (slice_end > now ? slice_end : now) +
+			    FAIR_RECHECK_MS;
+	return slice_end < d ? slice_end : d;
 }
 
 static void hung(struct sched *s, struct sched_member *h)
@@ -509,7 +624,7 @@ static void hung(struct sched *s, struct sched_member *h)
 	if (o != NULL)
 		o->revoked = s->cfg.skip_unresponsive;
 	if (s->cfg.skip_unresponsive) {
-		unhold(h);
+		unhold(s, h);
 		h->revoked = 1;
 	}
 }
@@ -532,10 +647,11 @@ void sched_tick(struct sched *s)
 				continue;
 			if (h->hard)
 				hung(s, h);
-			else
+			else if (h->q_start + g->tq_ms <= now)
 				hard_drop(s, h, VS_DROP_QUANTUM, now);
 		}
-		if (g->n_holders != before)
+		/* Slices: the order first, since it moved with time. */
+		if (g->n_holders != before || g->contended)
 			admit(s, g);
 	}
 }
@@ -580,6 +696,7 @@ void sched_free(struct sched *s)
 					     struct sched_client, link));
 	for (size_t i = 0; i < s->n_gpus; i++) {
 		free(s->gpus[i]->uids);
+		free(s->gpus[i]->usage);
 		free(s->gpus[i]);
 	}
 	free(s->gpus);

@@ -1,6 +1,6 @@
 /*
- * Admin requests of the policy: quantum and mode, for one GPU, one index
- * or all. A mode change tells every attached client and drops or admits
+ * Admin requests of the policy: quantum, mode and slice, for one GPU, one
+ * index or all, and the queue order of every GPU. A mode change tells every attached client and drops or admits
  * what the new mode asks.
  */
 #include <string.h>
@@ -95,3 +95,38 @@ int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
 	return for_targets(s, target, index, uuid, sched_gpu_mode, mode);
 }
 
+
+static void gpu_set_slice(struct sched *s, struct sched_gpu *g, uint32_t ms)
+{
+	g->min_slice_ms = ms;
+	/* A shorter slice may already be over for a holder: admission
+	 * preempts it now if someone much less waits. */
+	sched_admit(s, g);
+}
+
+int sched_set_slice(struct sched *s, uint32_t target, uint32_t index,
+		    const uint8_t uuid[VS_UUID_LEN], uint32_t ms)
+{
+	if (ms < SCHED_SLICE_MIN_MS || ms > SCHED_SLICE_MAX_MS)
+		return VS_E_INVAL;
+	if (target & VS_TARGET_ALL)
+		s->cfg.min_slice_ms = ms;
+	return for_targets(s, target, index, uuid, gpu_set_slice, ms);
+}
+
+void sched_gpu_policy(struct sched *s, struct sched_gpu *g, uint32_t policy)
+{
+	g->policy = policy;
+	/* The queue takes the new order now (admission sorts it). */
+	sched_admit(s, g);
+}
+
+int sched_set_policy(struct sched *s, uint32_t policy)
+{
+	if (policy != SCHED_POLICY_FAIR && policy != SCHED_POLICY_FCFS)
+		return VS_E_INVAL;
+	s->cfg.policy = policy;
+	for (size_t i = 0; i < s->n_gpus; i++)
+		sched_gpu_policy(s, s->gpus[i], policy);
+	return 0;
+}

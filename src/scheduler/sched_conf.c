@@ -9,7 +9,7 @@
 #include "sched_int.h"
 
 struct eff {
-	uint32_t tq_ms, mode;
+	uint32_t tq_ms, mode, slice_ms;
 	uint64_t cap;
 	int trusted;            /* the GPU's own capacity, not the default */
 };
@@ -18,7 +18,7 @@ struct eff {
 static struct eff effective(const struct sched_cfg *c,
 			    const uint8_t uuid[VS_UUID_LEN])
 {
-	struct eff e = { c->tq_ms, c->mode, c->capacity, 0 };
+	struct eff e = { c->tq_ms, c->mode, c->min_slice_ms, c->capacity, 0 };
 
 	for (size_t i = 0; i < c->n_gpus; i++) {
 		const struct sched_gpu_cfg *gc = &c->gpus[i];
@@ -29,6 +29,8 @@ static struct eff effective(const struct sched_cfg *c,
 			e.tq_ms = gc->tq_ms;
 		if (gc->set & SCHED_GCFG_MODE)
 			e.mode = gc->mode;
+		if (gc->set & SCHED_GCFG_SLICE)
+			e.slice_ms = gc->min_slice_ms;
 		if (gc->set & SCHED_GCFG_CAP) {
 			e.cap = gc->capacity;
 			e.trusted = gc->capacity != 0;
@@ -58,6 +60,10 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 			recap(s, g, &n);
 		if (n.tq_ms != o.tq_ms)
 			g->tq_ms = n.tq_ms;
+		if (n.slice_ms != o.slice_ms)
+			g->min_slice_ms = n.slice_ms;
+		if (cfg->policy != old->policy)
+			g->policy = cfg->policy;
 		if (n.mode != o.mode)
 			sched_gpu_mode(s, g, n.mode);
 	}
@@ -65,6 +71,17 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 		s->cfg.tq_ms = cfg->tq_ms;
 	if (cfg->mode != old->mode)
 		s->cfg.mode = cfg->mode;
+	if (cfg->min_slice_ms != old->min_slice_ms)
+		s->cfg.min_slice_ms = cfg->min_slice_ms;
+	if (cfg->policy != old->policy)
+		s->cfg.policy = cfg->policy;
+	/* The fair share's constants apply at once: they are no admin's
+	 * run-time choice. */
+	s->cfg.halflife_ms = cfg->halflife_ms;
+	s->cfg.preempt_pct = cfg->preempt_pct;
+	s->cfg.swap_budget_pct = cfg->swap_budget_pct;
+	for (size_t i = 0; i < s->n_gpus; i++)
+		sched_admit(s, s->gpus[i]);
 }
 
 int sched_reconfigure(struct sched *s, const struct sched_cfg *old,

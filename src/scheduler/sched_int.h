@@ -32,6 +32,12 @@ static inline void dl_remove(struct dlink *n)
 #define dl_entry(p, type, field) \
 	((type *)(void *)((char *)(p) - offsetof(type, field)))
 
+/* Recent GPU time in ms, decayed: `v` as of `stamp`. */
+struct sched_rec {
+	double v;
+	uint64_t stamp;
+};
+
 /* One client attached to one GPU. */
 struct sched_member {
 	struct sched_client *c;
@@ -52,6 +58,10 @@ struct sched_member {
 	uint64_t hard_at;
 	int hung_reported;
 	int revoked;
+	struct sched_rec rec;     /* its recent GPU time here */
+	uint64_t charged_at;      /* holding: charged up to this time */
+	uint32_t pos;             /* waiting: place in the queue, 1 first */
+	int preempted;            /* its hard drop is a fair preemption */
 };
 
 /* What one uid's clients hold, against the per-uid limits. */
@@ -60,6 +70,15 @@ struct sched_uid {
 	uint32_t n_clients;
 	uint32_t n_gpus;          /* distinct GPUs its clients attach */
 	uint32_t n_waiting;
+	uint32_t weight;          /* fair share, SCHED_WEIGHT_* */
+};
+
+/* A user's recent GPU time on one GPU. Kept after the user's last client
+ * leaves, until it has decayed away, so that reconnecting does not wipe
+ * a user's history. */
+struct sched_usage {
+	uint32_t uid;
+	struct sched_rec rec;
 };
 
 /* How many members of one uid a GPU has. */
@@ -100,6 +119,13 @@ struct sched_gpu {
 	size_t n_members, n_waiting, n_holders;
 	size_t n_hard;            /* holders with a hard drop pending */
 	int contended;            /* someone waits behind the holders */
+	uint32_t policy;          /* SCHED_POLICY_* */
+	uint32_t min_slice_ms;
+	uint64_t slice_ms;        /* in force, as of the last admission */
+	double swap_us;           /* average measured swap-in, 0: none */
+	uint64_t swaps;           /* swap-ins measured */
+	struct sched_usage *usage;
+	size_t n_usage, cap_usage;
 };
 
 struct sched {
@@ -126,6 +152,7 @@ void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
 
 /* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
+void sched_gpu_policy(struct sched *s, struct sched_gpu *g, uint32_t policy);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */
@@ -145,6 +172,30 @@ int  sched_uid_gpu_add(struct sched *s, struct sched_gpu *g,
 		       struct sched_client *c);
 void sched_uid_gpu_del(struct sched_gpu *g, struct sched_client *c);
 int  sched_uid_may_wait(const struct sched *s, const struct sched_client *c);
+
+/* sched_fair.c: recent GPU time and queue order (pure bookkeeping) */
+/* Charge every holder of g up to now. 0, or -1 when out of memory (the
+ * user's record could not be made; the member's own time is charged). */
+int  sched_fair_charge(const struct sched *s, struct sched_gpu *g,
+		       uint64_t now);
+void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
+			   uint64_t now);
+/* Put g's queue in the policy's order and number the places. */
+void sched_fair_order(const struct sched *s, struct sched_gpu *g,
+		      uint64_t now);
+/* Would waiter w preempt holder h (fair policy, now)? */
+int  sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
+			  const struct sched_member *w,
+			  const struct sched_member *h, uint64_t now);
+/* The slice in force on g, ms. */
+uint64_t sched_fair_slice(const struct sched *s, const struct sched_gpu *g);
+/* Recent time of a member and of its user on its GPU, ms, counting a
+ * holder's time not yet charged. */
+double sched_fair_recent(const struct sched *s, const struct sched_member *m,
+			 uint64_t now);
+double sched_fair_user_recent(const struct sched *s,
+			      const struct sched_member *m, uint64_t now);
+void sched_fair_swapped(struct sched_gpu *g, uint64_t us);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

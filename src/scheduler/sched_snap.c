@@ -25,6 +25,17 @@ static struct sched_gpu *gpu_copy(const struct sched_gpu *g)
 	*n = *g;
 	n->uids = NULL;
 	n->n_uids = n->cap_uids = 0;
+	n->usage = NULL;
+	n->n_usage = n->cap_usage = 0;
+	if (g->n_usage > 0) {
+		n->usage = malloc(g->n_usage * sizeof(*n->usage));
+		if (n->usage == NULL) {
+			free(n);
+			return NULL;
+		}
+		memcpy(n->usage, g->usage, g->n_usage * sizeof(*n->usage));
+		n->n_usage = n->cap_usage = g->n_usage;
+	}
 	dl_init(&n->members);
 	dl_init(&n->queue);
 	dl_init(&n->holders);
@@ -46,6 +57,7 @@ static void client_copy(struct sched *snap, struct arena *a,
 
 	n->id = c->id;
 	n->cred = c->cred;
+	n->weight = c->weight;
 	memcpy(n->label, c->label, sizeof(n->label));
 	dl_append(&snap->clients, &n->link);
 	snap->n_clients++;
@@ -150,8 +162,10 @@ void sched_snap_free(struct sched *snap)
 	if (snap == NULL)
 		return;
 	free(snap->arena);
-	for (size_t i = 0; i < snap->n_gpus; i++)
+	for (size_t i = 0; i < snap->n_gpus; i++) {
+		free(snap->gpus[i]->usage);
 		free(snap->gpus[i]);
+	}
 	free(snap->gpus);
 	free(snap);
 }

@@ -91,6 +91,91 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 	out->n_holders = g->n_holders;
 	out->n_waiting = g->n_waiting;
 	out->n_members = g->n_members;
+	out->policy = g->policy;
+	out->min_slice_ms = g->min_slice_ms;
+	out->slice_ms = (uint32_t)(g->slice_ms ? g->slice_ms : g->min_slice_ms);
+	out->swap_us = (uint64_t)g->swap_us;
+}
+
+const char *sched_why_name(uint32_t why)
+{
+	switch (why) {
+	case SCHED_WHY_BEHIND:  return "behind";
+	case SCHED_WHY_SLICE:   return "slice";
+	case SCHED_WHY_QUANTUM: return "quantum";
+	case SCHED_WHY_RELEASE: return "release";
+	case SCHED_WHY_FIT:     return "fit";
+	default:                return "";
+	}
+}
+
+static uint64_t left(uint64_t end, uint64_t now)
+{
+	return end > now ? end - now : 0;
+}
+
+/* Why the first in line waits, and for about how long. */
+static uint32_t head_why(const struct sched *s, const struct sched_member *w,
+			 uint64_t now, uint64_t *eta)
+{
+	const struct sched_gpu *g = w->g;
+	uint64_t rel = SCHED_ETA_UNKNOWN, sl = SCHED_ETA_UNKNOWN;
+	uint64_t q = SCHED_ETA_UNKNOWN;
+	const struct dlink *it;
+
+	for (it = g->holders.next; it != &g->holders; it = it->next) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+		uint64_t t;
+
+		if (h->hard) {
+			t = left(h->hard_at + s->cfg.grace_ms, now);
+			rel = t < rel ? t : rel;
+			continue;
+		}
+		t = left(h->q_start + g->tq_ms, now);
+		q = t < q ? t : q;
+		if (sched_fair_much_less(s, g, w, h, now)) {
+			t = left(h->since + g->slice_ms, now);
+			sl = t < sl ? t : sl;
+		}
+	}
+	if (rel != SCHED_ETA_UNKNOWN) {
+		*eta = rel;
+		return SCHED_WHY_RELEASE;
+	}
+	if (sl != SCHED_ETA_UNKNOWN) {
+		*eta = sl < q ? sl : q;
+		return SCHED_WHY_SLICE;
+	}
+	*eta = q;
+	if (g->n_holders == 0) {
+		*eta = 0; /* granted at the next admission */
+		return SCHED_WHY_FIT;
+	}
+	return g->mode == VS_MODE_AUTO ? SCHED_WHY_FIT : SCHED_WHY_QUANTUM;
+}
+
+static void wait_view(const struct sched *s, const struct sched_member *m,
+		      uint64_t now, struct sched_member_info *out)
+{
+	const struct sched_member *w;
+	uint64_t eta = SCHED_ETA_UNKNOWN;
+
+	out->why = SCHED_WHY_NONE;
+	out->position = 0;
+	out->eta_ms = SCHED_ETA_UNKNOWN;
+	if (m->state != SCHED_ST_WAITING || dl_empty(&m->g->queue))
+		return;
+	w = dl_entry(m->g->queue.next, const struct sched_member, q_link);
+	out->position = m->pos ? m->pos : 1;
+	out->why = head_why(s, w, now, &eta);
+	if (m != w)
+		out->why = SCHED_WHY_BEHIND;
+	/* Each one ahead may hold up to a quantum: a bound, not a promise. */
+	if (eta != SCHED_ETA_UNKNOWN)
+		eta += (uint64_t)(out->position - 1) * m->g->tq_ms;
+	out->eta_ms = eta;
 }
 
 static const struct sched_client *nth(const struct dlink *head, size_t i,
@@ -161,6 +246,10 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->revoked = m->revoked;
 	out->held_ms = m->state == SCHED_ST_HOLDING ? now - m->since : 0;
 	out->waited_ms = m->state == SCHED_ST_WAITING ? now - m->since : 0;
+	out->recent_ms = (uint64_t)sched_fair_recent(s, m, now);
+	out->user_recent_ms = (uint64_t)sched_fair_user_recent(s, m, now);
+	out->weight = m->c->weight ? m->c->weight : SCHED_WEIGHT_DEFAULT;
+	wait_view(s, m, now, out);
 	return 0;
 }
 

@@ -90,6 +90,14 @@ static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
 	cfg->uid_gpus = sf_byte(f) % 4;
 	cfg->uid_requests = sf_byte(f) % 5;
 	cfg->total_fn = sf_byte(f) % 2 ? sf_driver : NULL;
+	/* The fair share from bytes already read, so that the inputs kept
+	 * in sfuzz_inputs keep their meaning. */
+	cfg->policy = (cfg->grace_ms / 100u) % 2 ? SCHED_POLICY_FAIR :
+		      SCHED_POLICY_FCFS;
+	cfg->min_slice_ms = 100u * (1 + cfg->uid_requests);
+	cfg->halflife_ms = cfg->tq_ms * 2;
+	cfg->preempt_pct = 50;
+	cfg->swap_budget_pct = 10;
 	memset(gc, 0, sizeof(*gc));
 	gc->uuid[0] = 1;
 	gc->set = sf_byte(f) % 8;
@@ -201,11 +209,41 @@ static void sf_obey(struct sf *f, uint8_t mask)
 	}
 }
 
+/* The fair share's admin requests, and a holder's swap report. */
+static void sf_fair(struct sf *f, uint8_t b, const uint8_t u[VS_UUID_LEN])
+{
+	uint8_t v = sf_byte(f);
+	int i = v % SF_SLOTS;
+
+	switch ((b >> 4) % 4) {
+	case 0:
+		sched_set_slice(f->s, b & 4 ? VS_TARGET_ALL : 0, 0, u,
+				v % 2 ? 5u * v : 100u * v);
+		break;
+	case 1:
+		sched_set_policy(f->s, v % 3);
+		break;
+	case 2:
+		if (f->c[i] != NULL)
+			sched_client_set_weight(f->s, f->c[i], v % 5);
+		break;
+	default:
+		if (f->c[i] != NULL)
+			sched_swapped(f->s, f->c[i], u, 1000ull * v * v,
+				      1ull << (v % 40));
+		break;
+	}
+}
+
 static void sf_admin(struct sf *f)
 {
 	uint8_t b = sf_byte(f), u[VS_UUID_LEN];
 
 	sf_uuid(f, u);
+	if (b & 8) {
+		sf_fair(f, b, u);
+		return;
+	}
 	if (b % 2)
 		sched_set_mode(f->s, b & 4 ? VS_TARGET_ALL : 0, 0, u,
 			       sf_byte(f) % 4);

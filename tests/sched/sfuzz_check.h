@@ -21,9 +21,13 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 		SF_CHECK(m->g == g);
 	}
 	SF_EACH(&g->queue, it) {
+		const struct sched_member *w =
+			dl_entry(it, const struct sched_member, q_link);
+
 		nq++;
-		SF_CHECK(dl_entry(it, const struct sched_member, q_link)->state
-			 == SCHED_ST_WAITING);
+		SF_CHECK(w->state == SCHED_ST_WAITING);
+		/* Places are numbered in queue order after every call. */
+		SF_CHECK(w->pos == nq);
 	}
 	SF_EACH(&g->holders, it) {
 		const struct sched_member *h =
@@ -40,6 +44,13 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 				SF_CHECK(f->now < h->hard_at + f->s->cfg.grace_ms);
 			continue;
 		}
+		/* Time was handled up to now: a fair preemption is never
+		 * late by more than the recheck, and no holder keeps the GPU
+		 * past its quantum while someone waits. */
+		if (f->ticked && g->contended && g->mode != VS_MODE_OFF)
+			SF_CHECK(f->now < h->q_start + g->tq_ms);
+		/* Recent time never exceeds what holding since ever gives. */
+		SF_CHECK(h->rec.v >= 0 && h->rec.v <= (double)f->now);
 		free_holders++;
 		sum += h->fp;
 		cap = sched_cap_min(cap, h->cap);

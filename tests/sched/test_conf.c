@@ -135,6 +135,26 @@ static void test_bad_values(void **state)
 	    "{\"tq_s\": 5, \"tq_s\": 6}}}", "tq_s: given twice");
 	bad("{\"capacity\": \"0x10\"}", "capacity");
 	bad("{\"capacity\": \"1e3\"}", "capacity");
+	/* The fair share. */
+	bad("{\"policy\": \"lottery\"}", "policy: must be \"fair\" or \"fcfs\"");
+	bad("{\"min_slice_ms\": 5}", "min_slice_ms");
+	bad("{\"halflife_s\": 0}", "halflife_s");
+	bad("{\"preempt_pct\": 101}", "preempt_pct");
+	bad("{\"swap_budget_pct\": 0}", "swap_budget_pct");
+	bad("{\"weights\": []}", "weights: must be an object");
+	bad("{\"weights\": {\"people\": {}}}", "weights.people: unknown key");
+	bad("{\"weights\": {\"users\": {\"0\": 0}}}",
+	    "weights.users.0: must be a whole number from 1 to 1000");
+	bad("{\"weights\": {\"users\": {\"0\": 2.5}}}", "weights.users.0");
+	bad("{\"weights\": {\"users\": {\"0\": \"2\"}}}", "weights.users.0");
+	bad("{\"weights\": {\"users\": {\"no-such-user-vshare\": 2}}}",
+	    "weights.users: no user \"no-such-user-vshare\"");
+	bad("{\"weights\": {\"groups\": {\"no-such-group-vshare\": 2}}}",
+	    "weights.groups: no group \"no-such-group-vshare\"");
+	bad("{\"weights\": {\"users\": {\"0\": 2, \"root\": 3}}}",
+	    "weights.users.root: the same user as \"0\"");
+	bad("{\"weights\": {\"users\": {\"0\": 2, \"0\": 3}}}",
+	    "weights.users.0: given twice");
 }
 
 /* Only white space may follow the object: a file that two edits left
@@ -282,6 +302,10 @@ static void other_value(const struct conf_key *k, char *out, size_t n)
 	case CONF_T_MODE:
 		snprintf(out, n, "\"%s\"", k->dnum == VS_MODE_ON ? "off" : "on");
 		break;
+	case CONF_T_POLICY:
+		snprintf(out, n, "\"%s\"", k->dnum == SCHED_POLICY_FCFS ? "fair" :
+			 "fcfs");
+		break;
 	case CONF_T_LEVEL:
 		snprintf(out, n, "\"%s\"", k->dnum == LOG_LVL_DEBUG ? "error" :
 			 "debug");
@@ -318,7 +342,8 @@ static void test_table_round_trip(void **state)
 				glen ? ", " : "", k[i].name, v);
 	}
 	snprintf(text + len, sizeof(text) - len,
-		 ", \"gpus\": {\"" UUID_AA "\": {%s}}}", gtext);
+		 ", \"gpus\": {\"" UUID_AA "\": {%s}}, \"weights\": {\"users\": "
+		 "{\"0\": 3}, \"groups\": {\"root\": 2}}}", gtext);
 	conf_defaults(&a);
 	if (conf_parse(&a, text, err, sizeof(err)) != 0)
 		fail_msg("%s: %s", text, err);
@@ -332,7 +357,7 @@ static void test_table_round_trip(void **state)
 	json = conf_to_json(&a, a.socket);
 	assert_non_null(json);
 	root = cJSON_Parse(json);
-	assert_int_equal(cJSON_GetArraySize(root), (int)n + 1);
+	assert_int_equal(cJSON_GetArraySize(root), (int)n + 2);
 	for (size_t i = 0; i < n; i++)
 		if (!cJSON_HasObjectItem(root, k[i].name))
 			fail_msg("--print-config has no %s", k[i].name);
@@ -348,7 +373,13 @@ static void test_table_round_trip(void **state)
 	assert_int_equal(b.n_gpus, 1);
 	assert_memory_equal(a.gpus, b.gpus, sizeof(*a.gpus));
 	assert_int_equal(a.gpus[0].set, SCHED_GCFG_TQ | SCHED_GCFG_MODE |
-			 SCHED_GCFG_CAP);
+			 SCHED_GCFG_CAP | SCHED_GCFG_SLICE);
+	/* The weights come back too, and give each peer its weight: the
+	 * user's own, else its group's (here by primary gid), else 1. */
+	assert_int_equal(b.n_weights, 2);
+	assert_int_equal(conf_weight_of(&b, 0, 0), 3);
+	assert_int_equal(conf_weight_of(&b, 4242, 0), 2);
+	assert_int_equal(conf_weight_of(&b, 4242, 4242), SCHED_WEIGHT_DEFAULT);
 	free(json);
 	conf_free(&a);
 	conf_free(&b);

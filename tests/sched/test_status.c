@@ -112,19 +112,24 @@ static void test_too_many_clients(void **state)
 static void test_exact_text(void **state)
 {
 	static const char want[] =
-	"{\"version\":1,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
+	"{\"version\":2,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
 	"000000000000\",\"index\":0,\"mode\":\"on\",\"tq_s\":1,\"capacity\":"
 	"17179869184,\"total_mem\":17179869184,\"footprint\":0,\"held\":0,"
-	"\"oversubscribed\":false,\"holders\":[1],\"queue\":[2]}],\"clients\":"
+	"\"oversubscribed\":false,\"holders\":[1],\"queue\":[2],\"policy\":"
+	"\"fair\",\"min_slice_ms\":0,\"slice_ms\":0,\"swap_us\":0}],"
+	"\"clients\":"
 	"[{\"id\":1,\"pid\":1000,\"uid\":1000,\"gid\":1000,\"label\":\"job-0000-"
 	"with-a-label-as-long-as-the-protocol-allows-xx\",\"gpus\":[{\"uuid\":"
 	"\"GPU-0a000000-0000-0000-0000-000000000000\",\"managed\":0,\"pinned\":"
 	"0,\"state\":\"holding\",\"held_ms\":0,\"waited_ms\":0,\"revoked\":"
-	"false}]},{\"id\":2,\"pid\":1001,\"uid\":1000,\"gid\":1000,\"label\":"
+	"false,\"recent_ms\":0,\"user_recent_ms\":0,\"weight\":1,"
+	"\"wait_why\":\"\",\"position\":0,\"eta_ms\":-1}]},{\"id\":2,"
+	"\"pid\":1001,\"uid\":1000,\"gid\":1000,\"label\":"
 	"\"job-0001-with-a-label-as-long-as-the-protocol-allows-xx\",\"gpus\":"
 	"[{\"uuid\":\"GPU-0a000000-0000-0000-0000-000000000000\",\"managed\":0,"
 	"\"pinned\":0,\"state\":\"waiting\",\"held_ms\":0,\"waited_ms\":0,"
-	"\"revoked\":false}]}]}";
+	"\"revoked\":false,\"recent_ms\":0,\"user_recent_ms\":0,\"weight\":1,"
+	"\"wait_why\":\"quantum\",\"position\":1,\"eta_ms\":1000}]}]}";
 	struct sched *s = populate(2);
 	size_t len = 0;
 	char *text = ctl_status_json(s, 1 << 20, &len);

@@ -1,0 +1,277 @@
+/*
+ * Fair share: the recent GPU time of members and users, and the queue
+ * order it gives. Pure bookkeeping below sched.c, like sched_cap.c: it
+ * reads and orders, it never grants or drops.
+ *
+ * Recent time is held time decayed exponentially with the configured
+ * half-life, so a user who held the GPU a minute ago counts for half of
+ * one who holds it now. Holding is charged as wall time, whether the GPU
+ * computes or not: a holder keeps others off the card either way.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "sched_int.h"
+
+/* Records that decayed below this are forgotten (ms). */
+#define USAGE_FORGET_MS 1.0
+
+static double lambda(const struct sched *s)
+{
+	/* The half-life is range-checked by the configuration; a zero from
+	 * a caller that built its own sched_cfg means "no memory". */
+	uint32_t h = s->cfg.halflife_ms ? s->cfg.halflife_ms : 1;
+
+	return M_LN2 / (double)h;
+}
+
+static double decayed(const struct sched *s, const struct sched_rec *r,
+		      uint64_t now)
+{
+	if (now <= r->stamp)
+		return r->v;
+	return r->v * exp(-lambda(s) * (double)(now - r->stamp));
+}
+
+/* Time held over the last dt ms, decayed to now: the integral of the
+ * decay over the interval, so charging often or rarely gives one sum. */
+static double accrued(const struct sched *s, uint64_t dt)
+{
+	double l = lambda(s);
+
+	return dt == 0 ? 0.0 : -expm1(-l * (double)dt) / l;
+}
+
+static void rec_add(const struct sched *s, struct sched_rec *r,
+		    uint64_t dt, uint64_t now)
+{
+	r->v = decayed(s, r, now) + accrued(s, dt);
+	r->stamp = now;
+}
+
+static struct sched_usage *usage_find(const struct sched_gpu *g, uint32_t uid)
+{
+	for (size_t i = 0; i < g->n_usage; i++)
+		if (g->usage[i].uid == uid)
+			return &g->usage[i];
+	return NULL;
+}
+
+static struct sched_usage *usage_get(const struct sched *s,
+				     struct sched_gpu *g, uint32_t uid,
+				     uint64_t now)
+{
+	struct sched_usage *u = usage_find(g, uid);
+
+	if (u != NULL)
+		return u;
+	/* Forget users whose time has decayed away before growing. */
+	for (size_t i = 0; i < g->n_usage;) {
+		if (decayed(s, &g->usage[i].rec, now) < USAGE_FORGET_MS)
+			g->usage[i] = g->usage[--g->n_usage];
+		else
+			i++;
+	}
+	if (VS_GROW(g->usage, g->n_usage, g->cap_usage, 4) != 0)
+		return NULL;
+	u = &g->usage[g->n_usage++];
+	u->uid = uid;
+	u->rec.v = 0;
+	u->rec.stamp = now;
+	return u;
+}
+
+static int charge(const struct sched *s, struct sched_member *m, uint64_t now)
+{
+	struct sched_usage *u;
+	uint64_t dt;
+
+	if (m->state != SCHED_ST_HOLDING || now <= m->charged_at)
+		return 0;
+	dt = now - m->charged_at;
+	m->charged_at = now;
+	rec_add(s, &m->rec, dt, now);
+	u = usage_get(s, m->g, m->c->cred.uid, now);
+	if (u == NULL)
+		return -1;
+	rec_add(s, &u->rec, dt, now);
+	return 0;
+}
+
+void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
+			   uint64_t now)
+{
+	(void)charge(s, m, now);
+}
+
+int sched_fair_charge(const struct sched *s, struct sched_gpu *g, uint64_t now)
+{
+	int rc = 0;
+
+	for (struct dlink *it = g->holders.next; it != &g->holders;
+	     it = it->next)
+		if (charge(s, dl_entry(it, struct sched_member, h_link), now))
+			rc = -1;
+	return rc;
+}
+
+/* Time not yet charged to a holder, decayed to now. */
+static double pending(const struct sched *s, const struct sched_member *m,
+		      uint64_t now)
+{
+	if (m->state != SCHED_ST_HOLDING || now <= m->charged_at)
+		return 0.0;
+	return accrued(s, now - m->charged_at);
+}
+
+double sched_fair_recent(const struct sched *s, const struct sched_member *m,
+			 uint64_t now)
+{
+	return decayed(s, &m->rec, now) + pending(s, m, now);
+}
+
+double sched_fair_user_recent(const struct sched *s,
+			      const struct sched_member *m, uint64_t now)
+{
+	const struct sched_gpu *g = m->g;
+	const struct sched_usage *u = usage_find(g, m->c->cred.uid);
+	double v = u != NULL ? decayed(s, &u->rec, now) : 0.0;
+
+	for (const struct dlink *it = g->holders.next; it != &g->holders;
+	     it = it->next) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+
+		if (h->c->cred.uid == m->c->cred.uid)
+			v += pending(s, h, now);
+	}
+	return v;
+}
+
+static uint32_t weight_of(const struct sched_member *m)
+{
+	return m->c->weight ? m->c->weight : SCHED_WEIGHT_DEFAULT;
+}
+
+/* ---- queue order ---- */
+
+struct key {
+	struct sched_member *m;
+	double user;              /* the user's recent time / weight */
+	double own;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+
+	if (x->user != y->user)
+		return x->user < y->user ? -1 : 1;
+	if (x->own != y->own)
+		return x->own < y->own ? -1 : 1;
+	if (x->m->since != y->m->since)
+		return x->m->since < y->m->since ? -1 : 1;
+	return x->m->c->id < y->m->c->id ? -1 : x->m->c->id > y->m->c->id;
+}
+
+static void number(struct sched_gpu *g)
+{
+	uint32_t pos = 0;
+
+	for (struct dlink *it = g->queue.next; it != &g->queue; it = it->next)
+		dl_entry(it, struct sched_member, q_link)->pos = ++pos;
+}
+
+void sched_fair_order(const struct sched *s, struct sched_gpu *g,
+		      uint64_t now)
+{
+	struct key *k;
+	size_t n = 0;
+
+	if (g->n_waiting > 1) {
+		/* Out of memory keeps the order the queue has: arrival
+		 * order at worst, never a lost waiter. */
+		k = malloc(g->n_waiting * sizeof(*k));
+		if (k == NULL) {
+			number(g);
+			return;
+		}
+		for (struct dlink *it = g->queue.next; it != &g->queue;
+		     it = it->next) {
+			struct sched_member *m =
+				dl_entry(it, struct sched_member, q_link);
+
+			k[n].m = m;
+			if (g->policy == SCHED_POLICY_FCFS) {
+				k[n].user = k[n].own = 0;
+			} else {
+				k[n].user = sched_fair_user_recent(s, m, now) /
+					    weight_of(m);
+				k[n].own = sched_fair_recent(s, m, now);
+			}
+			n++;
+		}
+		qsort(k, n, sizeof(*k), key_cmp);
+		dl_init(&g->queue);
+		for (size_t i = 0; i < n; i++)
+			dl_append(&g->queue, &k[i].m->q_link);
+		free(k);
+	}
+	number(g);
+}
+
+/* "Much less" is a ratio, not a difference: two equal jobs that take
+ * turns stay within a factor of two of each other at any quantum up to
+ * the half-life, so they alternate at the quantum and do not preempt
+ * each other at every slice; a program that bursts now and then stays
+ * far below a training job and preempts it. Between one user's own
+ * processes the processes' own times compare. */
+int sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
+			 const struct sched_member *w,
+			 const struct sched_member *h, uint64_t now)
+{
+	double wv, hv;
+
+	(void)g;
+	if (g->policy != SCHED_POLICY_FAIR)
+		return 0;
+	if (w->c->cred.uid != h->c->cred.uid) {
+		wv = sched_fair_user_recent(s, w, now) / weight_of(w);
+		hv = sched_fair_user_recent(s, h, now) / weight_of(h);
+	} else {
+		wv = sched_fair_recent(s, w, now);
+		hv = sched_fair_recent(s, h, now);
+	}
+	return wv * 100.0 < hv * (double)s->cfg.preempt_pct;
+}
+
+/* Each preemption costs a swap-in under oversubscription (the new holder
+ * prefetches, and the old one swaps back in at its next grant): a slice
+ * of at least swap * (100 - budget) / budget keeps the swaps within the
+ * budget's share of the GPU's time. */
+uint64_t sched_fair_slice(const struct sched *s, const struct sched_gpu *g)
+{
+	uint64_t slice = g->min_slice_ms, pct = s->cfg.swap_budget_pct;
+
+	/* Only while the GPU is oversubscribed: otherwise nothing swaps. */
+	if (g->swaps > 0 && pct > 0 && pct < 100 && g->capacity != 0 &&
+	    g->total_fp > g->capacity) {
+		uint64_t need = (uint64_t)(g->swap_us / 1000.0 *
+					   (double)(100 - pct) / (double)pct);
+
+		if (need > slice)
+			slice = need;
+	}
+	return slice;
+}
+
+void sched_fair_swapped(struct sched_gpu *g, uint64_t us)
+{
+	/* An average that follows the card's current load: each grant
+	 * counts for a quarter. */
+	g->swap_us = g->swaps == 0 ? (double)us :
+		     g->swap_us + ((double)us - g->swap_us) / 4.0;
+	g->swaps++;
+}
