@@ -9,10 +9,26 @@
  *
  * Version history:
  *   1  first version.
+ *   2  fair share: VS_MSG_SWAPPED (a holder's swap-in on an oversubscribed
+ *      grant), VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT.
+ *      The scheduler still serves peers of version 1.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
  * (code VS_E_VERSION), which old and new clients can both print.
+ *
+ * Versions side by side: a header's version is the version its sender
+ * speaks on that connection, VS_PROTO_VERSION_MIN to VS_PROTO_VERSION,
+ * and stays the same for the connection's life. A message type exists from
+ * the version in its table row (`since`) on: one newer than its header's
+ * version is malformed. The scheduler answers each peer in the peer's
+ * version (so a version-1 shim keeps working beside a newer daemon, and
+ * hears nothing it does not know), and sends errors of a peer whose
+ * version it does not know yet in version-1 headers, which every reader
+ * accepts. vsharectl sends each request in the oldest version that has
+ * it, so its old commands work with an old daemon and its new ones are
+ * refused with VS_E_VERSION. The shim speaks its own version and, refused
+ * by an older scheduler, connects again speaking that one.
  */
 #ifndef VSHARE_PROTO_H
 #define VSHARE_PROTO_H
@@ -21,7 +37,9 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 1u
+#define VS_PROTO_VERSION 2u
+/* The oldest version a peer may speak to this code. */
+#define VS_PROTO_VERSION_MIN 1u
 
 /* The largest payload any frame may carry: a status reply with its JSON
  * document. Requests are far smaller; their exact sizes are in the table. */
@@ -38,6 +56,18 @@
 #define VS_TQ_MIN_S      1u
 #define VS_TQ_MAX_S      86400u
 
+/* The minimum slice, in ms, of VS_MSG_SET_SLICE (and the configuration's
+ * min_slice_ms): the time a holder keeps before a fair preemption. */
+#define VS_SLICE_MIN_MS  10u
+#define VS_SLICE_MAX_MS  3600000u
+
+/* A user's weight in the fair share (VS_MSG_SET_WEIGHT). */
+#define VS_WEIGHT_MIN    1u
+#define VS_WEIGHT_MAX    1000u
+
+/* The longest swap-in a VS_MSG_SWAPPED may report: an hour. */
+#define VS_SWAPPED_US_MAX 3600000000ull
+
 struct vs_hdr {
 	uint32_t magic;
 	uint16_t version;
@@ -53,6 +83,7 @@ struct vs_hdr {
 #define VS_MSG_FOOTPRINT   0x0003
 #define VS_MSG_REQUEST     0x0004
 #define VS_MSG_RELEASED    0x0005
+#define VS_MSG_SWAPPED     0x0006   /* since version 2 */
 /* scheduler -> client */
 #define VS_MSG_WELCOME     0x0101
 #define VS_MSG_GRANT       0x0102
@@ -63,6 +94,9 @@ struct vs_hdr {
 #define VS_MSG_STATUS      0x0201
 #define VS_MSG_SET_TQ      0x0202
 #define VS_MSG_SET_MODE    0x0203
+#define VS_MSG_SET_SLICE   0x0204   /* since version 2 */
+#define VS_MSG_SET_POLICY  0x0205   /* since version 2 */
+#define VS_MSG_SET_WEIGHT  0x0206   /* since version 2 */
 /* scheduler -> admin */
 #define VS_MSG_REPLY       0x0301
 
@@ -95,6 +129,10 @@ struct vs_hdr {
 #define VS_MODE_ON         1u   /* one holder at a time */
 #define VS_MODE_OFF        2u   /* never serialize */
 
+/* Queue orders (VS_MSG_SET_POLICY). */
+#define VS_POLICY_FAIR     0u   /* by recent GPU time of the user, weighted */
+#define VS_POLICY_FCFS     1u   /* by arrival */
+
 /* Grant kinds. */
 #define VS_GRANT_SHARED    0u   /* co-runners whose footprints fit together */
 #define VS_GRANT_EXCLUSIVE 1u   /* the only holder */
@@ -111,6 +149,8 @@ struct vs_hdr {
 /* Admin target flags. */
 #define VS_TARGET_ALL      0x1u /* every GPU; uuid and index ignored */
 #define VS_TARGET_INDEX    0x2u /* by index (order of first attach) */
+#define VS_TARGET_UID      0x4u /* VS_MSG_SET_WEIGHT only, and always:
+				 * `index` is a uid, uuid all zero */
 
 /* --- client payloads --- */
 struct vs_hello {
@@ -134,9 +174,18 @@ struct vs_gpu_ref {           /* VS_MSG_REQUEST, VS_MSG_RELEASED */
 	uint8_t  uuid[VS_UUID_LEN];
 };
 
+/* VS_MSG_SWAPPED: after an oversubscribed grant, the swap-in it cost (the
+ * bulk prefetch of the holder's managed memory to the GPU). Sent by a
+ * holder, once per grant, and only when it moved memory (bytes > 0). */
+struct vs_swapped {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t us;             /* microseconds, at most VS_SWAPPED_US_MAX */
+	uint64_t bytes;          /* bytes prefetched, > 0 */
+};
+
 /* --- scheduler payloads --- */
 struct vs_welcome {
-	uint32_t proto_version;
+	uint32_t proto_version;  /* the version spoken on this connection */
 	uint32_t client_id;
 };
 
@@ -172,11 +221,17 @@ struct vs_status_req {
 	uint32_t reserved;
 };
 
-struct vs_admin_set {         /* VS_MSG_SET_TQ, VS_MSG_SET_MODE */
+/* VS_MSG_SET_TQ, _SET_MODE, _SET_SLICE (a GPU by uuid, VS_TARGET_INDEX,
+ * or VS_TARGET_ALL); VS_MSG_SET_POLICY (target VS_TARGET_ALL, uuid and
+ * index zero: the policy is the node's); VS_MSG_SET_WEIGHT (target
+ * VS_TARGET_UID, the uid in `index`, uuid zero). */
+struct vs_admin_set {
 	uint8_t  uuid[VS_UUID_LEN]; /* used when no VS_TARGET_* flag is set */
 	uint32_t target;         /* VS_TARGET_* */
-	uint32_t index;          /* with VS_TARGET_INDEX */
-	uint32_t value;          /* seconds for SET_TQ, VS_MODE_* for SET_MODE */
+	uint32_t index;          /* with VS_TARGET_INDEX; the uid for SET_WEIGHT */
+	uint32_t value;          /* seconds for SET_TQ, VS_MODE_* for SET_MODE,
+				  * ms for SET_SLICE, VS_POLICY_* for
+				  * SET_POLICY, the weight for SET_WEIGHT */
 	uint32_t reserved;
 };
 
@@ -192,6 +247,8 @@ _Static_assert(sizeof(struct vs_hello) == 72, "vs_hello size");
 _Static_assert(sizeof(struct vs_attach) == 24, "vs_attach size");
 _Static_assert(sizeof(struct vs_footprint) == 32, "vs_footprint size");
 _Static_assert(sizeof(struct vs_gpu_ref) == 16, "vs_gpu_ref size");
+_Static_assert(sizeof(struct vs_swapped) == 32, "vs_swapped size");
+_Static_assert(offsetof(struct vs_swapped, us) == 16, "vs_swapped layout");
 _Static_assert(sizeof(struct vs_welcome) == 8, "vs_welcome size");
 _Static_assert(sizeof(struct vs_grant) == 32, "vs_grant size");
 _Static_assert(sizeof(struct vs_drop) == 24, "vs_drop size");
@@ -209,6 +266,7 @@ struct vs_msg_info {
 	uint32_t    size;        /* exact payload size, or minimum if variable */
 	uint32_t    variable;    /* 1 if more bytes may follow */
 	const char *name;
+	uint32_t    since;       /* the protocol version that added it */
 };
 
 /* Look up a type; NULL for an unknown one. */
@@ -216,8 +274,9 @@ const struct vs_msg_info *vs_msg_lookup(uint16_t type);
 
 /*
  * Check a header as it arrives (before its payload). Returns VS_OK, or
- * VS_E_PROTO (bad magic, nonzero flags, unknown type, wrong size, too long)
- * or VS_E_VERSION (good magic, other version). `role` is the role the
+ * VS_E_PROTO (bad magic, nonzero flags, unknown type, a type newer than
+ * the header's version, wrong size, too long) or VS_E_VERSION (good
+ * magic, a version outside VS_PROTO_VERSION_MIN..VS_PROTO_VERSION). `role` is the role the
  * receiver expects of this peer (client or admin for the scheduler, which
  * passes 0 to accept both; scheduler for the others).
  */
@@ -233,13 +292,18 @@ int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why);
 int vs_check_payload(const struct vs_hdr *h, const void *payload,
 		     const char **why);
 
-/* Fill a header for a payload of `len` bytes. */
+/* Fill a header for a payload of `len` bytes, in VS_PROTO_VERSION. */
 void vs_hdr_init(struct vs_hdr *h, uint16_t type, uint32_t len);
+/* The same in another version (a peer's, or the oldest that has `type`). */
+void vs_hdr_init_v(struct vs_hdr *h, uint16_t version, uint16_t type,
+		   uint32_t len);
 
 /* Names for logs and JSON. */
 const char *vs_mode_name(uint32_t mode);     /* "auto", "on", "off", "?" */
 int         vs_mode_parse(const char *s, uint32_t *mode); /* 0 or -1 */
 const char *vs_drop_reason_name(uint32_t reason);
+const char *vs_policy_name(uint32_t policy); /* "fair", "fcfs", "?" */
+int         vs_policy_parse(const char *s, uint32_t *policy); /* 0 or -1 */
 const char *vs_err_name(int32_t code);
 
 /* UUIDs as the driver prints them: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */

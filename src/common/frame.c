@@ -10,7 +10,8 @@
 _Static_assert(sizeof(struct vs_hello) <= VS_FRX_MAX_REQ &&
 	       sizeof(struct vs_admin_set) <= VS_FRX_MAX_REQ &&
 	       sizeof(struct vs_footprint) <= VS_FRX_MAX_REQ &&
-	       sizeof(struct vs_attach) <= VS_FRX_MAX_REQ,
+	       sizeof(struct vs_attach) <= VS_FRX_MAX_REQ &&
+	       sizeof(struct vs_swapped) <= VS_FRX_MAX_REQ,
 	       "every request fits the scheduler's limit");
 _Static_assert(VS_FRX_MAX_REQ <= VS_FRX_INLINE &&
 	       sizeof(struct vs_grant) <= VS_FRX_INLINE &&
@@ -67,6 +68,9 @@ static enum vs_frx_result header_done(struct vs_frx *rx)
 		return foreign_header(rx);
 	if (rc != VS_OK)
 		return fail(rx, why);
+	if (rx->version != 0 && h->version != rx->version)
+		return fail(rx, "protocol version changed within the connection");
+	rx->version = h->version;
 	if (h->length > rx->max)
 		return fail(rx, "frame longer than this peer may send");
 	if (h->length <= VS_FRX_INLINE) {

@@ -42,7 +42,7 @@ enum vs_frx_result {
 	VS_FRX_MORE = 0, /* every byte consumed, no frame complete yet */
 	VS_FRX_FRAME,    /* rx->in.hdr and vs_frx_payload(rx): one valid frame */
 	VS_FRX_BUFFER,   /* header checked; give a buffer of hdr.length bytes */
-	VS_FRX_VERSION,  /* rx->in.hdr is of another protocol version */
+	VS_FRX_VERSION,  /* rx->in.hdr is of a protocol version not spoken here */
 	VS_FRX_PROTO,    /* malformed: rx->why says why */
 };
 
@@ -53,6 +53,9 @@ struct vs_frx {
 	unsigned char *payload;  /* where the payload goes, NULL until known */
 	const char *why;         /* set with VS_FRX_PROTO */
 	int      foreign;        /* reading a foreign error frame's payload */
+	uint16_t version;        /* of the stream's first frame (0: none yet):
+				  * a peer speaks one version per connection,
+				  * and a later frame in another is malformed */
 	enum vs_frx_result stopped; /* VERSION or PROTO once the stream is dead */
 	/* The header, then a payload that fits here. */
 	union {

@@ -7,21 +7,26 @@
 
 #include "vshare/proto.h"
 
+/* type, role, size, variable, name, since: the version that added it. */
 static const struct vs_msg_info msg_table[] = {
-	{ VS_MSG_HELLO,     VS_ROLE_CLIENT,    sizeof(struct vs_hello),      0, "hello" },
-	{ VS_MSG_ATTACH,    VS_ROLE_CLIENT,    sizeof(struct vs_attach),     0, "attach" },
-	{ VS_MSG_FOOTPRINT, VS_ROLE_CLIENT,    sizeof(struct vs_footprint),  0, "footprint" },
-	{ VS_MSG_REQUEST,   VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "request" },
-	{ VS_MSG_RELEASED,  VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "released" },
-	{ VS_MSG_WELCOME,   VS_ROLE_SCHEDULER, sizeof(struct vs_welcome),    0, "welcome" },
-	{ VS_MSG_GRANT,     VS_ROLE_SCHEDULER, sizeof(struct vs_grant),      0, "grant" },
-	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop" },
-	{ VS_MSG_MODE,      VS_ROLE_SCHEDULER, sizeof(struct vs_mode),       0, "mode" },
-	{ VS_MSG_ERROR,     VS_ROLE_SCHEDULER, sizeof(struct vs_error),      0, "error" },
-	{ VS_MSG_STATUS,    VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "status" },
-	{ VS_MSG_SET_TQ,    VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-tq" },
-	{ VS_MSG_SET_MODE,  VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-mode" },
-	{ VS_MSG_REPLY,     VS_ROLE_SCHEDULER, sizeof(struct vs_reply),      1, "reply" },
+	{ VS_MSG_HELLO,     VS_ROLE_CLIENT,    sizeof(struct vs_hello),      0, "hello", 1 },
+	{ VS_MSG_ATTACH,    VS_ROLE_CLIENT,    sizeof(struct vs_attach),     0, "attach", 1 },
+	{ VS_MSG_FOOTPRINT, VS_ROLE_CLIENT,    sizeof(struct vs_footprint),  0, "footprint", 1 },
+	{ VS_MSG_REQUEST,   VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "request", 1 },
+	{ VS_MSG_RELEASED,  VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "released", 1 },
+	{ VS_MSG_SWAPPED,   VS_ROLE_CLIENT,    sizeof(struct vs_swapped),    0, "swapped", 2 },
+	{ VS_MSG_WELCOME,   VS_ROLE_SCHEDULER, sizeof(struct vs_welcome),    0, "welcome", 1 },
+	{ VS_MSG_GRANT,     VS_ROLE_SCHEDULER, sizeof(struct vs_grant),      0, "grant", 1 },
+	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop", 1 },
+	{ VS_MSG_MODE,      VS_ROLE_SCHEDULER, sizeof(struct vs_mode),       0, "mode", 1 },
+	{ VS_MSG_ERROR,     VS_ROLE_SCHEDULER, sizeof(struct vs_error),      0, "error", 1 },
+	{ VS_MSG_STATUS,    VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "status", 1 },
+	{ VS_MSG_SET_TQ,    VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-tq", 1 },
+	{ VS_MSG_SET_MODE,  VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-mode", 1 },
+	{ VS_MSG_SET_SLICE, VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-slice", 2 },
+	{ VS_MSG_SET_POLICY, VS_ROLE_ADMIN,    sizeof(struct vs_admin_set),  0, "set-policy", 2 },
+	{ VS_MSG_SET_WEIGHT, VS_ROLE_ADMIN,    sizeof(struct vs_admin_set),  0, "set-weight", 2 },
+	{ VS_MSG_REPLY,     VS_ROLE_SCHEDULER, sizeof(struct vs_reply),      1, "reply", 1 },
 };
 
 const struct vs_msg_info *vs_msg_lookup(uint16_t type)
@@ -40,7 +45,7 @@ int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why)
 
 	if (h->magic != VS_PROTO_MAGIC)
 		FAIL("bad magic: not a vshare frame");
-	if (h->version != VS_PROTO_VERSION) {
+	if (h->version < VS_PROTO_VERSION_MIN || h->version > VS_PROTO_VERSION) {
 		if (why)
 			*why = "protocol version mismatch";
 		return VS_E_VERSION;
@@ -54,6 +59,8 @@ int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why)
 		FAIL("unknown message type");
 	if (role == 0 ? mi->role == VS_ROLE_SCHEDULER : mi->role != role)
 		FAIL("message type not sent by this peer's role");
+	if (mi->since > h->version)
+		FAIL("message type newer than the sender's protocol version");
 	if (mi->variable ? h->length < mi->size : h->length != mi->size)
 		FAIL("wrong length for its message type");
 	return VS_OK;
@@ -113,6 +120,14 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 			FAIL("empty UUID");
 		break;
 	}
+	case VS_MSG_SWAPPED: {
+		const struct vs_swapped *m = payload;
+		if (all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("swapped: empty UUID");
+		if (m->bytes == 0 || m->us > VS_SWAPPED_US_MAX)
+			FAIL("swapped: no bytes, or longer than an hour");
+		break;
+	}
 	case VS_MSG_WELCOME:
 		break;
 	case VS_MSG_GRANT: {
@@ -148,7 +163,8 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 		break;
 	}
 	case VS_MSG_SET_TQ:
-	case VS_MSG_SET_MODE: {
+	case VS_MSG_SET_MODE:
+	case VS_MSG_SET_SLICE: {
 		const struct vs_admin_set *m = payload;
 		if (m->reserved || (m->target & ~(VS_TARGET_ALL | VS_TARGET_INDEX)) ||
 		    m->target == (VS_TARGET_ALL | VS_TARGET_INDEX))
@@ -157,6 +173,26 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 			FAIL("set: no target GPU");
 		if (h->type == VS_MSG_SET_MODE && m->value > VS_MODE_OFF)
 			FAIL("set-mode: unknown mode");
+		break;
+	}
+	case VS_MSG_SET_POLICY: {
+		const struct vs_admin_set *m = payload;
+		if (m->reserved || m->target != VS_TARGET_ALL || m->index ||
+		    !all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("set-policy: target not all GPUs, or reserved field");
+		if (m->value > VS_POLICY_FCFS)
+			FAIL("set-policy: unknown policy");
+		break;
+	}
+	case VS_MSG_SET_WEIGHT: {
+		const struct vs_admin_set *m = payload;
+		/* The weight's range is the daemon's to check: it answers
+		 * an admin with the range, rather than closing on it. */
+		if (m->reserved || m->target != VS_TARGET_UID ||
+		    !all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("set-weight: target not a uid, or reserved field");
+		if (m->index == UINT32_MAX)
+			FAIL("set-weight: uid -1");
 		break;
 	}
 	case VS_MSG_REPLY: {
@@ -171,13 +207,19 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	return VS_OK;
 }
 
-void vs_hdr_init(struct vs_hdr *h, uint16_t type, uint32_t len)
+void vs_hdr_init_v(struct vs_hdr *h, uint16_t version, uint16_t type,
+		   uint32_t len)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = VS_PROTO_MAGIC;
-	h->version = VS_PROTO_VERSION;
+	h->version = version;
 	h->type = type;
 	h->length = len;
+}
+
+void vs_hdr_init(struct vs_hdr *h, uint16_t type, uint32_t len)
+{
+	vs_hdr_init_v(h, VS_PROTO_VERSION, type, len);
 }
 
 const char *vs_mode_name(uint32_t mode)
@@ -212,6 +254,26 @@ const char *vs_drop_reason_name(uint32_t reason)
 	case VS_DROP_CAPACITY: return "over capacity";
 	default:               return "?";
 	}
+}
+
+const char *vs_policy_name(uint32_t policy)
+{
+	switch (policy) {
+	case VS_POLICY_FAIR: return "fair";
+	case VS_POLICY_FCFS: return "fcfs";
+	default:             return "?";
+	}
+}
+
+int vs_policy_parse(const char *s, uint32_t *policy)
+{
+	if (strcmp(s, "fair") == 0)
+		*policy = VS_POLICY_FAIR;
+	else if (strcmp(s, "fcfs") == 0)
+		*policy = VS_POLICY_FCFS;
+	else
+		return -1;
+	return 0;
 }
 
 const char *vs_err_name(int32_t code)

@@ -27,7 +27,9 @@ struct vc_reply {
 	size_t  len;
 };
 
-/* Send one request and read its reply. 0, or an exit code (message
+/* Send one request, in the oldest protocol version that has its type (so
+ * that an older daemon serves what it knows, and refuses the rest with
+ * VS_E_VERSION), and read its reply. 0, or an exit code (message
  * printed). */
 int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	    struct vc_reply *out);
@@ -35,19 +37,23 @@ int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 /* Print a status JSON document for people; 0 or VC_EXIT_ERROR. */
 int vc_print_status(const char *json);
 
+/* The most words a command's argument has. */
+#define VC_ARGS_MAX 2
+
 /* A command line, parsed. */
 struct vc_args {
 	const char *socket;
 	int json;
 	const char *gpu;
 	const struct vc_cmd *cmd;
-	const char *value;   /* the command's argument */
+	const char *args[VC_ARGS_MAX]; /* the command's argument, its words */
 };
 
 struct vc_cmd;
 
-/* Fill the request of a command from its argument: 0 or VC_EXIT_USAGE. */
-typedef int (*vc_build_fn)(const struct vc_cmd *, const char *arg,
+/* Fill the request of a command from its argument's words: 0 or
+ * VC_EXIT_USAGE. */
+typedef int (*vc_build_fn)(const struct vc_cmd *, const char *const *args,
 			   struct vs_admin_set *m);
 /* Print the reply for people or scripts: an exit code. */
 typedef int (*vc_show_fn)(const struct vc_args *, const struct vc_reply *);
@@ -57,7 +63,8 @@ typedef int (*vc_local_fn)(int argc, char **argv);
 
 struct vc_cmd {
 	const char *name;
-	const char *arg;       /* its one argument, NULL if none */
+	const char *arg;       /* its argument, NULL if none */
+	uint32_t    nargs;     /* the argument's words (arg set: 1 or more) */
 	uint32_t    lo, hi;    /* range of a numeric argument */
 	const char *unit;      /* of a numeric argument */
 	int         admin;     /* needs root or the admin group */

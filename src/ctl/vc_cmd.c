@@ -3,7 +3,9 @@
  * (cmds[], opts[]), each row giving what parsing, --help and dispatch
  * need, so that a command is one row.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,29 +20,42 @@
 #define VSHARE_VERSION "0"
 #endif
 
-static int build_none(const struct vc_cmd *, const char *,
+static int build_none(const struct vc_cmd *, const char *const *,
 		      struct vs_admin_set *);
-static int build_value(const struct vc_cmd *, const char *,
+static int build_value(const struct vc_cmd *, const char *const *,
 		       struct vs_admin_set *);
-static int build_number(const struct vc_cmd *, const char *,
+static int build_number(const struct vc_cmd *, const char *const *,
+			struct vs_admin_set *);
+static int build_policy(const struct vc_cmd *, const char *const *,
+			struct vs_admin_set *);
+static int build_weight(const struct vc_cmd *, const char *const *,
 			struct vs_admin_set *);
 static int show_status(const struct vc_args *, const struct vc_reply *);
 static int show_reply(const struct vc_args *, const struct vc_reply *);
 
-/* name, argument, its range and unit, admin, --gpu, help, request,
- * value, build, show, local. */
+/* name, argument and its words, its range and unit, admin, --gpu, help,
+ * request, value, build, show, local. */
 static const struct vc_cmd cmds[] = {
-	{ "status", NULL, 0, 0, NULL, 0, 0,
+	{ "status", NULL, 0, 0, 0, NULL, 0, 0,
 	  "GPUs, their holders and queues, and clients",
 	  VS_MSG_STATUS, 0, build_none, show_status, NULL },
-	{ "set-tq", "SECONDS", VS_TQ_MIN_S, VS_TQ_MAX_S, "seconds", 1, 1,
+	{ "set-tq", "SECONDS", 1, VS_TQ_MIN_S, VS_TQ_MAX_S, "seconds", 1, 1,
 	  "time quantum",
 	  VS_MSG_SET_TQ, 0, build_number, show_reply, NULL },
-	{ "enable", NULL, 0, 0, NULL, 1, 1, "mode on: one holder at a time",
+	{ "set-slice", "MS", 1, VS_SLICE_MIN_MS, VS_SLICE_MAX_MS, "ms", 1, 1,
+	  "minimum slice before a fair preemption",
+	  VS_MSG_SET_SLICE, 0, build_number, show_reply, NULL },
+	{ "policy", "fair|fcfs", 1, 0, 0, NULL, 1, 0,
+	  "queue order of every GPU: fair share between users, or arrival",
+	  VS_MSG_SET_POLICY, 0, build_policy, show_reply, NULL },
+	{ "set-weight", "USER|UID WEIGHT", 2, VS_WEIGHT_MIN, VS_WEIGHT_MAX, "",
+	  1, 0, "a user's weight in the fair share (while it has programs)",
+	  VS_MSG_SET_WEIGHT, 0, build_weight, show_reply, NULL },
+	{ "enable", NULL, 0, 0, 0, NULL, 1, 1, "mode on: one holder at a time",
 	  VS_MSG_SET_MODE, VS_MODE_ON, build_value, show_reply, NULL },
-	{ "disable", NULL, 0, 0, NULL, 1, 1, "mode off: never serialize",
+	{ "disable", NULL, 0, 0, 0, NULL, 1, 1, "mode off: never serialize",
 	  VS_MSG_SET_MODE, VS_MODE_OFF, build_value, show_reply, NULL },
-	{ "auto", NULL, 0, 0, NULL, 1, 1,
+	{ "auto", NULL, 0, 0, 0, NULL, 1, 1,
 	  "mode auto: serialize only what does not fit",
 	  VS_MSG_SET_MODE, VS_MODE_AUTO, build_value, show_reply, NULL },
 	{ .name = "cdi", .arg = "generate [OPTIONS]",
@@ -93,7 +108,8 @@ static void usage_cmd(FILE *f, const struct vc_cmd *c)
 		 c->arg ? c->arg : "", c->gpu ? " [--gpu G]" : "");
 	fprintf(f, "  %-26s%s%s", syn, c->admin ? "* " : "  ", c->help);
 	if (c->hi > 0)
-		fprintf(f, ", %u to %u %s", c->lo, c->hi, c->unit);
+		fprintf(f, ", %u to %u%s%s", c->lo, c->hi, *c->unit ? " " : "",
+			c->unit);
 	fprintf(f, "\n");
 }
 
@@ -273,10 +289,10 @@ int vc_parse_args(int argc, char **argv, struct vc_args *a)
 	a->cmd = find_cmd(name);
 	if (a->cmd == NULL)
 		return bad("unknown command \"%s\"", name);
-	if (a->cmd->arg) {
+	for (uint32_t i = 0; a->cmd->arg && i < a->cmd->nargs; i++) {
 		if (optind >= argc)
 			return bad("%s needs %s", name, a->cmd->arg);
-		a->value = argv[optind++];
+		a->args[i] = argv[optind++];
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
@@ -308,41 +324,83 @@ static int parse_target(const char *gpu, struct vs_admin_set *m)
 	return 0;
 }
 
-static int build_none(const struct vc_cmd *c, const char *arg,
+static int build_none(const struct vc_cmd *c, const char *const *args,
 		      struct vs_admin_set *m)
 {
 	(void)c;
-	(void)arg;
+	(void)args;
 	(void)m;
 	return 0;
 }
 
-static int build_value(const struct vc_cmd *c, const char *arg,
+static int build_value(const struct vc_cmd *c, const char *const *args,
 		       struct vs_admin_set *m)
 {
-	(void)arg;
+	(void)args;
 	m->value = c->value;
 	return 0;
 }
 
-/* A decimal number in the command's range. */
-static int build_number(const struct vc_cmd *c, const char *arg,
-			struct vs_admin_set *m)
+/* A decimal number in lo..hi; 0 or -1. */
+static int number(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
 	char *end;
-	unsigned long v = strtoul(arg, &end, 10);
+	unsigned long v;
 
-	if (arg[0] < '0' || arg[0] > '9' || *end || v < c->lo || v > c->hi)
-		return bad("%s: \"%s\" is not %u to %u %s", c->name, arg,
+	if (s[0] < '0' || s[0] > '9' || strlen(s) > 10)
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end || errno != 0 || v < lo || v > hi)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* A decimal number in the command's range. */
+static int build_number(const struct vc_cmd *c, const char *const *args,
+			struct vs_admin_set *m)
+{
+	if (number(args[0], c->lo, c->hi, &m->value) != 0)
+		return bad("%s: \"%s\" is not %u to %u %s", c->name, args[0],
 			   c->lo, c->hi, c->unit);
-	m->value = (uint32_t)v;
+	return 0;
+}
+
+static int build_policy(const struct vc_cmd *c, const char *const *args,
+			struct vs_admin_set *m)
+{
+	if (vs_policy_parse(args[0], &m->value) != 0)
+		return bad("%s: \"%s\" is neither fair nor fcfs", c->name,
+			   args[0]);
+	m->target = VS_TARGET_ALL;
+	return 0;
+}
+
+/* A user by name (this machine's, as the daemon's uids are) or by uid,
+ * then its weight. */
+static int build_weight(const struct vc_cmd *c, const char *const *args,
+			struct vs_admin_set *m)
+{
+	const struct passwd *pw;
+
+	if (number(args[0], 0, UINT32_MAX - 1, &m->index) != 0) {
+		pw = args[0][0] != '\0' ? getpwnam(args[0]) : NULL;
+		if (pw == NULL)
+			return bad("%s: no user \"%s\"", c->name, args[0]);
+		m->index = (uint32_t)pw->pw_uid;
+	}
+	if (number(args[1], c->lo, c->hi, &m->value) != 0)
+		return bad("%s: weight \"%s\" is not %u to %u", c->name,
+			   args[1], c->lo, c->hi);
+	m->target = VS_TARGET_UID;
 	return 0;
 }
 
 int vc_build(const struct vc_args *a, struct vs_admin_set *m)
 {
 	memset(m, 0, sizeof(*m));
-	if (a->cmd->build(a->cmd, a->value, m) != 0)
+	if (a->cmd->build(a->cmd, a->args, m) != 0)
 		return VC_EXIT_USAGE;
 	return a->cmd->gpu ? parse_target(a->gpu, m) : 0;
 }

@@ -98,9 +98,33 @@ static int io_error(int rc)
 	return VC_EXIT_ERROR;
 }
 
-/* An ERROR frame: print what the daemon says. */
-static int print_error(const struct vs_error *e)
+/* The daemon refused the version of a request: an older daemon, which
+ * does not know a newer request, or a newer one past our version. */
+static int version_refused(uint16_t type, uint32_t theirs)
 {
+	const struct vs_msg_info *mi = vs_msg_lookup(type);
+
+	if (mi != NULL && theirs != 0 && theirs < mi->since)
+		fprintf(stderr, "vsharectl: %s needs protocol version %u, and "
+			"the running vshare-scheduler speaks version %u: "
+			"upgrade and restart vshare-scheduler\n", mi->name,
+			mi->since, theirs);
+	else
+		fprintf(stderr, "vsharectl: protocol version mismatch: "
+			"vshare-scheduler speaks version %u, vsharectl versions "
+			"%u to %u\n", theirs, VS_PROTO_VERSION_MIN,
+			VS_PROTO_VERSION);
+	return VC_EXIT_ERROR;
+}
+
+/* An ERROR frame: print what the daemon says. */
+static int print_error(uint16_t type, const struct vs_error *e)
+{
+	if (e->code == VS_E_VERSION) {
+		version_refused(type, e->detail);
+		fprintf(stderr, "vsharectl: vshare-scheduler: %s\n", e->msg);
+		return VC_EXIT_ERROR;
+	}
 	if (e->code == VS_E_PERM)
 		fprintf(stderr, "vsharectl: permission denied: %s\n", e->msg);
 	else
@@ -111,13 +135,12 @@ static int print_error(const struct vs_error *e)
 
 /* The header's version is not ours. The reader still read a foreign
  * error (its layout is frozen), so the daemon's own words can follow. */
-static int version_mismatch(const struct vs_frx *rx)
+static int version_mismatch(uint16_t type, const struct vs_frx *rx)
 {
 	const struct vs_error *e = vs_frx_foreign_error(rx);
 
-	fprintf(stderr, "vsharectl: protocol version mismatch: "
-		"vshare-scheduler speaks version %u, vsharectl version %u\n",
-		rx->in.hdr.version, VS_PROTO_VERSION);
+	version_refused(type, e != NULL && e->code == VS_E_VERSION &&
+			e->detail != 0 ? e->detail : rx->in.hdr.version);
 	if (e != NULL)
 		fprintf(stderr, "vsharectl: vshare-scheduler: %s\n", e->msg);
 	return VC_EXIT_ERROR;
@@ -177,7 +200,7 @@ static int take_reply(const struct vs_frx *rx, unsigned char *big,
 	return VC_EXIT_OK;
 }
 
-static int read_reply(int fd, struct vc_reply *out)
+static int read_reply(int fd, uint16_t type, struct vc_reply *out)
 {
 	struct vs_frx rx;
 	unsigned char *big = NULL;
@@ -191,9 +214,9 @@ static int read_reply(int fd, struct vc_reply *out)
 	if (r < 0)
 		return io_error(r);
 	if (r == VS_FRX_VERSION)
-		return version_mismatch(&rx);
+		return version_mismatch(type, &rx);
 	if (r == VS_FRX_FRAME && rx.in.hdr.type == VS_MSG_ERROR)
-		return print_error(vs_frx_payload(&rx));
+		return print_error(type, vs_frx_payload(&rx));
 	fprintf(stderr, "vsharectl: malformed reply from vshare-scheduler: "
 		"%s\n", r == VS_FRX_PROTO ? rx.why : "not a reply");
 	return VC_EXIT_ERROR;
@@ -203,12 +226,13 @@ int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	    struct vc_reply *out)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 64];
+	const struct vs_msg_info *mi = vs_msg_lookup(type);
 	struct vs_hdr h;
 	int rc;
 
-	if (len > sizeof(buf) - sizeof(struct vs_hdr))
+	if (len > sizeof(buf) - sizeof(struct vs_hdr) || mi == NULL)
 		return VC_EXIT_ERROR;
-	vs_hdr_init(&h, type, len);
+	vs_hdr_init_v(&h, (uint16_t)mi->since, type, len);
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), payload, len);
 	rc = write_full(fd, buf, sizeof(struct vs_hdr) + len);
@@ -216,5 +240,5 @@ int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	 * closes before reading: its error is still there to read. */
 	if (rc != 0 && rc != -EPIPE && rc != -ECONNRESET)
 		return io_error(rc);
-	return read_reply(fd, out);
+	return read_reply(fd, type, out);
 }

@@ -82,6 +82,25 @@ static void print_ids(const char *title, const cJSON *ids,
 	printf("%s\n", first ? "-" : "");
 }
 
+/* The fair share's settings of a GPU ("?" from a daemon older than
+ * document version 2, which has none). */
+static void print_policy(const struct vs_st_val *g)
+{
+	char slice[32], min[32], swap[32];
+
+	if (strcmp(g[VS_SG_policy].str, "?") == 0)
+		return;
+	fmt_ms(g[VS_SG_slice_ms].num, slice, sizeof(slice));
+	fmt_ms(g[VS_SG_min_slice_ms].num, min, sizeof(min));
+	fmt_ms(g[VS_SG_swap_us].num / 1000, swap, sizeof(swap));
+	printf("  policy %s, slice %s", g[VS_SG_policy].str, slice);
+	if (g[VS_SG_slice_ms].num > g[VS_SG_min_slice_ms].num)
+		printf(" (minimum %s, longer for swap-ins of %s)", min, swap);
+	else if (g[VS_SG_swap_us].num > 0)
+		printf(" (swap-ins take %s)", swap);
+	printf("\n");
+}
+
 static void print_gpu(const cJSON *o, const struct doc *d)
 {
 	struct vs_st_val g[VS_SG__N];
@@ -96,24 +115,85 @@ static void print_gpu(const cJSON *o, const struct doc *d)
 	       "(holders use %s)%s\n", g[VS_SG_mode].str, g[VS_SG_tq_s].num,
 	       cap, fp, held,
 	       g[VS_SG_oversubscribed].bool_ ? ", oversubscribed" : "");
+	print_policy(g);
 	print_ids("holders", g[VS_SG_holders].arr, d);
 	print_ids("queue", g[VS_SG_queue].arr, d);
+}
+
+/* The GPU of a member, read into g; NULL when the document lacks it. */
+static const struct vs_st_val *find_gpu(const struct doc *d, const char *uuid,
+					struct vs_st_val g[VS_SG__N])
+{
+	const cJSON *o;
+
+	cJSON_ArrayForEach(o, d->v[VS_SD_gpus].arr) {
+		vs_status_get(o, &vs_status_gpu, g);
+		if (strcmp(g[VS_SG_uuid].str, uuid) == 0)
+			return g;
+	}
+	return NULL;
 }
 
 static const char *gpu_index(const struct doc *d, const char *uuid, char *buf,
 			     size_t n)
 {
-	const cJSON *o;
 	struct vs_st_val g[VS_SG__N];
 
-	cJSON_ArrayForEach(o, d->v[VS_SD_gpus].arr) {
-		vs_status_get(o, &vs_status_gpu, g);
-		if (strcmp(g[VS_SG_uuid].str, uuid) == 0) {
-			snprintf(buf, n, "%.0f", g[VS_SG_index].num);
-			return buf;
-		}
-	}
-	return "?";
+	if (find_gpu(d, uuid, g) == NULL)
+		return "?";
+	snprintf(buf, n, "%.0f", g[VS_SG_index].num);
+	return buf;
+}
+
+/* Why a waiter waits, in words, from its wait_why and place in line. */
+static void fmt_why(const struct vs_st_val *m, const char *policy, char *out,
+		    size_t n)
+{
+	const char *why = m[VS_SM_wait_why].str;
+	double ahead = m[VS_SM_position].num - 1;
+
+	if (strcmp(why, "behind") == 0)
+		snprintf(out, n, "behind %.0f waiter%s %s", ahead,
+			 ahead == 1 ? "" : "s", strcmp(policy, "fair") == 0 ?
+			 "with less recent GPU time" : "that came first");
+	else if (strcmp(why, "slice") == 0)
+		snprintf(out, n, "next, once the holder's slice ends");
+	else if (strcmp(why, "quantum") == 0)
+		snprintf(out, n, "next, when the holder is idle or its "
+			 "quantum ends");
+	else if (strcmp(why, "release") == 0)
+		snprintf(out, n, "next, the holder was asked to release");
+	else if (strcmp(why, "fit") == 0)
+		snprintf(out, n, "does not fit beside the holders (they "
+			 "release when idle or at the quantum)");
+	else
+		snprintf(out, n, "reason unknown");
+}
+
+/* Under a waiting member's row: how long it waited, its place, why, a
+ * rough time to its grant, and its share of recent GPU time. */
+static void print_wait(const struct vs_st_val *m, const struct doc *d)
+{
+	struct vs_st_val gb[VS_SG__N];
+	const struct vs_st_val *g = find_gpu(d, m[VS_SM_uuid].str, gb);
+	char waited[32], eta[32], rec[32], urec[32], why[128];
+
+	/* A daemon older than document version 2 says none of this. */
+	if (strcmp(m[VS_SM_wait_why].str, "?") == 0 ||
+	    m[VS_SM_position].num < 1)
+		return;
+	fmt_ms(m[VS_SM_waited_ms].num, waited, sizeof(waited));
+	fmt_why(m, g ? g[VS_SG_policy].str : "?", why, sizeof(why));
+	if (m[VS_SM_eta_ms].num >= 0)
+		fmt_ms(m[VS_SM_eta_ms].num, eta, sizeof(eta));
+	fmt_ms(m[VS_SM_recent_ms].num, rec, sizeof(rec));
+	fmt_ms(m[VS_SM_user_recent_ms].num, urec, sizeof(urec));
+	printf("%24swaiting %s, #%.0f in line: %s; %s%s\n", "", waited,
+	       m[VS_SM_position].num, why, m[VS_SM_eta_ms].num >= 0 ?
+	       "about " : "time to grant unknown",
+	       m[VS_SM_eta_ms].num >= 0 ? eta : "");
+	printf("%24srecent GPU time %s (its user %s, weight %.0f)\n", "", rec,
+	       urec, m[VS_SM_weight].num);
 }
 
 /* The user's name when this machine knows the uid, else the number;
@@ -162,6 +242,8 @@ static void print_member(const struct client *c, const char *user,
 	       gpu_index(d, m[VS_SM_uuid].str, idx, sizeof(idx)), mg, pn, st,
 	       strcmp(st, VS_STATUS_HOLDING) ? "-" : held,
 	       strcmp(st, VS_STATUS_WAITING) ? "-" : waited);
+	if (strcmp(st, VS_STATUS_WAITING) == 0)
+		print_wait(m, d);
 }
 
 static void print_client(const struct client *c, const struct doc *d)

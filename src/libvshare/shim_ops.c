@@ -8,6 +8,7 @@
 #include "client.h"
 #include "ctx_track.h"
 #include "cu_query.h"
+#include "gate_ctl.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
@@ -90,23 +91,32 @@ const struct gate_cuda_ops shim_gate_ops = {
 };
 
 /* Prefetch outside any hook of this thread (the client thread): the
- * driver calls it makes pass straight through. */
-static void prefetch(int dev, int to_host)
+ * driver calls it makes pass straight through. The bytes moved. */
+static uint64_t prefetch(int dev, int to_host)
 {
 	int outer = shim_guard_enter();
+	uint64_t bytes = mem_prefetch_device(dev, to_host);
 
-	mem_prefetch_device(dev, to_host);
 	if (outer)
 		shim_guard_leave();
+	return bytes;
 }
 
 /* An oversubscribed grant: swap in before the first kernel runs, one bulk
- * prefetch being several times faster than the page faults it replaces. */
-static void cb_granted(void *arg, int dev, uint32_t flags)
+ * prefetch being several times faster than the page faults it replaces.
+ * Its cost (the prefetch waits for the copies) goes to the scheduler,
+ * which lengthens the slice when swaps would take too much of the GPU. */
+static void cb_granted(void *arg, int dev, uint32_t flags,
+		       struct client_swap *swap)
 {
+	uint64_t t0;
+
 	(void)arg;
-	if (flags & VS_GRANTF_OVERSUB)
-		prefetch(dev, 0);
+	if (!(flags & VS_GRANTF_OVERSUB))
+		return;
+	t0 = gate_now_ns();
+	swap->bytes = prefetch(dev, 0);
+	swap->us = (gate_now_ns() - t0) / 1000u;
 }
 
 /* VSHARE_SWAP_OUT=eager: the next holder finds the GPU's memory free. */

@@ -167,7 +167,16 @@ static int queue_room(struct conn *c, size_t cost)
 	return 0;
 }
 
-void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
+/* The version of the peer's frames (include/vshare/proto.h): it hears
+ * its own. Before its first frame, or when its version is not ours,
+ * version 1, which every reader accepts. */
+static uint16_t peer_version(const struct conn *c)
+{
+	return c->rx.version != 0 ? c->rx.version : VS_PROTO_VERSION_MIN;
+}
+
+static void send_v(struct conn *c, uint16_t version, uint16_t type,
+		   const void *payload, uint32_t len)
 {
 	unsigned char stack[sizeof(struct vs_hdr) + 256];
 	size_t total = sizeof(struct vs_hdr) + len;
@@ -178,7 +187,7 @@ void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
 
 	if (c->closing || buf == NULL)
 		goto out;
-	vs_hdr_init(&h, type, len);
+	vs_hdr_init_v(&h, version, type, len);
 	memcpy(buf, &h, sizeof(h));
 	if (len)
 		memcpy(buf + sizeof(struct vs_hdr), payload, len);
@@ -221,23 +230,48 @@ out:
 		free(buf);
 }
 
-void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
-		     const char *fmt, ...)
+void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)
+{
+	send_v(c, peer_version(c), type, payload, len);
+}
+
+static void error_v(struct conn *c, uint16_t version, int32_t code,
+		    uint32_t detail, const char *fmt, va_list ap)
 {
 	struct vs_error e;
-	va_list ap;
 
 	memset(&e, 0, sizeof(e));
 	e.code = code;
 	e.detail = detail;
-	va_start(ap, fmt);
 	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
-	va_end(ap);
 	/* The message must be printable text: the peer checks it. */
 	for (char *p = e.msg; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
-	conn_send(c, VS_MSG_ERROR, &e, sizeof(e));
+	send_v(c, version, VS_MSG_ERROR, &e, sizeof(e));
+}
+
+void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
+		     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	error_v(c, peer_version(c), code, detail, fmt, ap);
+	va_end(ap);
+}
+
+/* A peer of a version not spoken here: our own version in the header,
+ * whose layout is frozen, so that the peer reads it and prints it. */
+static void version_error(struct conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void version_error(struct conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	error_v(c, VS_PROTO_VERSION, VS_E_VERSION, VS_PROTO_VERSION, fmt, ap);
+	va_end(ap);
 }
 
 /* Keep what a paused peer sent beyond the frame that filled its queue. */
@@ -286,16 +320,14 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 					      vs_frx_payload(&c->rx));
 			continue;
 		case VS_FRX_VERSION:
-			log_info("peer pid %d speaks protocol version %u, not %u",
-				 c->cred.pid, c->rx.in.hdr.version,
-				 VS_PROTO_VERSION);
-			/* Our own version in the header: the peer reads the
-			 * frozen header and prints the message. */
-			conn_send_error(c, VS_E_VERSION, VS_PROTO_VERSION,
-					"vshare-scheduler speaks protocol version "
-					"%u, the peer version %u: update the older "
-					"side", VS_PROTO_VERSION,
-					c->rx.in.hdr.version);
+			log_info("peer pid %d speaks protocol version %u, not "
+				 "%u to %u", c->cred.pid, c->rx.in.hdr.version,
+				 VS_PROTO_VERSION_MIN, VS_PROTO_VERSION);
+			version_error(c, "vshare-scheduler speaks protocol "
+				      "versions %u to %u, the peer version %u: "
+				      "update the older side",
+				      VS_PROTO_VERSION_MIN, VS_PROTO_VERSION,
+				      c->rx.in.hdr.version);
 			conn_close(c);
 			return;
 		case VS_FRX_PROTO:

@@ -217,6 +217,15 @@ static void describe(const struct vs_admin_set *m, char *out, size_t n)
 	}
 }
 
+/* The protocol's ranges and names are the policy's (sched_policy.h). */
+_Static_assert(VS_SLICE_MIN_MS == SCHED_SLICE_MIN_MS &&
+	       VS_SLICE_MAX_MS == SCHED_SLICE_MAX_MS &&
+	       VS_WEIGHT_MAX == SCHED_WEIGHT_MAX &&
+	       VS_POLICY_FAIR == SCHED_POLICY_FAIR &&
+	       VS_POLICY_FCFS == SCHED_POLICY_FCFS,
+	       "protocol and policy agree");
+
+/* A per-GPU setting: the quantum, the mode or the minimum slice. */
 static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 {
 	struct sched *s = c->srv->sched;
@@ -226,8 +235,17 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 	describe(m, what, sizeof(what));
 	if (type == VS_MSG_SET_TQ)
 		rc = sched_set_tq(s, m->target, m->index, m->uuid, m->value);
+	else if (type == VS_MSG_SET_SLICE)
+		rc = m->value < VS_SLICE_MIN_MS || m->value > VS_SLICE_MAX_MS ?
+		     VS_E_INVAL :
+		     sched_set_slice(s, m->target, m->index, m->uuid, m->value);
 	else
 		rc = sched_set_mode(s, m->target, m->index, m->uuid, m->value);
+	if (rc == VS_E_INVAL && type == VS_MSG_SET_SLICE) {
+		reply_msg(c, rc, "slice must be %u to %u ms", VS_SLICE_MIN_MS,
+			  VS_SLICE_MAX_MS);
+		return;
+	}
 	if (rc == VS_E_INVAL) {
 		reply_msg(c, rc, "quantum must be %u to %u seconds",
 			  VS_TQ_MIN_S, VS_TQ_MAX_S);
@@ -242,12 +260,56 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 			 c->cred.uid, c->cred.pid, m->value, what);
 		reply_msg(c, VS_OK, "quantum set to %u s for %s (%d attached)",
 			  m->value, what, rc);
+	} else if (type == VS_MSG_SET_SLICE) {
+		log_info("uid %u (pid %d) set the minimum slice to %u ms for %s",
+			 c->cred.uid, c->cred.pid, m->value, what);
+		reply_msg(c, VS_OK, "minimum slice set to %u ms for %s (%d "
+			  "attached)", m->value, what, rc);
 	} else {
 		log_info("uid %u (pid %d) set mode %s for %s", c->cred.uid,
 			 c->cred.pid, vs_mode_name(m->value), what);
 		reply_msg(c, VS_OK, "mode set to %s for %s (%d attached)",
 			  vs_mode_name(m->value), what, rc);
 	}
+}
+
+/* The queue order of every GPU (the frame check took the value). */
+static void on_set_policy(struct conn *c, const struct vs_admin_set *m)
+{
+	int rc = sched_set_policy(c->srv->sched, m->value);
+
+	if (rc < 0) {
+		reply_msg(c, rc, "policy must be fair or fcfs");
+		return;
+	}
+	log_info("uid %u (pid %d) set the policy to %s", c->cred.uid,
+		 c->cred.pid, vs_policy_name(m->value));
+	reply_msg(c, VS_OK, "policy set to %s on every GPU",
+		  vs_policy_name(m->value));
+}
+
+/* A user's weight: the uid is in `index`, and must have clients now
+ * (a weight for later users belongs in the configuration). */
+static void on_set_weight(struct conn *c, const struct vs_admin_set *m)
+{
+	int rc = VS_E_INVAL;
+
+	if (m->value >= VS_WEIGHT_MIN && m->value <= VS_WEIGHT_MAX)
+		rc = sched_uid_set_weight(c->srv->sched, m->index, m->value);
+	if (rc == VS_E_INVAL) {
+		reply_msg(c, rc, "weight must be %u to %u", VS_WEIGHT_MIN,
+			  VS_WEIGHT_MAX);
+		return;
+	}
+	if (rc < 0) {
+		reply_msg(c, rc, "uid %u has no client now (a weight for "
+			  "later users belongs in the configuration)",
+			  m->index);
+		return;
+	}
+	log_info("uid %u (pid %d) set the weight of uid %u to %u",
+		 c->cred.uid, c->cred.pid, m->index, m->value);
+	reply_msg(c, VS_OK, "weight of uid %u set to %u", m->index, m->value);
 }
 
 static void on_status(struct conn *c)
@@ -288,6 +350,10 @@ void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload)
 	}
 	if (h->type == VS_MSG_STATUS)
 		on_status(c);
+	else if (h->type == VS_MSG_SET_POLICY)
+		on_set_policy(c, payload);
+	else if (h->type == VS_MSG_SET_WEIGHT)
+		on_set_weight(c, payload);
 	else
 		on_set(c, h->type, payload);
 }

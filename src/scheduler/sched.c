@@ -531,6 +531,7 @@ int sched_request(struct sched *s, struct sched_client *c,
 		return VS_E_LIMIT;
 	m->revoked = 0;
 	m->since = sched_now(s);
+	m->seq = s->next_seq++;
 	wait_enter(m);
 	admit(s, m->g);
 	return 0;

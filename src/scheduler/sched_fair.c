@@ -171,9 +171,7 @@ static int key_cmp(const void *a, const void *b)
 		return x->user < y->user ? -1 : 1;
 	if (x->own != y->own)
 		return x->own < y->own ? -1 : 1;
-	if (x->m->since != y->m->since)
-		return x->m->since < y->m->since ? -1 : 1;
-	return x->m->c->id < y->m->c->id ? -1 : x->m->c->id > y->m->c->id;
+	return x->m->seq < y->m->seq ? -1 : x->m->seq > y->m->seq;
 }
 
 static void number(struct sched_gpu *g)
@@ -223,10 +221,10 @@ void sched_fair_order(const struct sched *s, struct sched_gpu *g,
 }
 
 /* "Much less" is a ratio, not a difference: two equal jobs that take
- * turns stay within a factor of two of each other at any quantum up to
- * the half-life, so they alternate at the quantum and do not preempt
- * each other at every slice; a program that bursts now and then stays
- * far below a training job and preempts it. Between one user's own
+ * turns at a quantum of up to half the half-life stay within 70% of each
+ * other, so with preempt_pct below that they alternate at the quantum
+ * and do not preempt each other at every slice; a program that bursts
+ * now and then stays far below a training job and preempts it. Between one user's own
  * processes the processes' own times compare. */
 int sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
 			 const struct sched_member *w,

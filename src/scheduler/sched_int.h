@@ -61,6 +61,7 @@ struct sched_member {
 	struct sched_rec rec;     /* its recent GPU time here */
 	uint64_t charged_at;      /* holding: charged up to this time */
 	uint32_t pos;             /* waiting: place in the queue, 1 first */
+	uint64_t seq;             /* waiting: order of the requests */
 	int preempted;            /* its hard drop is a fair preemption */
 };
 
@@ -142,6 +143,7 @@ struct sched {
 	struct sched_uid **uids;
 	size_t n_uids, cap_uids;
 	uint32_t next_id;
+	uint64_t next_seq;        /* of requests, for arrival order */
 	struct sched_out *out;
 	size_t n_out, cap_out;
 };

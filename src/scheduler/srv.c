@@ -166,11 +166,14 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	struct vs_welcome w;
 	char label[VS_LABEL_MAX + 1];
 
-	if (m->proto_version != VS_PROTO_VERSION) {
+	/* The header's version, which the reader checked, is the one this
+	 * client speaks; its HELLO must say the same. */
+	if (m->proto_version != c->rx.version) {
 		conn_send_error(c, VS_E_VERSION, VS_PROTO_VERSION,
-				"vshare-scheduler speaks protocol version %u, "
-				"the client version %u", VS_PROTO_VERSION,
-				m->proto_version);
+				"vshare-scheduler speaks protocol versions %u "
+				"to %u, the client version %u in a version %u "
+				"frame", VS_PROTO_VERSION_MIN, VS_PROTO_VERSION,
+				m->proto_version, c->rx.version);
 		conn_close(c);
 		return;
 	}
@@ -186,10 +189,11 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 		conn_close(c);
 		return;
 	}
-	log_info("client %u \"%s\" registered: pid %d, uid %u",
-		 sched_client_id(c->client), label, c->cred.pid, c->cred.uid);
+	log_info("client %u \"%s\" registered: pid %d, uid %u, protocol %u",
+		 sched_client_id(c->client), label, c->cred.pid, c->cred.uid,
+		 c->rx.version);
 	memset(&w, 0, sizeof(w));
-	w.proto_version = VS_PROTO_VERSION;
+	w.proto_version = c->rx.version;
 	w.client_id = sched_client_id(c->client);
 	conn_send(c, VS_MSG_WELCOME, &w, sizeof(w));
 }
@@ -308,6 +312,16 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 		rc = sched_released(sc, c->client,
 				    ((const struct vs_gpu_ref *)payload)->uuid);
 		break;
+	case VS_MSG_SWAPPED: {
+		const struct vs_swapped *m = payload;
+
+		log_debug("client %u swapped in %llu bytes in %llu us",
+			  sched_client_id(c->client),
+			  (unsigned long long)m->bytes,
+			  (unsigned long long)m->us);
+		rc = sched_swapped(sc, c->client, m->uuid, m->us, m->bytes);
+		break;
+	}
 	default:
 		rc = VS_E_PROTO;
 		break;

@@ -15,6 +15,8 @@
 #include "vshare/proto.h"
 
 #define FAKE_GPUS 2
+/* The swap-in time the fake's granted callback reports, in us. */
+#define FAKE_SWAP_US 4321u
 /* The stream the fake reports as being captured. */
 #define FAKE_CAPTURE_STREAM ((void *)0x5ca9)
 
@@ -69,6 +71,7 @@ void fake_atfork_child(void);
 /* The fake scheduler. */
 struct fs_msg {
 	uint16_t type;
+	uint16_t version;             /* of its header */
 	uint32_t len;
 	union {
 		unsigned char raw[256];
@@ -76,6 +79,7 @@ struct fs_msg {
 		struct vs_attach attach;
 		struct vs_footprint fp;
 		struct vs_gpu_ref ref;
+		struct vs_swapped swapped;
 	} u;
 };
 
@@ -95,6 +99,10 @@ void fs_grant(int dev, uint32_t flags);
 void fs_drop(int dev, uint32_t reason);
 /* Do not answer hello with welcome (a scheduler of another version). */
 void fs_no_welcome(int on);
+/* Speak protocol version v (0: ours), as an older scheduler does: a HELLO
+ * in a newer version is refused with VS_E_VERSION and the connection
+ * closed; every frame sent is in version v. */
+void fs_speak(uint16_t v);
 /* Automatic mode for the stress test: grant every request at once. */
 void fs_auto_grant(int on);
 

@@ -95,7 +95,8 @@ static void footprint(void *arg, int dev, uint64_t *managed, uint64_t *pinned)
 
 /* What the shim's top does on a grant (shim_ops.c): swap in under
  * oversubscription, before the gate opens. */
-static void granted(void *arg, int dev, uint32_t flags)
+static void granted(void *arg, int dev, uint32_t flags,
+		    struct client_swap *swap)
 {
 	(void)arg;
 	INC(&fk.grants[dev]);
@@ -103,6 +104,9 @@ static void granted(void *arg, int dev, uint32_t flags)
 		if (LD(&fk.entries_done) > 0)
 			INC(&fk.entered_before_prefetch_in);
 		INC(&fk.prefetch_in[dev]);
+		/* What the prefetch would have moved, and a cost for it. */
+		swap->bytes = LD(&fk.managed[dev]);
+		swap->us = swap->bytes ? FAKE_SWAP_US : 0;
 	}
 }
 

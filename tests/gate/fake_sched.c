@@ -31,6 +31,7 @@ static struct {
 	int cmd;
 	int auto_grant;
 	int no_welcome;
+	int speak;
 	int conns;
 	/* The client's protocol state per GPU, on this connection (atomics). */
 	int attached[FAKE_GPUS], reported[FAKE_GPUS];
@@ -101,9 +102,34 @@ static void send_locked_fd(int fd, const struct vs_hdr *h, const void *p)
 
 void fs_send_raw(const struct vs_hdr *h, const void *payload)
 {
+	struct vs_hdr v = *h;
+	int speak = __atomic_load_n(&fs.speak, __ATOMIC_SEQ_CST);
+
+	if (speak != 0)
+		v.version = (uint16_t)speak;
 	pthread_mutex_lock(&fs.send_mu);
-	send_locked_fd(__atomic_load_n(&fs.cfd, __ATOMIC_SEQ_CST), h, payload);
+	send_locked_fd(__atomic_load_n(&fs.cfd, __ATOMIC_SEQ_CST), &v, payload);
 	pthread_mutex_unlock(&fs.send_mu);
+}
+
+void fs_speak(uint16_t v)
+{
+	__atomic_store_n(&fs.speak, v, __ATOMIC_SEQ_CST);
+}
+
+/* What a scheduler of an older version answers a newer HELLO (conn.c). */
+static void refuse_version(int speak)
+{
+	struct vs_error e;
+	struct vs_hdr h;
+
+	memset(&e, 0, sizeof(e));
+	e.code = VS_E_VERSION;
+	e.detail = (uint32_t)speak;
+	snprintf(e.msg, sizeof(e.msg), "vshare-scheduler speaks protocol "
+		 "version %d: update the older side", speak);
+	vs_hdr_init(&h, VS_MSG_ERROR, sizeof(e));
+	fs_send_raw(&h, &e);
 }
 
 static void grant_fd(int dev, uint32_t flags)
@@ -184,8 +210,11 @@ static void check_order(const struct fs_msg *m, int dev)
 		__atomic_add_fetch(&fk.bad_order, 1, __ATOMIC_SEQ_CST);
 }
 
-static void got(const struct fs_msg *m)
+/* -1 when the connection is to be closed. */
+static int got(const struct fs_msg *m)
 {
+	int speak = __atomic_load_n(&fs.speak, __ATOMIC_SEQ_CST);
+
 	int dev = m->len >= VS_UUID_LEN ? dev_of(m->u.ref.uuid) : -1;
 
 	check_order(m, dev);
@@ -204,16 +233,21 @@ static void got(const struct fs_msg *m)
 	fs.q[fs.qtail++ % QCAP] = *m;
 	pthread_cond_broadcast(&fs.cv);
 	pthread_mutex_unlock(&fs.mu);
+	if (speak != 0 && m->version > speak) {
+		refuse_version(speak);
+		return -1;
+	}
 	if (m->type == VS_MSG_HELLO && !__atomic_load_n(&fs.no_welcome, __ATOMIC_SEQ_CST)) {
-		struct vs_welcome w = { VS_PROTO_VERSION, 7 };
+		struct vs_welcome w = { m->version, 7 };
 		struct vs_hdr h;
 
-		vs_hdr_init(&h, VS_MSG_WELCOME, sizeof(w));
+		vs_hdr_init_v(&h, m->version, VS_MSG_WELCOME, sizeof(w));
 		fs_send_raw(&h, &w);
 	}
 	if (m->type == VS_MSG_REQUEST && dev >= 0 &&
 	    __atomic_load_n(&fs.auto_grant, __ATOMIC_SEQ_CST))
 		grant_fd(dev, 0);
+	return 0;
 }
 
 /* Read whole frames; -1 when the peer is gone. */
@@ -228,11 +262,11 @@ static int read_frames(int fd)
 		return -1;
 	memset(&m, 0, sizeof(m));
 	m.type = h.type;
+	m.version = h.version;
 	m.len = h.length;
 	if (h.length && recv(fd, m.u.raw, h.length, MSG_WAITALL) != (ssize_t)h.length)
 		return -1;
-	got(&m);
-	return 0;
+	return got(&m);
 }
 
 static void close_conn(void)

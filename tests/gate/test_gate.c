@@ -368,6 +368,87 @@ void require_scheduler_lost_waits(void **state)
 	fs_stop();
 }
 
+/* An oversubscribed grant swaps in; the client reports what it cost
+ * (VS_MSG_SWAPPED) once, for that GPU, before its release. A plain grant
+ * swaps nothing and reports nothing. */
+void oversub_grant_reports_swap(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+	uint8_t u[VS_UUID_LEN];
+
+	(void)state;
+	fk.managed[0] = 8u << 20;
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
+	fs_grant(0, VS_GRANTF_OVERSUB);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_wait(VS_MSG_SWAPPED, &m, 2000), 0);
+	assert_int_equal(m.version, VS_PROTO_VERSION);
+	assert_int_equal(m.len, sizeof(struct vs_swapped));
+	fake_uuid(0, u);
+	assert_memory_equal(m.u.swapped.uuid, u, VS_UUID_LEN);
+	assert_int_equal(m.u.swapped.bytes, 8u << 20);
+	assert_int_equal(m.u.swapped.us, FAKE_SWAP_US);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(fs_count(VS_MSG_SWAPPED), 1);
+
+	/* Next grant, not oversubscribed: no swap-in, no report. */
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(fs_count(VS_MSG_SWAPPED), 1);
+	assert_int_equal(LD(&fk.prefetch_in[0]), 1);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* A scheduler of protocol version 1 refuses our HELLO: the client
+ * connects again at once in version 1, without running unshared in
+ * between, and reports no swap-in (version 1 has no SWAPPED). */
+void old_scheduler_version_1(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+
+	(void)state;
+	fk.managed[0] = 8u << 20;
+	fs_speak(1);
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_HELLO, &m, 3000), 0);
+	assert_int_equal(m.version, VS_PROTO_VERSION);
+	assert_int_equal(fs_wait(VS_MSG_HELLO, &m, 3000), 0);
+	assert_int_equal(m.version, 1);
+	assert_int_equal(m.u.hello.proto_version, 1);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, &m, 3000), 0);
+	assert_int_equal(m.version, 1);
+	assert_int_equal(fs_connections(), 2);
+	/* Not through the gate: it waited for the grant all along. */
+	assert_int_equal(LD(&e.done), 0);
+	fs_grant(0, VS_GRANTF_OVERSUB);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(LD(&fk.prefetch_in[0]), 1);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, &m, 2000), 0);
+	assert_int_equal(m.version, 1);
+	assert_int_equal(fs_count(VS_MSG_SWAPPED), 0);
+	assert_int_equal(fs_connections(), 2);
+	fake_shutdown();
+	fs_stop();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct CMUnitTest tests[] = {

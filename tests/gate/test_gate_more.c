@@ -101,18 +101,19 @@ void version_mismatch(void **state)
 	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 3000), 0);
 	memset(&err, 0, sizeof(err));
 	err.code = VS_E_VERSION;
-	err.detail = 2;
-	snprintf(err.msg, sizeof(err.msg), "protocol version 2 required");
+	err.detail = VS_PROTO_VERSION + 1;
+	snprintf(err.msg, sizeof(err.msg), "protocol version %u required",
+		 VS_PROTO_VERSION + 1);
 	vs_hdr_init(&h, VS_MSG_ERROR, sizeof(err));
-	h.version = 2;
+	h.version = VS_PROTO_VERSION + 1;
 	fs_send_raw(&h, &err);
 	assert_int_equal(entrant_wait(&e, 3000), 0);
 	entrant_join(&e);
 	sleep_ms(500);
 	dup2(saved, 2);
 	assert_int_equal(fs_connections(), 1);
-	assert_int_equal(file_count(logpath, "protocol version 2"), 1);
-	assert_int_equal(file_count(logpath, "speaks version 1"), 1);
+	assert_int_equal(file_count(logpath, "protocol version 3"), 1);
+	assert_int_equal(file_count(logpath, "speaks version 2"), 1);
 	assert_int_equal(file_count(logpath, "lost the scheduler"), 0);
 	unlink(logpath);
 	fake_shutdown();

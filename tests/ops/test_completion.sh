@@ -47,13 +47,20 @@ complete -p vshare-run >/dev/null || fail "vshare-run: no complete -F"
 
 # vsharectl: commands read from the built program's --help, and the same
 # list when the program cannot be run.
-expect _vsharectl "auto cdi disable enable set-tq status" "$ctl" ""
-expect _vsharectl "set-tq status" "$ctl" s
-expect _vsharectl "auto cdi disable enable set-tq status" /nonexistent/vsharectl ""
+all="auto cdi disable enable policy set-slice set-tq set-weight status"
+expect _vsharectl "$all" "$ctl" ""
+expect _vsharectl "set-slice set-tq set-weight status" "$ctl" s
+expect _vsharectl "$all" /nonexistent/vsharectl ""
 expect _vsharectl "generate" "$ctl" cdi ""
 expect _vsharectl "--no-framework-defaults" "$ctl" cdi generate --no
 contains _vsharectl "--output" "$ctl" cdi generate -
-expect _vsharectl "set-tq status" "$ctl" --json s
+expect _vsharectl "set-slice set-tq set-weight status" "$ctl" --json s
+expect _vsharectl "fair fcfs" "$ctl" policy ""
+expect _vsharectl "" "$ctl" policy fair ""
+contains _vsharectl root "$ctl" set-weight ro
+expect _vsharectl "" "$ctl" set-weight root ""
+expect _vsharectl "" "$ctl" policy --g
+expect _vsharectl "--gpu" "$ctl" set-slice 100 --g
 expect _vsharectl "status" "$ctl" --socket /tmp/s.sock st
 expect _vsharectl "--json" "$ctl" --js
 expect _vsharectl "--gpu" "$ctl" enable --g

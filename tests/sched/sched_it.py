@@ -15,9 +15,10 @@ import struct
 import subprocess
 import time
 
-from schedtest import (Daemon, Fail, T, UUID, E_PROTO, E_VERSION, attach,
-                       check, closed_by_peer, events, frame, gpu_ref, hello,
-                       main, recv_frame, scenarios, wait_for)
+from schedtest import (Daemon, Fail, T, UUID, E_INVAL, E_PROTO, E_VERSION,
+                       VERSION, VERSION2, attach, check, closed_by_peer,
+                       events, frame, gpu_ref, hello, main, recv_frame,
+                       recv_frame_v, scenarios, wait_for)
 
 
 def holders_of(d, gpu=0):
@@ -170,13 +171,16 @@ def t_garbage(b):
             "reserved field")
         expect_error_then_close(d, gpu_ref("REQUEST"), -16, "hello first")
         detail, msg = expect_error_then_close(
-            d, frame(T["HELLO"], b"\0" * 72, version=2), E_VERSION,
+            d, frame(T["HELLO"], b"\0" * 72, version=3), E_VERSION,
             "header version")
-        check(detail == 1 and "version" in msg, "version error: %d %s" %
+        check(detail == 2 and "version" in msg, "version error: %d %s" %
               (detail, msg))
         detail, msg = expect_error_then_close(d, hello(version=7), E_VERSION,
                                               "hello version")
-        check(detail == 1, "hello version detail")
+        check(detail == 2, "hello version detail")
+        # A HELLO that names another version than its header's.
+        expect_error_then_close(d, hello(version=2), E_VERSION,
+                                "hello version not the header's")
         # Truncated: half a frame, then gone.
         s = d.raw()
         s.sendall(hello()[:40])
@@ -259,7 +263,9 @@ def t_nonadmin(b):
         check(oct(st.st_mode & 0o777) == "0o660", "socket mode")
         rc, out, err = d.ctl("status", user="nogroup")
         check(rc == 0, "non-admin status refused: " + err)
-        for args in (["enable"], ["set-tq", "5"], ["disable", "--gpu", "0"]):
+        for args in (["enable"], ["set-tq", "5"], ["disable", "--gpu", "0"],
+                     ["set-slice", "100"], ["policy", "fcfs"],
+                     ["set-weight", "0", "2"]):
             rc, out, err = d.ctl(*args, user="nogroup")
             check(rc == 1 and "permission denied" in err,
                   "%s as nobody: rc %d %s" % (args, rc, err))
@@ -322,7 +328,7 @@ def t_ctl(b):
                            text=True, env=env)
         check(r.returncode == 0, "VSHARE_SOCKET not used")
         st = json.loads(r.stdout)
-        check(st["version"] == 1, "version")
+        check(st["version"] == 2, "version")
         g = st["gpus"][0]
         for k in ("uuid", "index", "mode", "tq_s", "capacity", "footprint",
                   "oversubscribed", "holders", "queue"):
@@ -349,6 +355,126 @@ def t_ctl(b):
         out = finish(c, "watcher")
         modes = [kv["mode"] for t, w, e, kv in events(out) if e == "mode"]
         check(modes == ["on", "off", "auto"], "MODE messages: %s" % modes)
+
+
+def t_v1_client(b):
+    """A version-1 shim beside a version-2 daemon: served in version-1
+    frames; a version-2 message (SWAPPED) from it is malformed."""
+    with Daemon(b, {"mode": "on", "tq_s": 1}) as d:
+        # The real client logic, speaking version 1 all along.
+        c = d.client("--label", "old", "--proto-version", 1, "--hold-ms", 10,
+                     "--cycles", 3)
+        out = finish(c, "version-1 client")
+        evs = [e for t, w, e, kv in events(out)]
+        check(evs.count("grant") == 3 and "error" not in evs,
+              "version-1 cycles: %s" % evs)
+        s = d.raw()
+        s.sendall(hello(b"old-raw") + attach() +
+                  frame(T["FOOTPRINT"], UUID + struct.pack("<QQ", 1 << 30, 0))
+                  + gpu_ref("REQUEST"))
+        ver, mtype, p = recv_frame_v(s)
+        check(ver == 1 and mtype == T["WELCOME"], "welcome %d %x" % (ver, mtype))
+        check(struct.unpack("<II", p)[0] == 1, "welcome proto_version")
+        ver, mtype, p = recv_frame_v(s)
+        check(ver == 1 and mtype == T["GRANT"], "grant %d %x" % (ver, mtype))
+        s.sendall(frame(T["SWAPPED"], UUID + struct.pack("<QQ", 100, 1 << 20)))
+        ver, mtype, p = recv_frame_v(s)
+        check(ver == 1 and mtype == T["ERROR"] and
+              struct.unpack("<i", p[:4])[0] == E_PROTO,
+              "SWAPPED in version 1: %d %x %r" % (ver, mtype, p[:8]))
+        check(closed_by_peer(s), "version-1 SWAPPED: connection not closed")
+        s.close()
+        check("newer than the sender's protocol version" in d.logtext(),
+              "refusal not logged")
+        # A peer may not change its version within a connection.
+        s = d.raw()
+        s.sendall(hello() + frame(T["ATTACH"], UUID + struct.pack("<Q", 1 << 34),
+                                  version=VERSION2))
+        check(recv_frame(s)[0] == T["WELCOME"], "welcome")
+        check(recv_frame(s)[0] == T["ERROR"], "version change: no ERROR")
+        check(closed_by_peer(s), "version change: connection not closed")
+        s.close()
+        # Version 2: SWAPPED from a holder is taken (no ERROR).
+        c = d.client("--label", "new", "--hold-ms", 10, "--cycles", 2,
+                     "--swapped", 2500, "--managed", 1 << 30)
+        out = finish(c, "version-2 client with swaps")
+        check(" error " not in out, "SWAPPED refused: " + out)
+        c = d.client("--label", "after", "--proto-version", 1, "--hold-ms", 10)
+        finish(c, "version-1 client after")
+        check(d.alive(), "daemon died")
+
+
+def admin_set(mtype, target=0, index=0, value=0, uuid=b"\0" * 16):
+    return frame(T[mtype], uuid + struct.pack("<IIII", target, index, value, 0),
+                 version=VERSION2)
+
+
+def t_fair_ctl(b):
+    """set-slice, policy and set-weight, through vsharectl and raw."""
+    with Daemon(b, {"tq_s": 30}) as d:
+        rc, out, err = d.ctl("set-slice", "200", "--gpu", "0")
+        check(rc == 1 and "no such GPU" in err, "no GPU yet: " + err)
+        c = d.client("--label", "w", "--cycles", 0, "--stay",
+                     stdin=subprocess.PIPE)
+        wait_for(lambda: len(d.status()["gpus"]) == 1, 5, "attach")
+        rc, out, err = d.ctl("set-slice", "250")
+        check(rc == 0 and "minimum slice set to 250 ms" in out,
+              "set-slice: %d %s %s" % (rc, out, err))
+        rc, out, err = d.ctl("set-slice", "300", "--gpu", "0")
+        check(rc == 0, "set-slice --gpu 0: " + err)
+        g = d.status()["gpus"][0]
+        check(g.get("min_slice_ms", 300) == 300, "min_slice_ms %s" % g)
+        for pol in ("fcfs", "fair"):
+            rc, out, err = d.ctl("policy", pol)
+            check(rc == 0 and pol in out, "policy %s: %s %s" % (pol, out, err))
+            g = d.status()["gpus"][0]
+            check(g.get("policy", pol) == pol, "policy in status %s" % g)
+        me = pwd.getpwuid(os.getuid()).pw_name
+        rc, out, err = d.ctl("set-weight", me, "3")
+        check(rc == 0 and "weight of uid %d set to 3" % os.getuid() in out,
+              "set-weight %s: %s %s" % (me, out, err))
+        rc, out, err = d.ctl("--json", "set-weight", str(os.getuid()), "5")
+        check(rc == 0 and json.loads(out)["status"] == 0, "set-weight uid")
+        rc, out, err = d.ctl("set-weight", "54321", "2")
+        check(rc == 1 and "no client" in err, "weight of a uid with no "
+              "client: %d %s" % (rc, err))
+        # Values the frame check leaves to the daemon: a clear INVAL.
+        for data, want in ((admin_set("SET_SLICE", 1, 0, 5), "slice must be"),
+                           (admin_set("SET_WEIGHT", 4, 0, 0), "weight must be"),
+                           (admin_set("SET_WEIGHT", 4, 0, 1001),
+                            "weight must be")):
+            s = d.raw()
+            s.sendall(data)
+            f = recv_frame(s)
+            check(f and f[0] == T["REPLY"], "no reply: %r" % (f,))
+            st, n = struct.unpack("<iI", f[1][:8])
+            check(st == E_INVAL and want in f[1][8:].decode(),
+                  "reply %d %r" % (st, f[1]))
+            s.close()
+        # Malformed: the connection goes.
+        expect_error_then_close(d, admin_set("SET_POLICY", 1, 0, 7), E_PROTO,
+                                "unknown policy")
+        expect_error_then_close(d, admin_set("SET_WEIGHT", 1, 0, 2), E_PROTO,
+                                "weight not by uid")
+        expect_error_then_close(d, frame(T["SET_SLICE"], b"\0" * 16 +
+                                         struct.pack("<IIII", 1, 0, 100, 0)),
+                                E_PROTO, "SET_SLICE in version 1")
+        finish(c, "watcher")
+        check(d.alive(), "daemon died")
+    # The human status says why each waiter waits.
+    with Daemon(b, {"mode": "on", "tq_s": 5}) as d:
+        h = d.client("--label", "H", "--hold-ms", 2500, "--ignore-drops")
+        wait_for(lambda: d.status()["gpus"] and
+                 d.status()["gpus"][0]["holders"], 5, "H's grant")
+        w = [d.client("--label", "W%d" % i, "--hold-ms", 10) for i in (1, 2)]
+        wait_for(lambda: len(d.status()["gpus"][0]["queue"]) == 2, 5,
+                 "two waiters")
+        rc, out, err = d.ctl("status")
+        check(rc == 0 and "  policy fair, slice " in out, "policy line: " + out)
+        check("#1 in line: next" in out and "#2 in line: behind 1 waiter" in out
+              and "recent GPU time" in out, "waiter lines: " + out)
+        for p in [h] + w:
+            finish(p, "H and waiters")
 
 
 def t_socket(b):

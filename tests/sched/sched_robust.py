@@ -230,12 +230,18 @@ def t_ctl_errors(b):
                               "pad": "x" * 300000})),
          ["--json", "status"], 0, "", True),
         # A daemon of another version: its error is still read and shown.
-        (frame(T["ERROR"], struct.pack("<iI128s", -95, 2,
-                                       b"version 2 here: update vsharectl"),
-               version=2),
+        (frame(T["ERROR"], struct.pack("<iI128s", -95, 3,
+                                       b"version 3 here: update vsharectl"),
+               version=3),
          ["--json", "status"], 1, "update vsharectl", False),
-        (frame(T["WELCOME"], struct.pack("<II", 2, 1), version=2),
+        (frame(T["WELCOME"], struct.pack("<II", 3, 1), version=3),
          ["status"], 1, "protocol version mismatch", False),
+        # A daemon of version 1 refuses a request of version 2.
+        (frame(T["ERROR"], struct.pack("<iI128s", -95, 1,
+                                       b"vshare-scheduler speaks protocol "
+                                       b"version 1")),
+         ["set-slice", "100"], 1, "set-slice needs protocol version 2, and "
+         "the running vshare-scheduler speaks version 1", False),
     ]
     try:
         th = fake_daemon(sock, [c[0] for c in cases])

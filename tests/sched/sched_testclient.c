@@ -9,7 +9,11 @@
  *   sched_testclient --socket PATH [--uuid U] [--total-mem B] [--managed B]
  *       [--pinned B] [--label L] [--hold-ms N] [--gap-ms N] [--cycles K]
  *       [--clients N] [--ignore-drops] [--check-exclusive] [--stay]
- *       [--timeout-ms N] [--proto-version V] [--quiet]
+ *       [--timeout-ms N] [--proto-version V] [--swapped US] [--quiet]
+ *
+ * --proto-version speaks version V in every frame (a version-1 shim with
+ * 1); --swapped reports a swap-in of US microseconds (of --managed bytes,
+ * or 1) after each grant, as the shim does after an oversubscribed one.
  *
  * Output lines: "<ms> <label>#<conn> <event> key=value..."; events: welcome,
  * grant, drop, mode, error, released, closed; at the end "summary ...".
@@ -50,6 +54,7 @@ static struct {
 	int hold_ms, gap_ms, cycles, clients, ignore_drops, check_excl;
 	int stay, quiet, timeout_ms;
 	unsigned proto_version;
+	long long swapped_us;   /* -1: no SWAPPED */
 } opt;
 
 static int holders, max_holders, errors, failures;
@@ -83,9 +88,7 @@ static int send_msg(struct cl *c, uint16_t type, const void *p, uint32_t len)
 	unsigned char buf[sizeof(struct vs_hdr) + 128];
 	struct vs_hdr h;
 
-	vs_hdr_init(&h, type, len);
-	if (type == VS_MSG_HELLO)
-		h.version = (uint16_t)opt.proto_version;
+	vs_hdr_init_v(&h, (uint16_t)opt.proto_version, type, len);
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(struct vs_hdr), p, len);
 	if (send(c->fd, buf, sizeof(struct vs_hdr) + len, MSG_NOSIGNAL) !=
@@ -157,6 +160,17 @@ static int start(struct cl *c)
 	return 0;
 }
 
+static void swapped(struct cl *c)
+{
+	struct vs_swapped m;
+
+	memset(&m, 0, sizeof(m));
+	memcpy(m.uuid, opt.uuid, VS_UUID_LEN);
+	m.us = (uint64_t)opt.swapped_us;
+	m.bytes = opt.managed ? opt.managed : 1;
+	send_msg(c, VS_MSG_SWAPPED, &m, sizeof(m));
+}
+
 static void on_frame(struct cl *c, int i, const struct vs_hdr *h,
 		     const void *p)
 {
@@ -180,6 +194,8 @@ static void on_frame(struct cl *c, int i, const struct vs_hdr *h,
 		      now_ms() - c->t_req);
 		c->st = C_HOLD;
 		c->due = now_ms() + opt.hold_ms;
+		if (opt.swapped_us >= 0)
+			swapped(c);
 		break;
 	}
 	case VS_MSG_DROP: {
@@ -238,6 +254,7 @@ static int parse_opts(int argc, char **argv)
 		{ "ignore-drops", 0, NULL, 'i' }, { "check-exclusive", 0, NULL, 'x' },
 		{ "stay", 0, NULL, 'S' }, { "timeout-ms", 1, NULL, 't' },
 		{ "proto-version", 1, NULL, 'v' }, { "quiet", 0, NULL, 'q' },
+		{ "swapped", 1, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
@@ -248,6 +265,7 @@ static int parse_opts(int argc, char **argv)
 	opt.clients = 1;
 	opt.timeout_ms = 15000;
 	opt.proto_version = VS_PROTO_VERSION;
+	opt.swapped_us = -1;
 	vs_uuid_parse("GPU-00000000-0000-0000-0000-000000000001", opt.uuid);
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (ch) {
@@ -270,6 +288,7 @@ static int parse_opts(int argc, char **argv)
 		case 't': opt.timeout_ms = atoi(optarg); break;
 		case 'v': opt.proto_version = (unsigned)atoi(optarg); break;
 		case 'q': opt.quiet = 1; break;
+		case 'w': opt.swapped_us = strtoll(optarg, NULL, 0); break;
 		default: return -1;
 		}
 	}

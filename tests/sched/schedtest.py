@@ -16,7 +16,12 @@ VERSION = 1
 HDR = struct.Struct("<IHHII")
 T = dict(HELLO=0x1, ATTACH=0x2, FOOTPRINT=0x3, REQUEST=0x4, RELEASED=0x5,
          WELCOME=0x101, GRANT=0x102, DROP=0x103, MODE=0x104, ERROR=0x105,
-         STATUS=0x201, SET_TQ=0x202, SET_MODE=0x203, REPLY=0x301)
+         STATUS=0x201, SET_TQ=0x202, SET_MODE=0x203, REPLY=0x301,
+         SWAPPED=0x6, SET_SLICE=0x204, SET_POLICY=0x205, SET_WEIGHT=0x206)
+# VERSION is the oldest protocol version, which the daemon still serves;
+# VERSION2 has the fair share's messages (T's last row).
+VERSION2 = 2
+E_INVAL = -22
 E_VERSION = -95
 E_PROTO = -71
 E_PERM = -1
@@ -167,12 +172,18 @@ def wait_for(pred, timeout, what):
 
 def recv_frame(s):
     """One frame (type, payload), or None at EOF."""
+    f = recv_frame_v(s)
+    return None if f is None else f[1:]
+
+
+def recv_frame_v(s):
+    """One frame (header version, type, payload), or None at EOF."""
     h = recv_n(s, HDR.size)
     if h is None:
         return None
     magic, ver, mtype, flags, n = HDR.unpack(h)
     p = recv_n(s, n)
-    return mtype, p
+    return ver, mtype, p
 
 
 def recv_n(s, n):

@@ -118,6 +118,7 @@ static void test_footprint_prefetch(void **state)
 {
 	const struct gate_cuda_ops *ops = stub.ops;
 	CUdeviceptr a, b, c;
+	struct client_swap sw;
 	uint64_t m, p;
 	int ch0 = stub.fp_changes[0], ch1 = stub.fp_changes[1];
 
@@ -136,9 +137,13 @@ static void test_footprint_prefetch(void **state)
 	assert_int_equal(m, 3 << 20);
 
 	/* An oversubscribed grant swaps in, a plain one does not. */
-	stub.cbs->granted(stub.cbs->arg, 0, 0);
+	sw = (struct client_swap){ 0, 0 };
+	stub.cbs->granted(stub.cbs->arg, 0, 0, &sw);
 	assert_int_equal(count_prefetch("device0", 1 << 20), 0);
-	stub.cbs->granted(stub.cbs->arg, 0, VS_GRANTF_OVERSUB);
+	assert_int_equal(sw.bytes, 0);
+	stub.cbs->granted(stub.cbs->arg, 0, VS_GRANTF_OVERSUB, &sw);
+	/* What moved, for the scheduler (VS_MSG_SWAPPED). */
+	assert_int_equal(sw.bytes, 3 << 20);
 	assert_int_equal(count_prefetch("device0", 1 << 20), 1);
 	assert_int_equal(count_prefetch("device0", 2 << 20), 1);
 	assert_int_equal(count_prefetch("device1", 3 << 20), 0);

@@ -54,6 +54,8 @@ static inline uint16_t gen_type(uint64_t *s, uint32_t role)
 	static const uint16_t to_sched[] = {
 		VS_MSG_HELLO, VS_MSG_ATTACH, VS_MSG_FOOTPRINT, VS_MSG_REQUEST,
 		VS_MSG_RELEASED, VS_MSG_STATUS, VS_MSG_SET_TQ, VS_MSG_SET_MODE,
+		VS_MSG_SWAPPED, VS_MSG_SET_SLICE, VS_MSG_SET_POLICY,
+		VS_MSG_SET_WEIGHT,
 	};
 	static const uint16_t from_sched[] = {
 		VS_MSG_WELCOME, VS_MSG_GRANT, VS_MSG_DROP, VS_MSG_MODE,
@@ -61,8 +63,8 @@ static inline uint16_t gen_type(uint64_t *s, uint32_t role)
 	};
 
 	if (role == VS_ROLE_SCHEDULER)
-		return from_sched[gen_rand(s) % 6];
-	return to_sched[gen_rand(s) % 8];
+		return from_sched[gen_rand(s) % (sizeof(from_sched) / 2)];
+	return to_sched[gen_rand(s) % (sizeof(to_sched) / 2)];
 }
 
 /* Fill a payload of `type` (zeroed, `len` bytes) so that it is valid. */
@@ -80,8 +82,23 @@ static inline void gen_fill(uint64_t *s, uint16_t type, unsigned char *p,
 		break;
 	case VS_MSG_SET_TQ:
 	case VS_MSG_SET_MODE:
+	case VS_MSG_SET_SLICE:
 		((struct vs_admin_set *)(void *)p)->target = VS_TARGET_ALL;
 		((struct vs_admin_set *)(void *)p)->value = (uint32_t)(gen_rand(s) % 3);
+		break;
+	case VS_MSG_SET_POLICY:
+		((struct vs_admin_set *)(void *)p)->target = VS_TARGET_ALL;
+		((struct vs_admin_set *)(void *)p)->value = (uint32_t)(gen_rand(s) % 2);
+		break;
+	case VS_MSG_SET_WEIGHT:
+		((struct vs_admin_set *)(void *)p)->target = VS_TARGET_UID;
+		((struct vs_admin_set *)(void *)p)->index = (uint32_t)(gen_rand(s) % 70000);
+		((struct vs_admin_set *)(void *)p)->value = (uint32_t)(gen_rand(s) % 1001);
+		break;
+	case VS_MSG_SWAPPED:
+		p[0] = (unsigned char)(1 + gen_rand(s) % 255);
+		((struct vs_swapped *)(void *)p)->us = gen_rand(s) % 100000000u;
+		((struct vs_swapped *)(void *)p)->bytes = 1 + gen_rand(s) % (1ull << 40);
 		break;
 	case VS_MSG_DROP:
 		((struct vs_drop *)(void *)p)->reason = VS_DROP_QUANTUM;
@@ -156,7 +173,8 @@ static inline void gen_oracle(const struct vs_frx *rx, enum vs_frx_result r)
 
 	if (r == VS_FRX_VERSION) {
 		GEN_CHECK(rx->in.hdr.magic == VS_PROTO_MAGIC);
-		GEN_CHECK(rx->in.hdr.version != VS_PROTO_VERSION);
+		GEN_CHECK(rx->in.hdr.version < VS_PROTO_VERSION_MIN ||
+			  rx->in.hdr.version > VS_PROTO_VERSION);
 		if (e != NULL) {
 			GEN_CHECK(rx->role == VS_ROLE_SCHEDULER);
 			GEN_CHECK(strlen(e->msg) < sizeof(e->msg));
@@ -169,6 +187,9 @@ static inline void gen_oracle(const struct vs_frx *rx, enum vs_frx_result r)
 		return;
 	GEN_CHECK(e == NULL);
 	GEN_CHECK(vs_check_hdr(&rx->in.hdr, rx->role) == VS_OK);
+	/* One version per stream, and the type exists in it. */
+	GEN_CHECK(rx->in.hdr.version == rx->version);
+	GEN_CHECK(mi == NULL || mi->since <= rx->in.hdr.version);
 	GEN_CHECK(mi != NULL);
 	GEN_CHECK(rx->role ? mi->role == rx->role : mi->role != VS_ROLE_SCHEDULER);
 	GEN_CHECK(rx->in.hdr.length <= rx->max);

@@ -318,9 +318,9 @@ static void test_foreign_error(void **state)
 	size_t n = build(&f, VS_MSG_ERROR, sizeof(struct vs_error));
 	(void)state;
 
-	f.h.version = 2;
+	f.h.version = VS_PROTO_VERSION + 1;
 	e->code = VS_E_VERSION;
-	e->detail = 2;
+	e->detail = VS_PROTO_VERSION + 1;
 	memset(e->msg, 'x', sizeof(e->msg)); /* no NUL: the reader ends it */
 	e->msg[3] = '\n';
 	for (size_t k = 1; k < GEN_N_READERS; k++) {
@@ -335,11 +335,11 @@ static void test_foreign_error(void **state)
 					 i == n - 1 ? VS_FRX_VERSION : VS_FRX_MORE);
 			assert_int_equal(one, 0);
 		}
-		assert_int_equal(rx.in.hdr.version, 2);
+		assert_int_equal(rx.in.hdr.version, VS_PROTO_VERSION + 1);
 		got = vs_frx_foreign_error(&rx);
 		assert_non_null(got);
 		assert_int_equal(got->code, VS_E_VERSION);
-		assert_int_equal(got->detail, 2);
+		assert_int_equal(got->detail, VS_PROTO_VERSION + 1);
 		assert_int_equal(strlen(got->msg), sizeof(got->msg) - 1);
 		assert_int_equal(got->msg[3], '?');
 	}
@@ -347,11 +347,92 @@ static void test_foreign_error(void **state)
 	refused_at_header(sched_rd, &f, n, VS_FRX_VERSION);
 	/* Any other foreign frame: the header is all a reader can use. */
 	n = build(&f, VS_MSG_GRANT, sizeof(struct vs_grant));
-	f.h.version = 2;
+	f.h.version = VS_PROTO_VERSION + 1;
 	refused_at_header(shim_rd, &f, n, VS_FRX_VERSION);
 	n = build(&f, VS_MSG_HELLO, sizeof(struct vs_hello));
 	f.h.version = 7;
 	refused_at_header(sched_rd, &f, n, VS_FRX_VERSION);
+}
+
+/* Peers of version 1 beside version 2 (include/vshare/proto.h): a
+ * version-1 stream is read, a version-2 type in it is malformed, and a
+ * stream keeps the version of its first frame. */
+static void test_versions(void **state)
+{
+	union frame f[3];
+	unsigned char buf[3 * sizeof(union frame)];
+	size_t n = 0, len;
+	struct vs_frx rx;
+	int frames;
+	(void)state;
+
+	/* A version-1 shim: HELLO, ATTACH, REQUEST in version-1 headers. */
+	len = build(&f[0], VS_MSG_HELLO, sizeof(struct vs_hello));
+	f[0].h.version = 1;
+	memcpy(buf + n, f[0].b, len);
+	n += len;
+	len = build(&f[1], VS_MSG_ATTACH, sizeof(struct vs_attach));
+	f[1].h.version = 1;
+	memcpy(buf + n, f[1].b, len);
+	n += len;
+	len = build(&f[2], VS_MSG_REQUEST, sizeof(struct vs_gpu_ref));
+	f[2].h.version = 1;
+	memcpy(buf + n, f[2].b, len);
+	n += len;
+	rx = reader(sched_rd);
+	assert_int_equal(push_all(&rx, buf, n, &frames), VS_FRX_MORE);
+	assert_int_equal(frames, 3);
+	assert_int_equal(rx.version, 1);
+
+	/* Then SWAPPED, which version 1 does not have: refused at its
+	 * header, before any payload byte is kept. */
+	len = build(&f[0], VS_MSG_SWAPPED, sizeof(struct vs_swapped));
+	f[0].h.version = 1;
+	refused_at_header(sched_rd, &f[0], len, VS_FRX_PROTO);
+	rx = reader(sched_rd);
+	assert_int_equal(push_all(&rx, buf, n, &frames), VS_FRX_MORE);
+	{
+		const unsigned char *p = f[0].b;
+		size_t left = len;
+
+		assert_int_equal(vs_frx_push(&rx, &p, &left), VS_FRX_PROTO);
+		assert_string_equal(rx.why, "message type newer than the "
+				    "sender's protocol version");
+	}
+	/* The same in a version-2 stream is a frame. */
+	f[0].h.version = 2;
+	rx = reader(sched_rd);
+	assert_int_equal(push_all(&rx, f[0].b, len, &frames), VS_FRX_MORE);
+	assert_int_equal(frames, 1);
+
+	/* A version-1 admin's SET_SLICE, too, is refused; its SET_TQ not. */
+	len = build(&f[1], VS_MSG_SET_SLICE, sizeof(struct vs_admin_set));
+	f[1].h.version = 1;
+	refused_at_header(sched_rd, &f[1], len, VS_FRX_PROTO);
+	len = build(&f[1], VS_MSG_SET_TQ, sizeof(struct vs_admin_set));
+	f[1].h.version = 1;
+	rx = reader(sched_rd);
+	assert_int_equal(push_all(&rx, f[1].b, len, &frames), VS_FRX_MORE);
+	assert_int_equal(frames, 1);
+
+	/* A version-2 frame after a version-1 one: the peer changed its
+	 * version mid-stream. */
+	len = build(&f[2], VS_MSG_REQUEST, sizeof(struct vs_gpu_ref));
+	f[2].h.version = 2;
+	assert_int_equal(push_all(&rx, f[2].b, len, &frames), VS_FRX_PROTO);
+	assert_int_equal(frames, 0);
+	assert_string_equal(rx.why, "protocol version changed within the "
+			    "connection");
+
+	/* The shim and vsharectl read a version-1 scheduler's frames. */
+	len = build(&f[0], VS_MSG_GRANT, sizeof(struct vs_grant));
+	f[0].h.version = 1;
+	for (size_t k = 1; k < GEN_N_READERS; k++) {
+		rx = reader(&gen_readers[k]);
+		assert_int_equal(push_all(&rx, f[0].b, len, &frames),
+				 VS_FRX_MORE);
+		assert_int_equal(frames, 1);
+	}
 }
 
 int main(void)
@@ -364,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_bad_payload),
 		cmocka_unit_test(test_large_reply),
 		cmocka_unit_test(test_foreign_error),
+		cmocka_unit_test(test_versions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,10 +76,158 @@ static void test_header_reasons(void **state)
 	h = hdr_for(VS_MSG_STATUS, sizeof(struct vs_status_req));
 	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_CLIENT, &why), VS_E_PROTO);
 	assert_string_equal(why, "message type not sent by this peer's role");
-	h.version = 2;
+	h.version = VS_PROTO_VERSION + 1;
 	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_CLIENT, &why),
 			 VS_E_VERSION);
 	assert_string_equal(why, "protocol version mismatch");
+	h.version = 0;
+	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_ADMIN, &why),
+			 VS_E_VERSION);
+}
+
+/* Versions side by side: a header of any version from VS_PROTO_VERSION_MIN
+ * on passes, but a type newer than its header's version does not (a
+ * version-1 peer sending SWAPPED or SET_SLICE). */
+static void test_versions(void **state)
+{
+	static const struct { uint16_t type; uint32_t len, since; } rows[] = {
+		{ VS_MSG_HELLO, sizeof(struct vs_hello), 1 },
+		{ VS_MSG_SWAPPED, sizeof(struct vs_swapped), 2 },
+		{ VS_MSG_SET_SLICE, sizeof(struct vs_admin_set), 2 },
+		{ VS_MSG_SET_POLICY, sizeof(struct vs_admin_set), 2 },
+		{ VS_MSG_SET_WEIGHT, sizeof(struct vs_admin_set), 2 },
+		{ VS_MSG_SET_TQ, sizeof(struct vs_admin_set), 1 },
+	};
+	const char *why = NULL;
+	struct vs_hdr h;
+	(void)state;
+
+	assert_int_equal(VS_PROTO_VERSION, 2);
+	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
+				 rows[i].since);
+		for (uint16_t v = VS_PROTO_VERSION_MIN; v <= VS_PROTO_VERSION; v++) {
+			vs_hdr_init_v(&h, v, rows[i].type, rows[i].len);
+			why = NULL;
+			if (v >= rows[i].since) {
+				assert_int_equal(vs_check_hdr_why(&h, 0, &why),
+						 VS_OK);
+				continue;
+			}
+			assert_int_equal(vs_check_hdr_why(&h, 0, &why),
+					 VS_E_PROTO);
+			assert_string_equal(why, "message type newer than the "
+					    "sender's protocol version");
+		}
+	}
+	vs_hdr_init(&h, VS_MSG_GRANT, sizeof(struct vs_grant));
+	assert_int_equal(h.version, VS_PROTO_VERSION);
+	vs_hdr_init_v(&h, 1, VS_MSG_GRANT, sizeof(struct vs_grant));
+	assert_int_equal(h.version, 1);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_OK);
+}
+
+/* SWAPPED: a GPU, some bytes, a sane time; the exact size. */
+static void test_swapped(void **state)
+{
+	struct vs_swapped m;
+	struct vs_hdr h;
+	const char *why = NULL;
+	(void)state;
+
+	memset(&m, 0, sizeof(m));
+	m.uuid[0] = 1;
+	m.us = 1500;
+	m.bytes = 1u << 30;
+	h = hdr_for(VS_MSG_SWAPPED, sizeof(m));
+	assert_int_equal(vs_check_hdr(&h, 0), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_CLIENT), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_ADMIN), VS_E_PROTO);
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_OK);
+	m.us = 0; /* too quick to measure: still a swap-in */
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_OK);
+	m.us = VS_SWAPPED_US_MAX;
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_OK);
+	m.us = VS_SWAPPED_US_MAX + 1;
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	m.us = 10;
+	m.bytes = 0;
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	m.bytes = 1;
+	memset(m.uuid, 0, sizeof(m.uuid));
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	assert_string_equal(why, "swapped: empty UUID");
+	h = hdr_for(VS_MSG_SWAPPED, sizeof(m) - 8);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	h = hdr_for(VS_MSG_SWAPPED, sizeof(m) + 8);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+}
+
+/* SET_SLICE targets a GPU like SET_TQ; SET_POLICY every GPU, with a
+ * known policy; SET_WEIGHT a uid. */
+static void test_admin_sets(void **state)
+{
+	struct vs_admin_set m;
+	struct vs_hdr h;
+	(void)state;
+
+	memset(&m, 0, sizeof(m));
+	h = hdr_for(VS_MSG_SET_SLICE, sizeof(m));
+	m.target = VS_TARGET_INDEX;
+	m.value = VS_SLICE_MIN_MS;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_OK);
+	m.target = 0;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+	m.uuid[4] = 9;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_OK);
+	m.target = VS_TARGET_UID;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+	h = hdr_for(VS_MSG_SET_SLICE, sizeof(m) - 4);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+
+	memset(&m, 0, sizeof(m));
+	h = hdr_for(VS_MSG_SET_POLICY, sizeof(m));
+	m.target = VS_TARGET_ALL;
+	m.value = VS_POLICY_FCFS;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_OK);
+	m.value = 2;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+	m.value = VS_POLICY_FAIR;
+	m.target = VS_TARGET_INDEX;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+	m.target = VS_TARGET_ALL;
+	m.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+
+	memset(&m, 0, sizeof(m));
+	h = hdr_for(VS_MSG_SET_WEIGHT, sizeof(m));
+	m.target = VS_TARGET_UID;
+	m.index = 1000;
+	m.value = 5;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_OK);
+	m.index = UINT32_MAX;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+	m.index = 0;
+	m.target = VS_TARGET_ALL;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+	m.target = VS_TARGET_UID;
+	m.uuid[0] = 1;
+	assert_int_equal(vs_check_payload(&h, &m, NULL), VS_E_PROTO);
+}
+
+static void test_policy_names(void **state)
+{
+	uint32_t p;
+	(void)state;
+
+	assert_int_equal(vs_policy_parse("fcfs", &p), 0);
+	assert_int_equal(p, VS_POLICY_FCFS);
+	assert_string_equal(vs_policy_name(p), "fcfs");
+	assert_int_equal(vs_policy_parse("fair", &p), 0);
+	assert_string_equal(vs_policy_name(p), "fair");
+	assert_int_equal(vs_policy_parse("FAIR", &p), -1);
+	assert_string_equal(vs_policy_name(7), "?");
 }
 
 static void test_every_type_has_a_row(void **state)
@@ -88,7 +236,8 @@ static void test_every_type_has_a_row(void **state)
 		VS_MSG_HELLO, VS_MSG_ATTACH, VS_MSG_FOOTPRINT, VS_MSG_REQUEST,
 		VS_MSG_RELEASED, VS_MSG_WELCOME, VS_MSG_GRANT, VS_MSG_DROP,
 		VS_MSG_MODE, VS_MSG_ERROR, VS_MSG_STATUS, VS_MSG_SET_TQ,
-		VS_MSG_SET_MODE, VS_MSG_REPLY,
+		VS_MSG_SET_MODE, VS_MSG_REPLY, VS_MSG_SWAPPED,
+		VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT,
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
@@ -96,6 +245,7 @@ static void test_every_type_has_a_row(void **state)
 		assert_non_null(mi);
 		assert_non_null(mi->name);
 		assert_true(mi->size > 0);
+		assert_true(mi->since >= 1 && mi->since <= VS_PROTO_VERSION);
 	}
 	assert_null(vs_msg_lookup(0));
 }
@@ -192,6 +342,10 @@ int main(void)
 		cmocka_unit_test(test_payload_rules),
 		cmocka_unit_test(test_uuid_text),
 		cmocka_unit_test(test_mode_names),
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_swapped),
+		cmocka_unit_test(test_admin_sets),
+		cmocka_unit_test(test_policy_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,6 +128,22 @@ void client_lost(const char *why)
 	int held[GATE_MAX_GPUS], quiet;
 	char told[VS_ERRMSG_MAX];
 
+	/* An older scheduler refused our HELLO's version (nothing else was
+	 * said on the connection): HELLO again at once, in its version. */
+	if (client_c.downgrade && !client_c.welcomed) {
+		client_c.downgrade = 0;
+		client_set_sock(-1);
+		client_c.rlen = 0;
+		client_c.refusal[0] = '\0';
+		client_c.next_try_ms = 0;
+		return;
+	}
+	client_c.downgrade = 0;
+	/* A scheduler that served us may come back upgraded: the next
+	 * connection starts in our own version again. */
+	if (client_c.welcomed)
+		client_c.version = 0;
+
 	/* One line per outage: a scheduler that accepts and hangs up (or
 	 * never answers) is not reported at every attempt. */
 	if (client_c.welcomed &&
@@ -152,6 +168,7 @@ void client_lost(const char *why)
 
 		held[i] = c->held;
 		c->held = c->requested = c->attached = c->fp_valid = 0;
+		c->swap.bytes = 0;
 		c->drop = 0;
 		/* A GPU refused on the lost connection is asked for again on
 		 * the next one; running unshared meanwhile opens it anyway,

@@ -10,6 +10,12 @@
 
 #include <stdint.h>
 
+/* The swap-in a grant cost, as the granted callback measured it. */
+struct client_swap {
+	uint64_t us;      /* microseconds */
+	uint64_t bytes;   /* moved to the GPU; 0: no swap-in happened */
+};
+
 /* What the client needs from the layers above it. Each is called on the
  * client thread, never from an application thread; none may be NULL. */
 struct client_callbacks {
@@ -17,8 +23,11 @@ struct client_callbacks {
 	/* dev was granted to this process, which did not hold it (flags:
 	 * VS_GRANTF_*). Called before the gate opens, so what it does comes
 	 * before the first kernel (the bulk swap-in of an oversubscribed
-	 * grant). */
-	void (*granted)(void *arg, int dev, uint32_t flags);
+	 * grant). It fills *swap (zeroed by the caller) with what a swap-in
+	 * cost, which the client reports to a scheduler that takes it
+	 * (VS_MSG_SWAPPED, protocol version 2). */
+	void (*granted)(void *arg, int dev, uint32_t flags,
+			struct client_swap *swap);
 	/* dev was taken from this process (gate_take: no call in flight, the
 	 * device synchronized), before RELEASED goes out. swap_out: the
 	 * memory should move to the host now (VSHARE_SWAP_OUT=eager). */

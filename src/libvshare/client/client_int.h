@@ -44,6 +44,11 @@ struct client_conn {
 	struct own_fd sock_id;    /* sock's identity, set with it */
 	uint64_t spin_until_ns;   /* a REQUEST went out; the thread
 				   * busy-polls for the GRANT until then */
+	uint16_t version;         /* spoken on the connection (0: ours);
+				   * lower after an older scheduler refused
+				   * ours (client_msg.c: on_version) */
+	int      downgrade;       /* the connection ends to be made again
+				   * at once in `version`: no outage */
 	int      version_dead;    /* protocol mismatch: stay unshared */
 	int      version_seen;    /* the mismatch was logged (once) */
 	int      warned;          /* the outage was logged */
@@ -87,6 +92,8 @@ struct client_gpu {
 	int      want;             /* request even with no waiter (reconnect) */
 	int      fp_valid;         /* a footprint was sent on this connection */
 	uint64_t fp_managed, fp_pinned;
+	struct client_swap swap;   /* the swap-in of the current grant, to be
+				    * reported (bytes 0: nothing to report) */
 	int      fp_dirty;         /* atomic: footprint changed since sent */
 	int      wanted;           /* atomic: a thread waits at the gate
 				    * (set by client_wanted, taken by the
@@ -117,6 +124,12 @@ void client_conf_read(struct client_conf *c);
 void own_fd_take(struct own_fd *o, int fd);
 int  own_fd_valid(const struct own_fd *o);
 void own_fd_close(struct own_fd *o);
+
+/* The protocol version the client speaks now. */
+static inline uint16_t client_version(void)
+{
+	return client_c.version ? client_c.version : VS_PROTO_VERSION;
+}
 
 /* Whether the thread should end (client_stop or gate_shutdown). */
 static inline int client_stopping(void)

@@ -75,7 +75,7 @@ int client_send(uint16_t type, const void *payload, uint32_t len)
 
 	if (len > sizeof(buf) - sizeof(struct vs_hdr) || client_c.sock < 0)
 		return -1;
-	vs_hdr_init((struct vs_hdr *)buf, type, len);
+	vs_hdr_init_v((struct vs_hdr *)buf, client_version(), type, len);
 	memcpy(buf + sizeof(struct vs_hdr), payload, len);
 	return send_all(buf, sizeof(struct vs_hdr) + len);
 }
@@ -85,7 +85,7 @@ int client_hello(void)
 	struct vs_hello m;
 
 	memset(&m, 0, sizeof(m));
-	m.proto_version = VS_PROTO_VERSION;
+	m.proto_version = client_version();
 	memcpy(m.label, client_g.conf.label,
 	       strnlen(client_g.conf.label, VS_LABEL_MAX));
 	return client_send(VS_MSG_HELLO, &m, sizeof(m));
@@ -106,6 +106,7 @@ static void on_grant(const struct vs_grant *m)
 {
 	int dev = gpu_by_uuid(m->uuid);
 	struct client_gpu *c;
+	struct client_swap sw = { 0, 0 };
 
 	if (dev < 0)
 		return;
@@ -114,9 +115,12 @@ static void on_grant(const struct vs_grant *m)
 	client_c.spin_until_ns = 0;
 	/* Before the gate opens: under oversubscription the top swaps the
 	 * memory in here, one bulk prefetch being several times faster than
-	 * the page faults it replaces. */
-	if (!c->held)
-		client_g.cb->granted(client_g.cb->arg, dev, m->flags);
+	 * the page faults it replaces. What it cost goes to a scheduler that
+	 * counts it (client_work.c), which a version-1 one does not. */
+	if (!c->held) {
+		client_g.cb->granted(client_g.cb->arg, dev, m->flags, &sw);
+		c->swap = client_version() >= 2 ? sw : (struct client_swap){ 0, 0 };
+	}
 	c->held = 1;
 	c->requested = 0;
 	c->want = 0;
@@ -144,6 +148,15 @@ static void on_drop(const struct vs_drop *m)
 
 static void on_version(uint32_t theirs)
 {
+	/* An older scheduler that we can speak to: connect again at once in
+	 * its version, with no outage to tell. */
+	if (theirs >= VS_PROTO_VERSION_MIN && theirs < client_version()) {
+		client_c.version = (uint16_t)theirs;
+		client_c.downgrade = 1;
+		log_info("the scheduler speaks protocol version %u: speaking it "
+			 "(swap-ins go unreported)", theirs);
+		return;
+	}
 	if (!client_g.conf.require_sched)
 		client_c.version_dead = 1;
 	if (client_c.version_seen)

@@ -83,6 +83,23 @@ static int footprint(int dev, struct client_gpu *g)
 	return 0;
 }
 
+/* The swap-in of the current grant, once, to a scheduler of version 2
+ * or later (on_grant keeps none for an older one). Before any RELEASED,
+ * so that the scheduler counts it for the grant it belongs to. */
+static int swapped(struct client_gpu *g)
+{
+	struct vs_swapped m;
+
+	if (g->swap.bytes == 0 || !g->held)
+		return 0;
+	memset(&m, 0, sizeof(m));
+	memcpy(m.uuid, g->uuid, VS_UUID_LEN);
+	m.us = g->swap.us < VS_SWAPPED_US_MAX ? g->swap.us : VS_SWAPPED_US_MAX;
+	m.bytes = g->swap.bytes;
+	g->swap.bytes = 0;
+	return client_send(VS_MSG_SWAPPED, &m, sizeof(m));
+}
+
 /* Release now, or for an idle drop once nothing was submitted for idle_ms
  * and nothing is in flight. Returns the ms to wait before looking again
  * (-1: nothing pending), or -2 if the connection failed. */
@@ -153,7 +170,7 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 			return -1;
 		g->attached = 1;
 	}
-	if (footprint(dev, g))
+	if (footprint(dev, g) || swapped(g))
 		return -1;
 	t = drop(dev, g);
 	if (t == -2)

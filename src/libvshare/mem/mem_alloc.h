@@ -50,8 +50,9 @@ void mem_defer_reap(int wait);
 /* Number of frees still waiting for their stream (tests, debugging). */
 size_t mem_defer_pending(void);
 
-/* Prefetch the managed memory of dev to it (or to host) and wait. */
-void mem_prefetch_device(int dev, int to_host);
+/* Prefetch the managed memory of dev to it (or to host) and wait; the
+ * bytes whose prefetch the driver took (0: nothing moved). */
+uint64_t mem_prefetch_device(int dev, int to_host);
 
 void mem_atfork_child(void);
 

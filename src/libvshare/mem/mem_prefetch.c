@@ -29,50 +29,57 @@ static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-static void prefetch_entries(const struct mreg_entry *es, size_t n, int dev,
-			     int to_host)
+/* The bytes whose prefetch the driver took; 0 when none. */
+static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
+				 int dev, int to_host)
 {
 	__typeof__(&cuStreamCreate) screate = REAL(cuStreamCreate);
 	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
 	__typeof__(&cuStreamDestroy_v2) sdestroy = REAL(cuStreamDestroy_v2);
+	uint64_t bytes = 0;
 	CUstream s;
 
 	if (screate == NULL || ssync == NULL || sdestroy == NULL ||
 	    screate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-		return;
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		CUresult r = prefetch_one(&es[i], dev, to_host, s);
 
-		if (r != CUDA_SUCCESS)
+		if (r == CUDA_SUCCESS)
+			bytes += es[i].size;
+		else
 			log_once(LOG_LVL_INFO, "prefetch of managed memory "
 				 "failed (CUDA error %d); pages move on demand",
 				 (int)r);
 	}
 	ssync(s);
 	sdestroy(s);
+	return bytes;
 }
 
-void mem_prefetch_device(int dev, int to_host)
+uint64_t mem_prefetch_device(int dev, int to_host)
 {
 	__typeof__(&cuCtxPushCurrent_v2) push = REAL(cuCtxPushCurrent_v2);
 	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
 	struct mreg_entry *es;
 	CUcontext ctx, old;
 	size_t n, m;
+	uint64_t bytes = 0;
 
 	n = mreg_snapshot(dev, MREG_MANAGED, NULL, 0);
 	if (n == 0 || push == NULL || pop == NULL ||
 	    ctx_list(dev, &ctx, 1) != 1)
-		return;
+		return 0;
 	es = malloc(n * sizeof(*es));
 	if (es == NULL)
-		return;
+		return 0;
 	m = mreg_snapshot(dev, MREG_MANAGED, es, n);
 	if (m < n)
 		n = m;
 	if (push(ctx) == CUDA_SUCCESS) {
-		prefetch_entries(es, n, dev, to_host);
+		bytes = prefetch_entries(es, n, dev, to_host);
 		pop(&old);
 	}
 	free(es);
+	return bytes;
 }
