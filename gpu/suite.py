@@ -20,12 +20,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suite_bench as B  # noqa: E402
 import suite_correct as C  # noqa: E402
 import suite_examples as X  # noqa: E402
+import suite_fair as F  # noqa: E402
 import suite_plain as P  # noqa: E402
 from suite_lib import (GIB, Env, Guard, Result, Scheduler, SuiteError,  # noqa: E402
                        attach_gpu, gpu_memory, parse_size)
 
 CHECKS = ["examples", "drv", "rt", "torch", "torch-async", "on", "off", "oversub",
           "torch-bench", "launch", "lock", "handoff", "burst", "swapin"]
+# Run only when named: the fair-share benchmarks beside fcfs take about 5
+# minutes (suite_fair.py), which the default run would not fit beside the
+# rest in one 10-minute device session.
+EXTRA = list(F.FAIR_CHECKS)
+GROUPS = {"fair": F.FAIR_CHECKS}
 
 
 def parse_args():
@@ -34,13 +40,19 @@ def parse_args():
                     help="build tree with bin/vshare-scheduler and lib/libvshare.so")
     ap.add_argument("--gpu-bin", required=True, help="built suite programs")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--only", default="", help="comma list of: " + ",".join(CHECKS))
+    ap.add_argument("--only", default="", help="comma list of: " + ",".join(
+        CHECKS + EXTRA) + "; fair = " + ",".join(F.FAIR_CHECKS) +
+        " (these run only when named)")
     ap.add_argument("--skip", default="")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--mem-limit", default="4G", help="VSHARE_MEM_LIMIT per process")
     ap.add_argument("--capacity", default="12G", help="scheduler capacity (auto groups)")
     ap.add_argument("--swap-bytes", default="2G")
     ap.add_argument("--idle-ms", type=int, default=100)
+    ap.add_argument("--fair-tq", type=int, default=30,
+                    help="quantum (s) of fair-burst and fair-train, both policies")
+    ap.add_argument("--fair-users-tq", type=int, default=2,
+                    help="quantum (s) of fair-users, both policies")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--plain-only", action="store_true",
@@ -56,9 +68,14 @@ def parse_args():
     o.handoff_reps = 3 if o.quick else 5
     o.burst_reps = 2 if o.quick else 3
     o.stamp_kernels, o.stamp_spin_us = 400, 5000
-    only = [c for c in o.only.split(",") if c]
-    skip = [c for c in o.skip.split(",") if c]
-    bad = [c for c in only + skip if c not in CHECKS]
+    o.fair_burst_seconds = 10 if o.quick else 15
+    o.fair_train_seconds = 6 if o.quick else 10
+    o.fair_users_seconds = 12 if o.quick else 20
+
+    def names(text):
+        return [n for c in text.split(",") if c for n in GROUPS.get(c, [c])]
+    only, skip = names(o.only), names(o.skip)
+    bad = [c for c in only + skip if c not in CHECKS + EXTRA]
     if bad:
         ap.error("unknown check(s): %s" % ",".join(bad))
     o.selected = [c for c in (only or CHECKS) if c not in skip]
@@ -114,6 +131,21 @@ def guarded(env, results, fn, *args):
     return r
 
 
+def guarded_many(env, results, fn):
+    """guarded() for a check that gives several result rows."""
+    rows = []
+
+    def collect(env_):
+        out = fn(env_)
+        rows.extend(out if isinstance(out, list) else [out])
+        return rows[0]
+    collect.__name__ = fn.__name__
+    first = guarded(env, results, collect)
+    for r in rows[1:]:
+        r.data["seconds"] = first.data.get("seconds")
+        _report(env, results, r)
+
+
 def _report(env, results, r):
     results.append(r)
     env.say("%-5s %-44s %s" % (r.status, r.name, r.measured))
@@ -163,6 +195,7 @@ def run_all(env, results):
         over = guarded(env, results, C.check_oversub, baseline)
         if "swapin" in sel:
             guarded(env, results, B.bench_swapin, over, baseline)
+    F.run_fair(env, guard, sel, lambda fn: guarded_many(env, results, fn))
 
 
 def write_results(env, machine, results, aborted):

@@ -258,16 +258,18 @@ class Scheduler:
     """A private vshare-scheduler on a temporary socket."""
 
     def __init__(self, env, name, mode="auto", capacity=None, tq_s=None,
-                 idle_ms=None):
+                 idle_ms=None, conf=None):
         self.env, self.name, self.mode = env, name, mode
         self.capacity, self.tq_s, self.idle_ms = capacity, tq_s, idle_ms
+        self.conf = dict(conf or {})
         self.proc = None
         self.applied = {}
 
     def _config_doc(self):
         """The scheduler's config keys (see --print-config): capacity in
-        bytes, default mode of every GPU, quantum in seconds."""
-        doc = {}
+        bytes, default mode of every GPU, quantum in seconds, and any
+        other keys given as `conf` (policy, socket_mode...)."""
+        doc = dict(self.conf)
         if self.capacity:
             doc["capacity"] = self.capacity
         if self.mode:

@@ -10,7 +10,15 @@
   background  the bench model trains until --seconds pass (a co-runner);
               touches --ready once warm
   burst       latency of short interactive bursts; the first one includes
-              everything after context creation (lock, library set-up)
+              everything after context creation (lock, library set-up).
+              --bursts N, or with --burst-seconds X or --stop-file F as
+              many as fit in X seconds or until F exists; touches --ready
+              after the first
+  share       a small model trains, one synchronized step at a time, as
+              one of several co-runners: touches --ready once warm, waits
+              for --go (a file holding "t0 t1", time.monotonic seconds,
+              the same clock in every process of the machine), trains
+              until t1 and counts the steps that finished within [t0, t1]
 
 The allocator is whatever PYTORCH_CUDA_ALLOC_CONF selects; the suite runs
 each mode plain and under the shim and compares.
@@ -168,6 +176,7 @@ def mode_bench(args):
     if args.ready:
         open(args.ready, "w").close()
     windows, steps, t_end = [], 0, time.monotonic() + args.seconds
+    t_start = time.monotonic()
     while time.monotonic() < t_end:
         t0, n = time.monotonic(), 0
         while n < 20:
@@ -176,8 +185,12 @@ def mode_bench(args):
         torch.cuda.synchronize()
         windows.append(n / (time.monotonic() - t0))
         steps += n
+    elapsed = time.monotonic() - t_start
+    # steps_per_s (the median window) suits a job alone on the GPU;
+    # steps_per_s_mean counts every pause, as a co-runner's turns cause.
     return {"mode": args.mode, "steps": steps, "windows": len(windows),
             "window_steps_per_s": [round(w, 1) for w in windows],
+            "elapsed_s": elapsed, "steps_per_s_mean": steps / elapsed,
             "steps_per_s": statistics.median(windows),
             "steps_per_s_max": max(windows), "loss": float(loss.item()),
             "max_reserved_mib": torch.cuda.max_memory_reserved() >> 20}
@@ -192,38 +205,119 @@ def burst(a_cpu, b_cpu):
     return (time.monotonic() - t0) * 1e3, s
 
 
+def nearest_rank(xs, pct):
+    """The pct-th percentile of xs by nearest rank (None when empty)."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[max(0, min(len(xs) - 1, -(-len(xs) * pct // 100) - 1))]
+
+
 def mode_burst(args):
     g = torch.Generator().manual_seed(5)
     a_cpu = torch.randn(2048, 2048, generator=g)
     b_cpu = torch.randn(2048, 2048, generator=g) / 45.0
     torch.empty(1, device="cuda")   # context only: no submission
-    lat, sums = [], []
-    for i in range(args.bursts):
+    lat, sums, starts = [], [], []
+    t0 = time.monotonic()
+
+    def more(i):
+        if args.stop_file:
+            return not os.path.exists(args.stop_file)
+        if args.burst_seconds:
+            return time.monotonic() - t0 < args.burst_seconds
+        return i < args.bursts
+
+    i = 0
+    while i == 0 or more(i):
         if i:
             time.sleep(args.gap_ms / 1e3)
+        starts.append(time.monotonic())
         ms, s = burst(a_cpu, b_cpu)
         lat.append(ms)
         sums.append(s)
-    return {"mode": "burst", "first_ms": lat[0],
-            "later_ms_p50": statistics.median(lat[1:]) if len(lat) > 1 else None,
-            "latencies_ms": lat, "sum": sums[0]}
+        if i == 0 and args.ready:
+            open(args.ready, "w").close()
+        i += 1
+    later = lat[1:]
+    return {"mode": "burst", "first_ms": lat[0], "bursts": len(lat),
+            "later_ms_p50": statistics.median(later) if later else None,
+            "later_ms_p90": nearest_rank(later, 90),
+            "later_ms_max": max(later) if later else None,
+            "latencies_ms": lat, "starts": starts, "sum": sums[0]}
+
+
+def share_model(dev):
+    """Small enough for many co-runners (about 0.3 GB each), large enough
+    that a step is GPU work rather than Python."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(4096, 2048, device=dev)
+    y = torch.randn(4096, 2048, device=dev)
+    return model, opt, x, y
+
+
+def mode_share(args):
+    dev = torch.device("cuda")
+    model, opt, x, y = share_model(dev)
+    for _ in range(args.warmup):
+        bench_step(model, opt, x, y)
+    torch.cuda.synchronize()
+    if args.ready:
+        open(args.ready, "w").close()
+    while not os.path.exists(args.go):     # idle: the GPU goes to others
+        time.sleep(0.01)
+    with open(args.go) as f:
+        t0, t1 = (float(v) for v in f.read().split())
+    done, last, busy, steps = [], None, 0.0, 0
+    while True:
+        bench_step(model, opt, x, y)
+        torch.cuda.synchronize()
+        now = time.monotonic()
+        steps += 1
+        if now > t1:
+            break
+        if now >= t0:
+            done.append(now)
+            # Back-to-back steps are time on the GPU; a longer pause is
+            # another process's turn.
+            if last is not None and now - last < args.turn_gap_ms / 1e3:
+                busy += now - last
+            last = now
+    gaps = [b - a for a, b in zip(done, done[1:])]
+    return {"mode": "share", "steps_in_window": len(done), "steps": steps,
+            "window_s": t1 - t0, "busy_s": busy,
+            "step_ms_p50": statistics.median(gaps) * 1e3 if gaps else None,
+            "turns": 1 + sum(1 for g in gaps if g >= args.turn_gap_ms / 1e3)
+            if done else 0,
+            "max_reserved_mib": torch.cuda.max_memory_reserved() >> 20}
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["correct", "bench", "background", "burst"])
+    ap.add_argument("mode", choices=["correct", "bench", "background", "burst",
+                                     "share"])
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--ready")
     ap.add_argument("--bursts", type=int, default=4)
     ap.add_argument("--gap-ms", type=float, default=400)
+    ap.add_argument("--burst-seconds", type=float, default=0)
+    ap.add_argument("--stop-file")
+    ap.add_argument("--go")
+    ap.add_argument("--turn-gap-ms", type=float, default=50)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print(json.dumps({"mode": args.mode, "ok": False, "error": "no CUDA"}))
         return 2
     fn = {"correct": mode_correct, "bench": mode_bench,
-          "background": mode_bench, "burst": mode_burst}[args.mode]
+          "background": mode_bench, "burst": mode_burst,
+          "share": mode_share}[args.mode]
     res = fn(args)
     res["pid"] = os.getpid()
     print(json.dumps(res), flush=True)

@@ -20,6 +20,11 @@ static void keep_socket_settings(const struct conf *old, struct conf *nc)
 		log_warn("reload: %s take effect at the next restart", changed);
 }
 
+static uint32_t weight_of(void *arg, uint32_t uid, uint32_t gid)
+{
+	return conf_weight_of(arg, uid, gid);
+}
+
 int reload_conf(struct srv *s)
 {
 	struct conf nc;
@@ -64,6 +69,9 @@ int reload_conf(struct srv *s)
 		 CONF_DEF_ADMIN_GROUP : nc.admin_group);
 	conf_free(s->conf);
 	*s->conf = nc;
+	/* Every user's weight from the new file: a reload is the admin's
+	 * word, over what vsharectl set-weight said since. */
+	sched_reweigh(s->sched, weight_of, s->conf);
 	log_info("reloaded %s: quantum %u s, mode %s, max_clients %u",
 		 s->conf_path, nc.tq_s, vs_mode_name(nc.mode), nc.max_clients);
 	return 0;

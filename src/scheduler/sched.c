@@ -289,27 +289,52 @@ uint32_t sched_client_id(const struct sched_client *c)
 	return c->id;
 }
 
-/* A user's weight, on the uid's record and every one of its clients. */
-static void uid_weight(struct sched *s, uint32_t uid, uint32_t weight)
+static uint32_t weight_clamp(uint32_t weight)
+{
+	if (weight == 0)
+		return SCHED_WEIGHT_DEFAULT;
+	return weight > SCHED_WEIGHT_MAX ? SCHED_WEIGHT_MAX : weight;
+}
+
+/* Every client takes its user's weight; the order of every queue may
+ * change, and who preempts whom. */
+static void weights_apply(struct sched *s)
 {
 	struct dlink *it;
 
-	if (weight == 0)
-		weight = SCHED_WEIGHT_DEFAULT;
-	if (weight > SCHED_WEIGHT_MAX)
-		weight = SCHED_WEIGHT_MAX;
 	for (it = s->clients.next; it != &s->clients; it = it->next) {
 		struct sched_client *c = dl_entry(it, struct sched_client, link);
 
-		if (c->cred.uid == uid) {
-			c->weight = weight;
-			c->u->weight = weight;
-		}
+		c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
 	}
-	/* The order of every queue may change, and who preempts whom. */
 	for (size_t i = 0; i < s->n_gpus; i++)
 		if (s->gpus[i]->n_waiting > 0)
 			admit(s, s->gpus[i]);
+}
+
+/* A user's weight, on the uid's record and every one of its clients. */
+static void uid_weight(struct sched *s, uint32_t uid, uint32_t weight)
+{
+	for (size_t i = 0; i < s->n_uids; i++)
+		if (s->uids[i]->uid == uid)
+			s->uids[i]->weight = weight_clamp(weight);
+	weights_apply(s);
+}
+
+void sched_reweigh(struct sched *s, sched_weight_fn fn, void *arg)
+{
+	struct dlink *it;
+
+	for (size_t i = 0; i < s->n_uids; i++)
+		s->uids[i]->weight = 0;
+	for (it = s->clients.next; it != &s->clients; it = it->next) {
+		struct sched_client *c = dl_entry(it, struct sched_client, link);
+		uint32_t w = weight_clamp(fn(arg, c->cred.uid, c->cred.gid));
+
+		if (w > c->u->weight)
+			c->u->weight = w;
+	}
+	weights_apply(s);
 }
 
 void sched_client_set_weight(struct sched *s, struct sched_client *c,

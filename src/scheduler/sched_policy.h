@@ -171,6 +171,10 @@ void sched_client_set_weight(struct sched *s, struct sched_client *c,
 /* The same for a uid that has clients now: 0, or VS_E_NOGPU when the uid
  * has none (a weight for later users belongs in the configuration). */
 int sched_uid_set_weight(struct sched *s, uint32_t uid, uint32_t weight);
+/* Every user's weight at once, from fn (the largest among a user's
+ * clients, which may differ in gid), in one pass over the clients. */
+typedef uint32_t (*sched_weight_fn)(void *arg, uint32_t uid, uint32_t gid);
+void sched_reweigh(struct sched *s, sched_weight_fn fn, void *arg);
 
 /* Client requests. Each returns 0 or a negative VS_E_* code (the message
  * was not valid in this state; nothing changed). sched_attach refuses

@@ -164,6 +164,7 @@ static void peer_gone(struct conn *c)
 static void on_hello(struct conn *c, const struct vs_hello *m)
 {
 	struct vs_welcome w;
+	struct sched_uid_info ui;
 	char label[VS_LABEL_MAX + 1];
 
 	/* The header's version, which the reader checked, is the one this
@@ -189,6 +190,12 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 		conn_close(c);
 		return;
 	}
+	/* The first client of a user brings the configured weight; later
+	 * ones keep the user's (vsharectl set-weight may have changed it). */
+	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
+	    ui.n_clients == 1)
+		sched_client_set_weight(c->srv->sched, c->client,
+			conf_weight_of(c->srv->conf, c->cred.uid, c->cred.gid));
 	log_info("client %u \"%s\" registered: pid %d, uid %u, protocol %u",
 		 sched_client_id(c->client), label, c->cred.pid, c->cred.uid,
 		 c->rx.version);

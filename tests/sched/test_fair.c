@@ -597,6 +597,50 @@ static void test_swap_budget(void **state)
 	sched_free(w.s);
 }
 
+static uint32_t by_gid(void *arg, uint32_t uid, uint32_t gid)
+{
+	(void)arg;
+	return uid == 1001 ? 0 : gid == 7 ? 5 : 2000;
+}
+
+/* A reload's weights: per user the largest of its clients' (their gids
+ * differ), clamped, in one pass. */
+static void test_reweigh(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct sched_cred a1 = { 1, 1001, 1 }, b1 = { 2, 1002, 7 },
+			  b2 = { 3, 1002, 8 }, c1 = { 4, 1003, 9 };
+	struct sched_client *c[4];
+	struct sched_member_info mi;
+	struct sched *s;
+	uint32_t want[4] = { 1, SCHED_WEIGHT_MAX, SCHED_WEIGHT_MAX,
+			     SCHED_WEIGHT_MAX };
+	(void)state;
+
+	now_ms = 1;
+	s = sched_new(&cfg, clock_fn, NULL);
+	c[0] = sched_client_new(s, &a1, "a", NULL);
+	c[1] = sched_client_new(s, &b1, "b", NULL);
+	c[2] = sched_client_new(s, &b2, "b", NULL);
+	c[3] = sched_client_new(s, &c1, "c", NULL);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sched_attach(s, c[i], GPU, 80 * GiB), 0);
+	sched_reweigh(s, by_gid, NULL);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(sched_client_gpu(s, c[i], 0, &mi), 0);
+		assert_int_equal(mi.weight, want[i]);
+	}
+	/* A new client of a user takes the user's weight. */
+	{
+		struct sched_client *b3 = sched_client_new(s, &b1, "b", NULL);
+
+		assert_int_equal(sched_attach(s, b3, GPU, 80 * GiB), 0);
+		assert_int_equal(sched_client_gpu(s, b3, 0, &mi), 0);
+		assert_int_equal(mi.weight, SCHED_WEIGHT_MAX);
+	}
+	sched_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -610,6 +654,7 @@ int main(void)
 		cmocka_unit_test(test_reconnect_keeps_history),
 		cmocka_unit_test(test_hung_holder_revoked),
 		cmocka_unit_test(test_swap_budget),
+		cmocka_unit_test(test_reweigh),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
