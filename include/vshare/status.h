@@ -7,7 +7,8 @@
  *
  * Document version history ("version" key):
  *   1  first version.
- *   2  fair share: a GPU's policy, min_slice_ms, slice_ms and swap_us; a
+ *   2  fair share: a GPU's policy, min_slice_ms, slice_ms, swap_us and
+ *      preempt_cost_ms; a
  *      member's recent_ms, user_recent_ms, weight, and for a waiter its
  *      wait_why, position and eta_ms.
  *
@@ -44,8 +45,9 @@
 	X(queue, ARRAY, "client ids", "clients waiting, first in line first") \
 	X(policy, STR, "", "queue order: \"fair\" or \"fcfs\"")            \
 	X(min_slice_ms, NUM, "ms", "slice a holder keeps before a fair preemption") \
-	X(slice_ms, NUM, "ms", "slice in force: min_slice_ms, or longer to keep swaps within the swap budget") \
-	X(swap_us, NUM, "us", "average swap-in of a grant, measured by the clients; 0: none")
+	X(slice_ms, NUM, "ms", "slice in force: min_slice_ms, or longer to keep preemptions within their budget") \
+	X(swap_us, NUM, "us", "average swap-in of a grant, measured by the clients; 0: none") \
+	X(preempt_cost_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU; 0: none yet")
 
 /* One client (one connection of the shim), in "clients". */
 #define VS_STATUS_CLIENT_KEYS(X)                                             \

@@ -41,14 +41,14 @@
  * limits against hostile peers (docs/scheduler.md): outq_max must hold a
  * status reply (1 MiB and its header), so it starts at 2 MiB.
  *
- * policy to swap_budget_pct are the fair share (sched_policy.h). The
- * slice's default comes from measurements on an H100 (docs/scheduler.md):
- * short enough that a notebook's burst waits about a second beside a
- * training job, long enough that the training job keeps about 90% of the
- * GPU beside a program that bursts 5% of the time. preempt_pct 67: two
- * equal jobs taking turns at a quantum of up to half the half-life stay
- * within 70% of each other, so they do not preempt each other at every
- * slice, while a weight of 3 against 1 still gives about 72% of the GPU
+ * policy to preempt_budget_pct are the fair share (sched_policy.h). The
+ * slice's default is a floor: the slice in force grows with what
+ * preemptions cost (sched_fair.c), so that a training job keeps 90% of the
+ * GPU beside notebooks (preempt_budget_pct); 500 ms lets the first burst
+ * of a notebook in wait half a second at most. preempt_pct 67: two equal
+ * jobs taking turns at a quantum of up to half the half-life stay within
+ * 70% of each other, so they do not preempt each other at every slice,
+ * while a weight of 3 against 1 still gives about 72% of the GPU
  * (tests/sched/test_fair.c).
  */
 #define CONF_KEYS(X) \
@@ -76,7 +76,7 @@ X(policy,            POLICY, NUM(SCHED_POLICY_FAIR),    0,           0,         
 X(min_slice_ms,      UINT,  NUM(CONF_DEF_SLICE_MS),     SCHED_SLICE_MIN_MS, SCHED_SLICE_MAX_MS, "ms", GPU(min_slice_ms, SCHED_GCFG_SLICE, 1), LIVE) \
 X(halflife_s,        UINT,  NUM(60),                    1,           86400,        "s",       GLOBAL,                           LIVE)    \
 X(preempt_pct,       UINT,  NUM(67),                    1,           100,          "%",       GLOBAL,                           LIVE)    \
-X(swap_budget_pct,   UINT,  NUM(10),                    1,           50,           "%",       GLOBAL,                           LIVE)
+X(preempt_budget_pct, UINT, NUM(10),                    1,           50,           "%",       GLOBAL,                           LIVE)
 
 #define NUM(v) (v), NULL
 #define STR(s) 0, (s)
@@ -677,7 +677,7 @@ void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)
 	out->min_slice_ms = c->min_slice_ms;
 	out->halflife_ms = c->halflife_s * 1000u;
 	out->preempt_pct = c->preempt_pct;
-	out->swap_budget_pct = c->swap_budget_pct;
+	out->preempt_budget_pct = c->preempt_budget_pct;
 }
 
 int conf_policy_parse(const char *text, uint32_t *policy)

@@ -21,7 +21,7 @@
 
 #define CONF_PATH_MAX         108      /* sizeof(sun_path) */
 #define CONF_NAME_MAX         64
-#define CONF_DEF_SLICE_MS     1000
+#define CONF_DEF_SLICE_MS     500
 
 /* A weight of the fair share: for a user, or for the members of a group
  * (its members as /etc/group lists them, and whoever has it as primary
@@ -61,7 +61,7 @@ struct conf {
 	uint32_t min_slice_ms;
 	uint32_t halflife_s;
 	uint32_t preempt_pct;
-	uint32_t swap_budget_pct;
+	uint32_t preempt_budget_pct;
 	struct sched_gpu_cfg *gpus; /* per-GPU overrides */
 	size_t   n_gpus;
 	struct conf_weight *weights; /* users first, then groups, file order */

@@ -113,6 +113,7 @@ static cJSON *gpu_json(const struct sched_gpu *g)
 	v[VS_SG_min_slice_ms].num = gi.min_slice_ms;
 	v[VS_SG_slice_ms].num = gi.slice_ms;
 	v[VS_SG_swap_us].num = (double)gi.swap_us;
+	v[VS_SG_preempt_cost_ms].num = (double)gi.cost_ms;
 	return st_object(&vs_status_gpu, v);
 }
 

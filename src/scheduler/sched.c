@@ -111,6 +111,7 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	g->held_fp += m->fp;
 	sched_cap_hold(g, m);
 	m->state = SCHED_ST_HOLDING;
+	sched_fair_granted(g, m, now);
 	m->since = now;
 	m->q_start = now;
 	m->charged_at = now;
@@ -128,6 +129,11 @@ static void unhold(struct sched *s, struct sched_member *m)
 	struct sched_gpu *g = m->g;
 
 	sched_fair_charge_one(s, m, sched_now(s));
+	if (m->preempted) {
+		m->out = 1;
+		m->out_at = sched_now(s);
+		m->out_hard = g->hard_seq;
+	}
 	dl_remove(&m->h_link);
 	g->n_holders--;
 	g->held_fp -= m->fp;
@@ -146,6 +152,7 @@ static void hard_drop(struct sched *s, struct sched_member *m,
 		return;
 	m->hard = reason;
 	m->hard_at = now;
+	m->g->hard_seq++;
 	m->hung_reported = 0;
 	m->g->n_hard++;
 	m->preempted = 0;

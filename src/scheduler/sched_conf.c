@@ -79,7 +79,7 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 	 * run-time choice. */
 	s->cfg.halflife_ms = cfg->halflife_ms;
 	s->cfg.preempt_pct = cfg->preempt_pct;
-	s->cfg.swap_budget_pct = cfg->swap_budget_pct;
+	s->cfg.preempt_budget_pct = cfg->preempt_budget_pct;
 	for (size_t i = 0; i < s->n_gpus; i++)
 		sched_admit(s, s->gpus[i]);
 }

@@ -245,19 +245,53 @@ int sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
 	return wv * 100.0 < hv * (double)s->cfg.preempt_pct;
 }
 
-/* Each preemption costs a swap-in under oversubscription (the new holder
- * prefetches, and the old one swaps back in at its next grant): a slice
- * of at least swap * (100 - budget) / budget keeps the swaps within the
- * budget's share of the GPU's time. */
+/* A preempted holder that asks again within this long of its release
+ * still had work: the time until its next grant is what the preemption
+ * cost it. One that comes back later had gone idle anyway. */
+#define COST_REQUEST_MS 1000u
+
+void sched_fair_granted(struct sched_gpu *g, struct sched_member *m,
+			uint64_t now)
+{
+	double cost;
+
+	if (!m->out)
+		return;
+	m->out = 0;
+	if (m->since > m->out_at + COST_REQUEST_MS || now < m->out_at)
+		return;
+	/* Only turns that ended by themselves: short jobs that went idle.
+	 * A turn that had to be ended (its quantum, a preemption back) was
+	 * a long job's, and what long jobs take from each other is the fair
+	 * share's to settle, not a cost to bound. */
+	if (g->hard_seq != m->out_hard)
+		return;
+	cost = (double)(now - m->out_at);
+	/* Each grant counts for a quarter: the average follows who is
+	 * preempting now, not who did an hour ago. */
+	g->cost_ms = g->costs == 0 ? cost : g->cost_ms + (cost - g->cost_ms) / 4;
+	g->costs++;
+}
+
+/* A preemption by short jobs costs its holder their turns (the waiters
+ * that go before it: their work, their idle time before they release,
+ * the hand-offs) and, under oversubscription, a swap-in when it gets the
+ * GPU back. A slice of at least cost * (100 - budget) / budget keeps what
+ * preemption takes within the budget's share of the holder's time: a
+ * training job keeps 90% of the GPU beside notebooks, whatever their
+ * bursts, and the slice is as short as that allows. */
 uint64_t sched_fair_slice(const struct sched *s, const struct sched_gpu *g)
 {
-	uint64_t slice = g->min_slice_ms, pct = s->cfg.swap_budget_pct;
+	uint64_t slice = g->min_slice_ms, pct = s->cfg.preempt_budget_pct;
+	double cost = g->costs > 0 ? g->cost_ms : 0.0;
 
-	/* Only while the GPU is oversubscribed: otherwise nothing swaps. */
-	if (g->swaps > 0 && pct > 0 && pct < 100 && g->capacity != 0 &&
-	    g->total_fp > g->capacity) {
-		uint64_t need = (uint64_t)(g->swap_us / 1000.0 *
-					   (double)(100 - pct) / (double)pct);
+	/* Swaps only while the GPU is oversubscribed: otherwise nothing
+	 * swaps. */
+	if (g->swaps > 0 && g->capacity != 0 && g->total_fp > g->capacity)
+		cost += g->swap_us / 1000.0;
+	if (pct > 0 && pct < 100 && cost > 0) {
+		uint64_t need = (uint64_t)(cost * (double)(100 - pct) /
+					   (double)pct);
 
 		if (need > slice)
 			slice = need;

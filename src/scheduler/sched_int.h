@@ -63,6 +63,9 @@ struct sched_member {
 	uint32_t pos;             /* waiting: place in the queue, 1 first */
 	uint64_t seq;             /* waiting: order of the requests */
 	int preempted;            /* its hard drop is a fair preemption */
+	int out;                  /* preempted and not yet granted again */
+	uint64_t out_at;          /* when that preemption took the GPU */
+	uint64_t out_hard;        /* g->hard_seq then */
 };
 
 /* What one uid's clients hold, against the per-uid limits. */
@@ -125,6 +128,9 @@ struct sched_gpu {
 	uint64_t slice_ms;        /* in force, as of the last admission */
 	double swap_us;           /* average measured swap-in, 0: none */
 	uint64_t swaps;           /* swap-ins measured */
+	double cost_ms;           /* average time a preemption cost its holder */
+	uint64_t costs;           /* preemptions measured */
+	uint64_t hard_seq;        /* hard drops sent, ever */
 	struct sched_usage *usage;
 	size_t n_usage, cap_usage;
 };
@@ -198,6 +204,9 @@ double sched_fair_recent(const struct sched *s, const struct sched_member *m,
 double sched_fair_user_recent(const struct sched *s,
 			      const struct sched_member *m, uint64_t now);
 void sched_fair_swapped(struct sched_gpu *g, uint64_t us);
+/* A holder's grant: what a preemption that took the GPU from it cost. */
+void sched_fair_granted(struct sched_gpu *g, struct sched_member *m,
+			uint64_t now);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

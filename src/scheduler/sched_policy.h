@@ -16,8 +16,10 @@
  * divided by the user's weight), then by the waiter's own recent time,
  * then by arrival. A holder that has held for its slice is asked to
  * release (a hard drop) when a waiter of much less recent time is queued:
- * the slice is the GPU's min_slice_ms, or longer when swaps measured on
- * this GPU would otherwise take more than swap_budget_pct of its time.
+ * the slice is the GPU's min_slice_ms, or longer when what preemptions
+ * measured on this GPU cost their holders (the preempting turns, and
+ * swap-ins under oversubscription) would otherwise take more than
+ * preempt_budget_pct of the holder's time.
  * Policy `fcfs` orders by arrival and preempts only at the quantum.
  * docs/scheduler.md has the rules with a worked example.
  */
@@ -95,7 +97,8 @@ struct sched_cfg {
 	uint32_t halflife_ms;       /* of the recent GPU time, > 0 */
 	uint32_t preempt_pct;       /* a waiter preempts below this % of the
 				     * holder's recent time, 1..100 */
-	uint32_t swap_budget_pct;   /* most GPU time preemption swaps may take */
+	uint32_t preempt_budget_pct; /* most of a holder's GPU time that
+				      * preemptions (turns, swaps) may take */
 	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
 	size_t   n_gpus;
 	sched_total_fn total_fn;    /* NULL: no driver report */
@@ -192,8 +195,8 @@ int sched_released(struct sched *s, struct sched_client *c,
 		   const uint8_t uuid[VS_UUID_LEN]);
 /* A holder's report of the swap-in its last grant cost (the prefetch of
  * its managed memory on an oversubscribed grant): `us` microseconds for
- * `bytes` bytes. It lengthens the GPU's slice so that preemption swaps
- * stay within swap_budget_pct. VS_E_NOGPU, or VS_E_STATE unless holding. */
+ * `bytes` bytes. It counts in the cost of a preemption under
+ * oversubscription (preempt_budget_pct). VS_E_NOGPU, or VS_E_STATE unless holding. */
 int sched_swapped(struct sched *s, struct sched_client *c,
 		  const uint8_t uuid[VS_UUID_LEN], uint64_t us, uint64_t bytes);
 
@@ -248,7 +251,8 @@ struct sched_gpu_info {
 	size_t   n_members;
 	uint32_t policy;        /* SCHED_POLICY_* */
 	uint32_t min_slice_ms;  /* configured */
-	uint32_t slice_ms;      /* in force: min_slice_ms or the swap budget's */
+	uint32_t slice_ms;      /* in force: min_slice_ms or the budget's */
+	uint64_t cost_ms;       /* measured cost of a preemption (average) */
 	uint64_t swap_us;       /* measured swap-in per grant (average), 0: none */
 };
 void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out);

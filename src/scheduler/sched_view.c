@@ -95,6 +95,7 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 	out->min_slice_ms = g->min_slice_ms;
 	out->slice_ms = (uint32_t)(g->slice_ms ? g->slice_ms : g->min_slice_ms);
 	out->swap_us = (uint64_t)g->swap_us;
+	out->cost_ms = (uint64_t)g->cost_ms;
 }
 
 const char *sched_why_name(uint32_t why)

@@ -117,7 +117,9 @@ def idle_handover():
 
 
 def busy_quantum():
-    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    # The quantum's rule alone (under "fair", b, of no recent GPU time,
+    # preempts a after the slice: gate.policy.*).
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1, policy="fcfs")
     s.start()
     a = prog("-n", 150, "-k", 10000, "-g", 2)
     time.sleep(0.3)

@@ -109,7 +109,9 @@ def idle_after_busy():
 
 
 def busy_quantum():
-    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    # The quantum's rule alone (under "fair", b, of no recent GPU time,
+    # preempts a after the slice: gate.policy.*).
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1, policy="fcfs")
     s.start()
     a = sim("-n", 150, "-k", 10, "-g", 2)
     time.sleep(0.2)

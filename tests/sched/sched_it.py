@@ -54,7 +54,9 @@ def intervals(evs, who):
 
 def t_alternate(b):
     """Two clients alternate under a 1 s quantum, never overlapping."""
-    with Daemon(b, {"mode": "on", "tq_s": 1}) as d:
+    # The quantum's rule alone: under "fair" B, of no recent GPU time,
+    # would preempt A after the slice (sched.fair, gate.policy.*).
+    with Daemon(b, {"mode": "on", "tq_s": 1, "policy": "fcfs"}) as d:
         a = d.client("--label", "A", "--hold-ms", 2500, "--cycles", 2)
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
         bb = d.client("--label", "B", "--hold-ms", 2500, "--cycles", 2)
@@ -580,7 +582,7 @@ def t_config(b):
 
 def t_grace(b):
     """A holder that ignores a drop is skipped after the grace period."""
-    cfg = {"mode": "on", "tq_s": 1, "grace_ms": 300}
+    cfg = {"mode": "on", "tq_s": 1, "grace_ms": 300, "policy": "fcfs"}
     with Daemon(b, cfg) as d:
         a = d.client("--label", "A", "--hold-ms", 3000, "--ignore-drops")
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")

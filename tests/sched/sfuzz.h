@@ -97,7 +97,7 @@ static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
 	cfg->min_slice_ms = 100u * (1 + cfg->uid_requests);
 	cfg->halflife_ms = cfg->tq_ms * 2;
 	cfg->preempt_pct = 50;
-	cfg->swap_budget_pct = 10;
+	cfg->preempt_budget_pct = 10;
 	memset(gc, 0, sizeof(*gc));
 	gc->uuid[0] = 1;
 	gc->set = sf_byte(f) % 8;

@@ -140,7 +140,7 @@ static void test_bad_values(void **state)
 	bad("{\"min_slice_ms\": 5}", "min_slice_ms");
 	bad("{\"halflife_s\": 0}", "halflife_s");
 	bad("{\"preempt_pct\": 101}", "preempt_pct");
-	bad("{\"swap_budget_pct\": 0}", "swap_budget_pct");
+	bad("{\"preempt_budget_pct\": 0}", "preempt_budget_pct");
 	bad("{\"weights\": []}", "weights: must be an object");
 	bad("{\"weights\": {\"people\": {}}}", "weights.people: unknown key");
 	bad("{\"weights\": {\"users\": {\"0\": 0}}}",

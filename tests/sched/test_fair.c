@@ -41,7 +41,7 @@ static struct sched_cfg fair_cfg(uint32_t policy)
 	cfg.min_slice_ms = 1000;
 	cfg.halflife_ms = 60000;
 	cfg.preempt_pct = 67;
-	cfg.swap_budget_pct = 10;
+	cfg.preempt_budget_pct = 10;
 	return cfg;
 }
 
@@ -254,16 +254,26 @@ static void test_frequent_bursts(void **state)
 {
 	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
 	struct world w;
-	struct prog *nb;
+	struct prog *nb, *train;
 	(void)state;
 
+	cfg.min_slice_ms = 500; /* the default: the budget sets the slice */
+
 	world_init(&w, &cfg);
-	add(&w, TRAIN, 2000);
+	train = add(&w, TRAIN, 2000);
 	run(&w, 60000);
+	train->held_ms = 0;
 	nb = add(&w, BURSTY, 3000);
 	run(&w, 120000);
 	assert_true(nb->waits > 30);
 	assert_int_equal(nb->n_over, 0);
+	/* Bursts of 15 ms with 100 ms of idle time before each release are
+	 * the most a slice of 1 s would let them take: the budget lengthens
+	 * the slice so that the training job keeps about 90%. */
+	print_message("training job %.1f%%, bursts waited at most %llu ms\n",
+		      train->held_ms * 100.0 / 60000,
+		      (unsigned long long)nb->max_wait);
+	assert_true(train->held_ms * 100 >= 88 * 60000);
 	sched_free(w.s);
 }
 
@@ -543,8 +553,9 @@ static void test_hung_holder_revoked(void **state)
 	sched_free(w.s);
 }
 
-/* Under oversubscription the slice grows so that measured swap-ins take
- * at most the budget; without it, the configured slice holds. */
+/* The slice grows so that what preemptions cost their holder (the
+ * preempting turns, and measured swap-ins under oversubscription) takes at
+ * most the budget; without oversubscription, swaps do not count. */
 static void test_swap_budget(void **state)
 {
 	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
@@ -570,6 +581,12 @@ static void test_swap_budget(void **state)
 	assert_int_equal(gi.swap_us, 500000);
 	assert_int_equal(gi.min_slice_ms, 1000);
 	run(&w, 20000);
+	/* nb's bursts preempted t, each costing t nb's turn: that and the
+	 * swap-in make the slice, nine times their sum. */
+	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
+	assert_true(gi.cost_ms >= 115 && gi.cost_ms <= 200);
+	assert_true(gi.slice_ms >= 9 * (gi.cost_ms + 500) &&
+		    gi.slice_ms <= 9 * (gi.cost_ms + 501));
 	release(&w, t);
 	ask(&w, t);
 	deliver(&w);
@@ -577,14 +594,14 @@ static void test_swap_budget(void **state)
 	run(&w, now_ms + 100);
 	nb->waits = 0;
 	nb->next_burst = now_ms;
-	run(&w, now_ms + 3000);
+	run(&w, now_ms + gi.slice_ms - 500);
 	assert_int_equal(sched_state_of(nb->c, GPU), SCHED_ST_WAITING);
-	run(&w, now_ms + 2000);
+	run(&w, now_ms + 1000);
 	assert_true(nb->waits >= 1);
 	/* Below capacity, nothing swaps: the configured slice. */
 	assert_int_equal(sched_footprint(w.s, nb->c, GPU, GiB, 0), 0);
 	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
-	assert_int_equal(gi.slice_ms, 1000);
+	assert_true(gi.slice_ms >= 9 * gi.cost_ms && gi.slice_ms < 9 * gi.cost_ms + 10);
 	/* A report beyond the quantum counts as the quantum. */
 	if (sched_state_of(t->c, GPU) != SCHED_ST_HOLDING) {
 		release(&w, nb);
