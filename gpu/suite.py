@@ -51,8 +51,10 @@ def parse_args():
     ap.add_argument("--idle-ms", type=int, default=100)
     ap.add_argument("--fair-tq", type=int, default=30,
                     help="quantum (s) of fair-burst and fair-train, both policies")
-    ap.add_argument("--fair-users-tq", type=int, default=2,
+    ap.add_argument("--fair-users-tq", type=int, default=30,
                     help="quantum (s) of fair-users, both policies")
+    ap.add_argument("--fair-users-seconds", type=int, default=0,
+                    help="window of fair-users (0: 4 quanta, at least 20 s)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--plain-only", action="store_true",
@@ -70,7 +72,9 @@ def parse_args():
     o.stamp_kernels, o.stamp_spin_us = 400, 5000
     o.fair_burst_seconds = 10 if o.quick else 15
     o.fair_train_seconds = 6 if o.quick else 10
-    o.fair_users_seconds = 12 if o.quick else 20
+    # Four quanta: two turns of each user, so that the shares compare
+    # whole turns and not where the window happens to cut one.
+    o.fair_users_seconds = o.fair_users_seconds or max(20, 4 * o.fair_users_tq)
 
     def names(text):
         return [n for c in text.split(",") if c for n in GROUPS.get(c, [c])]

@@ -111,7 +111,7 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	g->held_fp += m->fp;
 	sched_cap_hold(g, m);
 	m->state = SCHED_ST_HOLDING;
-	sched_fair_granted(g, m, now);
+	sched_fair_granted(s, g, m, now);
 	m->since = now;
 	m->q_start = now;
 	m->charged_at = now;

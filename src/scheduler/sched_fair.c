@@ -83,6 +83,11 @@ static struct sched_usage *usage_get(const struct sched *s,
 	return u;
 }
 
+/* Only time held while someone waited is charged: a holder alone keeps
+ * the GPU for free (it deprives nobody), so a notebook that sat on an
+ * idle GPU for an hour is as light as one that just arrived. The GPU's
+ * `contended` flag changes only in admission, after a charge, so it is
+ * the state of the whole interval since the last one. */
 static int charge(const struct sched *s, struct sched_member *m, uint64_t now)
 {
 	struct sched_usage *u;
@@ -92,6 +97,8 @@ static int charge(const struct sched *s, struct sched_member *m, uint64_t now)
 		return 0;
 	dt = now - m->charged_at;
 	m->charged_at = now;
+	if (!m->g->contended)
+		return 0;
 	rec_add(s, &m->rec, dt, now);
 	u = usage_get(s, m->g, m->c->cred.uid, now);
 	if (u == NULL)
@@ -121,7 +128,8 @@ int sched_fair_charge(const struct sched *s, struct sched_gpu *g, uint64_t now)
 static double pending(const struct sched *s, const struct sched_member *m,
 		      uint64_t now)
 {
-	if (m->state != SCHED_ST_HOLDING || now <= m->charged_at)
+	if (m->state != SCHED_ST_HOLDING || now <= m->charged_at ||
+	    !m->g->contended)
 		return 0.0;
 	return accrued(s, now - m->charged_at);
 }
@@ -250,8 +258,8 @@ int sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
  * cost it. One that comes back later had gone idle anyway. */
 #define COST_REQUEST_MS 1000u
 
-void sched_fair_granted(struct sched_gpu *g, struct sched_member *m,
-			uint64_t now)
+void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
+			struct sched_member *m, uint64_t now)
 {
 	double cost;
 
@@ -267,9 +275,16 @@ void sched_fair_granted(struct sched_gpu *g, struct sched_member *m,
 	if (g->hard_seq != m->out_hard)
 		return;
 	cost = (double)(now - m->out_at);
-	/* Each grant counts for a quarter: the average follows who is
-	 * preempting now, not who did an hour ago. */
-	g->cost_ms = g->costs == 0 ? cost : g->cost_ms + (cost - g->cost_ms) / 4;
+	/* Each preemption counts for a quarter: the average follows who is
+	 * preempting now, not who did an hour ago. It starts from the cost
+	 * that min_slice_ms alone keeps within the budget, so that one slow
+	 * first turn (a notebook's first cell loads its libraries) does not
+	 * set the slice for the next dozen. */
+	if (g->costs == 0)
+		g->cost_ms = (double)g->min_slice_ms *
+			     (double)s->cfg.preempt_budget_pct /
+			     (double)(100 - s->cfg.preempt_budget_pct);
+	g->cost_ms += (cost - g->cost_ms) / 4;
 	g->costs++;
 }
 

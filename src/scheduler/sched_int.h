@@ -205,8 +205,8 @@ double sched_fair_user_recent(const struct sched *s,
 			      const struct sched_member *m, uint64_t now);
 void sched_fair_swapped(struct sched_gpu *g, uint64_t us);
 /* A holder's grant: what a preemption that took the GPU from it cost. */
-void sched_fair_granted(struct sched_gpu *g, struct sched_member *m,
-			uint64_t now);
+void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
+			struct sched_member *m, uint64_t now);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

@@ -365,9 +365,11 @@ static void test_order_and_why(void **state)
 	cfg.preempt_pct = 1; /* preempt for no time at all: order alone */
 	world_init(&w, &cfg);
 	heavy = add(&w, TRAIN, 1001);
-	run(&w, 60000);               /* 1001 has a minute of GPU time */
+	/* Time counts only while someone waits: a bystander contends. */
+	add(&w, TRAIN, 1009);
+	run(&w, 60000);               /* 1001 has half a minute of GPU time */
 	light = add(&w, TRAIN, 1002);
-	run(&w, 60000 + 5000);        /* ... and 1002 a few seconds */
+	run(&w, 60000 + 3000);        /* ... and 1002 a second or so */
 	/* Everyone releases; then they all ask, the heaviest first. */
 	now_ms += STEP_MS;
 	for (int i = 0; i < w.n; i++) {
@@ -400,7 +402,7 @@ static void test_order_and_why(void **state)
 	assert_int_equal(mi.position, 3);
 	assert_int_equal(mi.why, SCHED_WHY_BEHIND);
 	assert_true(mi.eta_ms == 1000 + 2 * 30000ull);
-	assert_true(mi.user_recent_ms > 20000 && mi.recent_ms == 0);
+	assert_true(mi.user_recent_ms > 15000 && mi.recent_ms == 0);
 	assert_string_equal(sched_why_name(mi.why), "behind");
 	/* FCFS puts them back in arrival order. */
 	assert_int_equal(sched_set_policy(w.s, SCHED_POLICY_FCFS), 0);
@@ -430,6 +432,17 @@ static void test_slice_why_and_setter(void **state)
 	nb = add(&w, BURSTY, 1002);
 	ask(&w, nb);
 	deliver(&w);
+	/* t held alone, for free: nobody is much less than it yet. */
+	assert_int_equal(sched_client_gpu(w.s, nb->c, 0, &mi), 0);
+	assert_int_equal(mi.why, SCHED_WHY_QUANTUM);
+	assert_int_equal(sched_client_gpu(w.s, t->c, 0, &mi), 0);
+	assert_int_equal(mi.recent_ms, 0);
+	/* 100 ms held while nb waits: now nb is much less. */
+	now_ms += 100;
+	sched_tick(w.s);
+	deliver(&w);
+	assert_int_equal(sched_client_gpu(w.s, t->c, 0, &mi), 0);
+	assert_true(mi.recent_ms >= 99 && mi.recent_ms <= 100);
 	assert_int_equal(sched_client_gpu(w.s, nb->c, 0, &mi), 0);
 	assert_int_equal(mi.why, SCHED_WHY_SLICE);
 	assert_true(mi.eta_ms >= 700 && mi.eta_ms <= 800);
@@ -482,15 +495,20 @@ static void test_reconnect_keeps_history(void **state)
 	struct sched *s;
 	(void)state;
 
+	/* h holds for a minute while o waits: no slice or quantum ends
+	 * it, so the whole minute is charged. */
 	now_ms = 1;
+	cfg.tq_ms = 120000;
+	cfg.min_slice_ms = 100000;
 	s = sched_new(&cfg, clock_fn, NULL);
 	h = sched_client_new(s, &heavy, "h", NULL);
 	assert_int_equal(sched_attach(s, h, GPU, 80 * GiB), 0);
 	assert_int_equal(sched_request(s, h, GPU), 0);
-	now_ms += 60000;
 	o = sched_client_new(s, &other, "o", NULL);
 	assert_int_equal(sched_attach(s, o, GPU, 80 * GiB), 0);
 	assert_int_equal(sched_request(s, o, GPU), 0);
+	now_ms += 60000;
+	sched_tick(s);
 	sched_out_clear(s);
 	assert_int_equal(sched_released(s, h, GPU), 0);
 	assert_int_equal(sched_state_of(o, GPU), SCHED_ST_HOLDING);
@@ -532,12 +550,20 @@ static void test_hung_holder_revoked(void **state)
 	run(&w, 5000);
 	nb = add(&w, BURSTY, 1002);
 	ask(&w, nb);
-	for (size_t i = 0; i < sched_out_count(w.s); i++)
-		if (sched_out_at(w.s, i)->type == VS_MSG_DROP &&
-		    sched_out_at(w.s, i)->u.drop.reason == VS_DROP_QUANTUM)
-			unresponsive++;
-	assert_int_equal(unresponsive, 1); /* the preemption, at once */
 	deliver(&w);
+	/* hung held alone, for free; once nb has waited a little, hung is
+	 * past its slice and much more: preempted at the next look. */
+	for (int i = 0; i < 30; i++) {
+		now_ms += 10;
+		sched_tick(w.s);
+		for (size_t j = 0; j < sched_out_count(w.s); j++)
+			if (sched_out_at(w.s, j)->type == VS_MSG_DROP &&
+			    sched_out_at(w.s, j)->u.drop.reason ==
+			    VS_DROP_QUANTUM)
+				unresponsive++;
+		deliver(&w);
+	}
+	assert_int_equal(unresponsive, 1); /* the preemption, once */
 	now_ms += cfg.grace_ms;
 	sched_tick(w.s);
 	unresponsive = 0;
@@ -549,7 +575,8 @@ static void test_hung_holder_revoked(void **state)
 	assert_int_equal(sched_state_of(nb->c, GPU), SCHED_ST_HOLDING);
 	assert_int_equal(sched_client_gpu(w.s, hung->c, 0, &mi), 0);
 	assert_true(mi.revoked);
-	assert_true(mi.recent_ms >= 9000 && mi.recent_ms <= 10000);
+	/* Charged from nb's request to the revocation: 5.3 s or less. */
+	assert_true(mi.recent_ms >= 4500 && mi.recent_ms <= 5300);
 	sched_free(w.s);
 }
 
@@ -584,7 +611,9 @@ static void test_swap_budget(void **state)
 	/* nb's bursts preempted t, each costing t nb's turn: that and the
 	 * swap-in make the slice, nine times their sum. */
 	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
-	assert_true(gi.cost_ms >= 115 && gi.cost_ms <= 200);
+	print_message("preemption cost %llu ms, slice %u ms\n",
+		      (unsigned long long)gi.cost_ms, gi.slice_ms);
+	assert_true(gi.cost_ms >= 100 && gi.cost_ms <= 200);
 	assert_true(gi.slice_ms >= 9 * (gi.cost_ms + 500) &&
 		    gi.slice_ms <= 9 * (gi.cost_ms + 501));
 	release(&w, t);
