@@ -71,7 +71,9 @@ def parse_args():
     o.burst_reps = 2 if o.quick else 3
     o.stamp_kernels, o.stamp_spin_us = 400, 5000
     o.fair_burst_seconds = 10 if o.quick else 15
-    o.fair_train_seconds = 6 if o.quick else 10
+    # Long enough that the slice has settled: it follows what preemptions
+    # cost, a third of the way at each (docs/scheduler.md).
+    o.fair_train_seconds = 15 if o.quick else 30
     # Four quanta: two turns of each user, so that the shares compare
     # whole turns and not where the window happens to cut one.
     o.fair_users_seconds = o.fair_users_seconds or max(20, 4 * o.fair_users_tq)

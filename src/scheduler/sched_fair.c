@@ -275,7 +275,7 @@ void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
 	if (g->hard_seq != m->out_hard)
 		return;
 	cost = (double)(now - m->out_at);
-	/* Each preemption counts for a quarter: the average follows who is
+	/* Each preemption counts for a third: the average follows who is
 	 * preempting now, not who did an hour ago. It starts from the cost
 	 * that min_slice_ms alone keeps within the budget, so that one slow
 	 * first turn (a notebook's first cell loads its libraries) does not
@@ -284,7 +284,7 @@ void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
 		g->cost_ms = (double)g->min_slice_ms *
 			     (double)s->cfg.preempt_budget_pct /
 			     (double)(100 - s->cfg.preempt_budget_pct);
-	g->cost_ms += (cost - g->cost_ms) / 4;
+	g->cost_ms += (cost - g->cost_ms) / 3;
 	g->costs++;
 }
 
