@@ -5,6 +5,7 @@
 #include "ctx_track.h"
 #include "client.h"
 #include "hook_body.h"
+#include "mem_cache.h"
 #include "mem_reg.h"
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -30,6 +31,7 @@ static void forget_memory(CUcontext ctx, int dev)
 {
 	int d = ctx != NULL ? mreg_drop_owner(ctx) : -1;
 
+	mem_cache_forget(ctx, dev);
 	if (ctx == NULL && dev >= 0) {
 		mreg_drop_device(dev);
 		d = dev;
