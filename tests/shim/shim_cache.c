@@ -349,6 +349,9 @@ int check_async_cache_threads(void)
 	size_t f0;
 
 	ct_ctx = setup_ctx();
+	/* The module once, before the threads (kernel() loads it lazily). */
+	(void)kernel("vs_sleep");
+	(void)kernel("vs_fill");
 	f0 = free_now();
 	CHECK(pthread_create(&trim, NULL, cache_trimmer, default_pool()) == 0);
 	for (int i = 0; i < CT_THREADS; i++)

@@ -309,9 +309,11 @@ static int tag_match(const struct cblock *b, uint64_t tag, uint64_t tag2)
 	return tag == 0 || b->tag == tag || (tag2 != 0 && b->tag == tag2);
 }
 
-/* Free a list of blocks taken out of the cache (linked by newer). */
-static void free_blocks(struct cblock *list, int wait)
+/* Free a list of blocks taken out of the cache (linked by newer); their
+ * events go back to the idle ones, or with keep_ev 0 are destroyed. */
+static void free_blocks(struct cblock *list, int wait, int keep_ev)
 {
+	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
 	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
 	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
 	struct cblock *b, *next;
@@ -321,7 +323,10 @@ static void free_blocks(struct cblock *list, int wait)
 		next = b->newer;
 		if (wait && esync != NULL)
 			esync(b->ev);
-		event_put(b->ev, b->ctx);
+		if (keep_ev)
+			event_put(b->ev, b->ctx);
+		else if (destroy != NULL)
+			destroy(b->ev);
 		/* Gone from the registry: its context was destroyed, and the
 		 * driver freed it with the context. */
 		if (mreg_remove(MREG_PTR, b->ptr, &e) == 0) {
@@ -357,7 +362,7 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 		tail = &b->newer;
 	}
 	pthread_mutex_unlock(&cache_lock);
-	free_blocks(list, wait);
+	free_blocks(list, wait, 1);
 	return got;
 }
 
@@ -489,13 +494,15 @@ void mem_cache_stats(struct mem_cache_stats *out)
 	pthread_mutex_unlock(&cache_lock);
 }
 
-void mem_cache_forget(const void *ctx, int dev)
+void mem_cache_drop_ctx(const void *ctx, int dev)
 {
 	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
-	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
-	struct cblock *b, *next, *gone = NULL;
-	struct mreg_entry e;
+	CUevent evs[CACHE_EVENTS_MAX];
+	struct cblock *b, *next, *list = NULL, **tail = &list;
+	int n = 0;
 
+	if (ctx == NULL && !dev_ok(dev))
+		return;
 	pthread_mutex_lock(&cache_lock);
 	for (b = oldest; b != NULL; b = next) {
 		next = b->newer;
@@ -503,30 +510,22 @@ void mem_cache_forget(const void *ctx, int dev)
 				: b->dev != dev)
 			continue;
 		unlink_locked(b);
-		b->newer = gone;
-		gone = b;
+		stats.trimmed++;
+		b->newer = NULL;
+		*tail = b;
+		tail = &b->newer;
 	}
+	/* Without a context, the device's contexts are unknown here: every
+	 * idle event goes (a few driver calls). */
 	for (int i = n_idle_ev - 1; i >= 0; i--)
-		if (ctx == NULL || idle_ev[i].ctx == ctx)
+		if (ctx == NULL || idle_ev[i].ctx == ctx) {
+			evs[n++] = idle_ev[i].ev;
 			idle_ev[i] = idle_ev[--n_idle_ev];
-	pthread_mutex_unlock(&cache_lock);
-	for (b = gone; b != NULL; b = next) {
-		next = b->newer;
-		/* The driver destroyed the dead context's events and memory
-		 * (the registry forgot the memory: mreg_drop_owner). An event
-		 * of a live context is still the shim's to destroy; memory
-		 * of a live context whose free was marked by a dead one's
-		 * event is freed now: the context's work ended with it. */
-		if (ctx != NULL && b->ctx != ctx && destroy != NULL)
-			destroy(b->ev);
-		if (ctx != NULL && b->owner != ctx &&
-		    mreg_remove(MREG_PTR, b->ptr, &e) == 0) {
-			if (mfree != NULL)
-				mfree(b->ptr);
-			client_footprint_changed(e.dev);
 		}
-		free(b);
-	}
+	pthread_mutex_unlock(&cache_lock);
+	free_blocks(list, 1, 0);
+	for (int i = 0; i < n && destroy != NULL; i++)
+		destroy(evs[i]);
 }
 
 void mem_cache_atfork_child(void)

@@ -63,9 +63,10 @@ struct mem_cache_stats {
 };
 void mem_cache_stats(struct mem_cache_stats *out);
 
-/* A context was destroyed (or, ctx NULL, every context of dev): the
- * driver freed its memory and its events; forget its blocks. */
-void mem_cache_forget(const void *ctx, int dev);
+/* A context is about to be destroyed (or, ctx NULL, every context of
+ * dev, by a primary context reset): free its cached blocks (waiting for
+ * their frees) and destroy its events while it still exists. */
+void mem_cache_drop_ctx(const void *ctx, int dev);
 
 void mem_cache_atfork_child(void);
 
