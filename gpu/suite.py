@@ -26,7 +26,8 @@ from suite_lib import (GIB, Env, Guard, Result, Scheduler, SuiteError,  # noqa: 
                        attach_gpu, gpu_memory, parse_size)
 
 CHECKS = ["examples", "drv", "rt", "torch", "torch-async", "on", "off", "oversub",
-          "torch-bench", "launch", "lock", "handoff", "burst", "swapin"]
+          "torch-bench", "torch-alloc", "launch", "lock", "handoff", "burst",
+          "swapin"]
 # Run only when named: the fair-share benchmarks beside fcfs take about 5
 # minutes (suite_fair.py), which the default run would not fit beside the
 # rest in one 10-minute device session.
@@ -176,6 +177,7 @@ def run_all(env, results):
                               ("torch", C.check_torch, ("native",)),
                               ("torch-async", C.check_torch, ("cudaMallocAsync",)),
                               ("torch-bench", B.bench_torch_steps, ()),
+                              ("torch-alloc", B.bench_torch_alloc, ()),
                               ("launch", B.bench_launch, ()),
                               ("lock", B.bench_first_lock, ())):
             if key in sel:

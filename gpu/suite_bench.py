@@ -34,6 +34,52 @@ def bench_torch_steps(env):
                   data={"runs": runs, "ratio": ratio})
 
 
+def bench_torch_alloc(env):
+    """Stream-ordered allocation through PyTorch: 200 matmuls of 4096x4096
+    float32 matrices, each into a fresh tensor, with PYTORCH_CUDA_ALLOC_CONF
+    backend:cudaMallocAsync (a cuMemAllocAsync and a cuMemFreeAsync per
+    matmul); plain and shim alternate, best of each (issue 14: 3x before
+    the shim cached stream-ordered memory)."""
+    name = "PyTorch cudaMallocAsync matmul loop"
+    argv = [env.opts.python, os.path.join(env.gpu_src, "torch_check.py"), "alloc",
+            "--matmuls", "200"]
+    extra = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+    runs = {"plain": [], "shim": []}
+    last = {}
+    for rep in range(env.opts.bench_reps):
+        for kind in ("plain", "shim"):
+            e = env.base_env() if kind == "plain" else env.shim_env(
+                "alloc", mem_limit="2G")
+            p = unshared(env.run("torch_alloc.%s.%d" % (kind, rep), argv, e,
+                                 timeout=240, extra_env=extra))
+            if not p.ok:
+                return Result(name, "benchmark", FAIL, detail=p.why())
+            runs[kind].append(p.json["seconds"])
+            last[kind] = p.json
+    why = []
+    if last["shim"]["managed"] != [1]:
+        why.append("the shim's output tensor is not managed (%s)" %
+                   last["shim"]["managed"])
+    for kind in ("plain", "shim"):
+        if last[kind]["allocator"] != "cudaMallocAsync":
+            why.append("%s allocator is %s" % (kind, last[kind]["allocator"]))
+    if why:
+        return Result(name, "benchmark", FAIL, detail="; ".join(why),
+                      data={"runs": runs})
+    plain, shim = min(runs["plain"]), min(runs["shim"])
+    ratio = shim / plain
+    return Result(name, "benchmark", PASS if ratio <= 1.1 else MISS,
+                  measured="%.3f s (%.2fx)" % (shim, ratio),
+                  baseline="%.3f s" % plain, target="<= 1.1 x plain",
+                  detail="200 matmuls 4096x4096 fp32, a fresh output each; best of %d "
+                         "runs each, alternating; VSHARE_MEM_LIMIT 2G; plain %s, shim %s"
+                         % (env.opts.bench_reps,
+                            "/".join("%.3f" % x for x in runs["plain"]),
+                            "/".join("%.3f" % x for x in runs["shim"])),
+                  data={"runs": runs, "ratio": ratio,
+                        "shim_max_reserved_mib": last["shim"]["max_reserved_mib"]})
+
+
 def bench_launch(env):
     name = "empty-kernel launch (cuLaunchKernel)"
     argv = [env.prog("launch_bench")]

@@ -14,6 +14,11 @@
               --bursts N, or with --burst-seconds X or --stop-file F as
               many as fit in X seconds or until F exists; touches --ready
               after the first
+  alloc       --matmuls matmuls of 4096x4096 float32 matrices, each into a
+              fresh output tensor (allocated and freed every time: with
+              backend:cudaMallocAsync, a stream-ordered allocation and
+              free each), timed after --warmup of them; the last result
+              is checked against one computed into a kept tensor
   share       a small model trains, one synchronized step at a time, as
               one of several co-runners: touches --ready once warm, waits
               for --go (a file holding "t0 t1", time.monotonic seconds,
@@ -196,6 +201,33 @@ def mode_bench(args):
             "max_reserved_mib": torch.cuda.max_memory_reserved() >> 20}
 
 
+def mode_alloc(args):
+    dev = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    g = torch.Generator(device=dev).manual_seed(7)
+    a = torch.randn(4096, 4096, device=dev, generator=g)
+    b = torch.randn(4096, 4096, device=dev, generator=g)
+    ref = a @ b
+    for _ in range(args.warmup):
+        c = a @ b
+        del c
+    torch.cuda.synchronize()
+    t0 = time.monotonic()
+    for _ in range(args.matmuls):
+        c = a @ b
+        del c
+    torch.cuda.synchronize()
+    secs = time.monotonic() - t0
+    c = a @ b
+    same = bool(torch.equal(c, ref))
+    flags = managed_flags([c.data_ptr()])
+    return {"mode": "alloc", "matmuls": args.matmuls, "seconds": secs,
+            "ms_per_matmul": secs * 1e3 / args.matmuls, "same": same,
+            "ok": same, "managed": flags,
+            "allocator": torch.cuda.get_allocator_backend(),
+            "max_reserved_mib": torch.cuda.max_memory_reserved() >> 20}
+
+
 def burst(a_cpu, b_cpu):
     t0 = time.monotonic()
     a, b = a_cpu.to("cuda"), b_cpu.to("cuda")
@@ -300,7 +332,8 @@ def mode_share(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["correct", "bench", "background", "burst",
-                                     "share"])
+                                     "share", "alloc"])
+    ap.add_argument("--matmuls", type=int, default=200)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--warmup", type=int, default=20)
@@ -317,7 +350,7 @@ def main():
         return 2
     fn = {"correct": mode_correct, "bench": mode_bench,
           "background": mode_bench, "burst": mode_burst,
-          "share": mode_share}[args.mode]
+          "share": mode_share, "alloc": mode_alloc}[args.mode]
     res = fn(args)
     res["pid"] = os.getpid()
     print(json.dumps(res), flush=True)

@@ -5,6 +5,7 @@
 #include "ctx_track.h"
 #include "client.h"
 #include "hook_body.h"
+#include "mem_cache.h"
 #include "mem_reg.h"
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -45,6 +46,9 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
 	primary = ctx_primary_of((int)dev);
+	/* Cached stream-ordered memory and its events, while the context
+	 * that owns them still exists. */
+	mem_cache_drop_ctx(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
@@ -94,6 +98,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 	dev = ctx_device_of(ctx);
 	refs = ctx_primary_refs(ctx);
 	ctx_untrack(ctx);
+	mem_cache_drop_ctx(ctx, -1);
 	r_ = real_(ctx);
 	if (r_ == CUDA_SUCCESS)
 		forget_memory(ctx, -1);

@@ -41,7 +41,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
 	HOOK_ENTER(cuMemAllocAsync, (dptr, bytesize, hStream));
-	r_ = mem_alloc_async(dptr, bytesize, hStream);
+	r_ = mem_alloc_async(dptr, bytesize, NULL, hStream);
 	HOOK_PASS_LEAVE((dptr, bytesize, hStream));
 }
 
@@ -49,7 +49,7 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 			      CUstream hStream)
 {
 	HOOK_ENTER(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream));
-	r_ = mem_alloc_async(dptr, bytesize, PTSZ(hStream));
+	r_ = mem_alloc_async(dptr, bytesize, NULL, PTSZ(hStream));
 	HOOK_PASS_LEAVE((dptr, bytesize, hStream));
 }
 
@@ -57,7 +57,9 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
 				 CUmemoryPool pool, CUstream hStream)
 {
 	HOOK_ENTER(cuMemAllocFromPoolAsync, (dptr, bytesize, pool, hStream));
-	r_ = mem_alloc_async(dptr, bytesize, hStream);
+	/* No pool: the driver's error. */
+	r_ = pool == NULL ? MEM_PASS
+			  : mem_alloc_async(dptr, bytesize, pool, hStream);
 	HOOK_PASS_LEAVE((dptr, bytesize, pool, hStream));
 }
 
@@ -66,7 +68,8 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 {
 	HOOK_ENTER(cuMemAllocFromPoolAsync_ptsz,
 		   (dptr, bytesize, pool, hStream));
-	r_ = mem_alloc_async(dptr, bytesize, PTSZ(hStream));
+	r_ = pool == NULL ? MEM_PASS
+			  : mem_alloc_async(dptr, bytesize, pool, PTSZ(hStream));
 	HOOK_PASS_LEAVE((dptr, bytesize, pool, hStream));
 }
 
@@ -89,6 +92,15 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 	HOOK_ENTER(cuMemFreeAsync_ptsz, (dptr, hStream));
 	r_ = mem_free_async(dptr, PTSZ(hStream));
 	HOOK_PASS_LEAVE((dptr, hStream));
+}
+
+/* Cached stream-ordered memory of the pool is trimmed too. */
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+	HOOK_ENTER(cuMemPoolTrimTo, (pool, minBytesToKeep));
+	mem_pool_trim(pool, minBytesToKeep);
+	r_ = real_(pool, minBytesToKeep);
+	HOOK_LEAVE();
 }
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,

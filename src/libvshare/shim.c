@@ -16,6 +16,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
+#include "mem_cache.h"
 #include "shim.h"
 #include "shim_env.h"
 #include "shim_guard.h"
@@ -67,6 +68,7 @@ static void *shim_lookup(void *handle, const char *name)
 static void shim_atfork_child(void)
 {
 	mem_atfork_child();
+	mem_cache_atfork_child();
 	ctx_atfork_child();
 	cuq_atfork_child();
 	gate_atfork_child();

@@ -12,6 +12,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
+#include "mem_cache.h"
 #include "mem_reg.h"
 #include "shim_guard.h"
 #include "shim_ops.h"
@@ -54,6 +55,8 @@ static int ops_sync_device(int dev)
 		}
 	}
 	mem_defer_reap(0);
+	/* A synchronization point, as for the driver's pools. */
+	mem_cache_sync_point(dev);
 	if (outer)
 		shim_guard_leave();
 	return rc;

@@ -41,5 +41,8 @@ int check_procaddr(void);
 int check_async_free(void);
 int check_capture(void);
 int check_gated(void);
+int check_async_cache(void);
+int check_async_cache_limit(void);
+int check_async_cache_threads(void);
 
 #endif

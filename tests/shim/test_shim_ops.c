@@ -18,6 +18,7 @@
 
 #include "gate_stub.h"
 #include "hooks.h"
+#include "mem_cache.h"
 #include "vshare/proto.h"
 
 /* The client callbacks the top handed over (shim_ops.c). */
@@ -400,6 +401,78 @@ static void test_proc_rule(void **state)
 	assert_int_equal(hook_find("cuNoSuchThing"), -1);
 }
 
+/* The cache of stream-ordered memory at a release of the GPU lock
+ * (sync_device): each pool keeps its release threshold, oldest blocks
+ * go first, other devices keep theirs; the footprint follows. A
+ * destroyed context takes its cached blocks with it. */
+static void test_async_cache_sync(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	struct mem_cache_stats st0, st;
+	CUmemoryPool pool;
+	CUcontext own, cur;
+	CUstream s, s1;
+	CUdeviceptr p, q, r;
+	cuuint64_t thr = 1 << 20, zero = 0;
+	uint64_t m, pin, m0;
+
+	(void)state;
+	CK(cuCtxSetCurrent(ctx0));
+	CK(cuDeviceGetDefaultMemPool(&pool, 0));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	FOOTPRINT(0, &m0, &pin);
+	mem_cache_stats(&st0);
+	CK(cuMemAllocAsync(&p, 1 << 20, s));
+	CK(cuMemAllocAsync(&q, 2 << 20, s));
+	CK(cuMemFreeAsync(q, s));
+	CK(cuMemFreeAsync(p, s));
+	CK(cuMemAllocAsync(&r, 1 << 20, s));
+	assert_true(r == p);
+	CK(cuMemFreeAsync(r, s));
+	mem_cache_stats(&st);
+	assert_int_equal(st.hits_same, st0.hits_same + 1);
+	assert_int_equal(st.puts, st0.puts + 3);
+	assert_int_equal(mem_cache_bytes(0), 3 << 20);
+	FOOTPRINT(0, &m, &pin);
+	assert_int_equal(m, m0 + (3 << 20));
+
+	/* A block of device 1, which a release of device 0 leaves (its
+	 * primary context again: test_context_memory reset it). */
+	CK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+	CK(cuCtxSetCurrent(ctx1));
+	CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAllocAsync(&r, 1 << 20, s1));
+	CK(cuMemFreeAsync(r, s1));
+	CK(cuCtxSetCurrent(ctx0));
+
+	CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+	assert_int_equal(ops->sync_device(0), 0);
+	assert_int_equal(mem_cache_bytes(0), 1 << 20);   /* q went, p stays */
+	FOOTPRINT(0, &m, &pin);
+	assert_int_equal(m, m0 + (1 << 20));
+	CK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero));
+	assert_int_equal(ops->sync_device(0), 0);
+	assert_int_equal(mem_cache_bytes(0), 0);
+	FOOTPRINT(0, &m, &pin);
+	assert_int_equal(m, m0);
+	assert_int_equal(mem_cache_bytes(1), 1 << 20);
+	assert_int_equal(ops->sync_device(1), 0);
+	assert_int_equal(mem_cache_bytes(1), 0);
+
+	/* A context's own cached blocks go with it. */
+	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
+	CK(cuMemAllocAsync(&r, 1 << 20, NULL));
+	CK(cuMemFreeAsync(r, NULL));
+	assert_int_equal(mem_cache_bytes(0), 1 << 20);
+	CK(cuCtxPopCurrent_v2(&cur));
+	CK(cuCtxDestroy_v2(own));
+	assert_int_equal(mem_cache_bytes(0), 0);
+	FOOTPRINT(0, &m, &pin);
+	assert_int_equal(m, m0);
+	CK(cuCtxSetCurrent(ctx0));
+	CK(cuStreamDestroy_v2(s));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_capture_deltas),
 		cmocka_unit_test(test_context_memory),
 		cmocka_unit_test(test_proc_rule),
+		cmocka_unit_test(test_async_cache_sync),
 	};
 	int fd = mkstemp(log_path), rc;
 

@@ -5,10 +5,11 @@
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
+#include "mem_cache.h"
 #include "mem_reg.h"
 #include "shim_env.h"
 
-struct mem_conf mem_conf = { .convert = 1 };
+struct mem_conf mem_conf = { .convert = 1, .async_cache = MEM_CACHE_AUTO };
 
 void mem_conf_read(void)
 {
@@ -17,6 +18,8 @@ void mem_conf_read(void)
 		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
 	mem_conf.mem_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
 	mem_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
+	mem_conf.async_cache = shim_env_size("VSHARE_ASYNC_CACHE",
+					     MEM_CACHE_AUTO);
 }
 
 /* The driver aligns pitched rows for texture access; 512 bytes satisfies
@@ -37,13 +40,41 @@ static uint64_t dev_limit(int dev)
 	return lim;
 }
 
-/* Reserve size bytes on dev within lim; when over it, first free what
- * stream-ordered frees have left, then give up. */
+uint64_t mem_cache_cap(int dev)
+{
+	uint64_t lim;
+
+	if (mem_conf.async_cache != MEM_CACHE_AUTO)
+		return mem_conf.async_cache;
+	lim = dev_limit(dev);
+	if (lim == 0)
+		lim = cuq_device_total(dev);
+	return lim != 0 ? lim / 4 : 1ull << 30;
+}
+
+/* Bytes of dev to give back before size more fit within lim. */
+static uint64_t over_by(int dev, uint64_t size, uint64_t lim)
+{
+	uint64_t managed, pinned;
+
+	mreg_usage(dev, &managed, &pinned);
+	return managed + pinned + size > lim ? managed + pinned + size - lim : 0;
+}
+
+/* Reserve size bytes on dev within lim; when over it, first free cached
+ * stream-ordered memory that the GPU is done with, then wait for the
+ * rest of it and for deferred frees, then give up. */
 static CUresult reserve_within(int dev, int kind, uint64_t size, uint64_t lim)
 {
 	if (mreg_reserve(dev, kind, size, lim) == 0)
 		return CUDA_SUCCESS;
+	if (size <= lim && mem_cache_bytes(dev) > 0 &&
+	    mem_cache_trim(dev, 0, over_by(dev, size, lim), 0) > 0 &&
+	    mreg_reserve(dev, kind, size, lim) == 0)
+		return CUDA_SUCCESS;
 	mem_defer_reap(1);
+	if (size <= lim)
+		mem_cache_trim(dev, 0, over_by(dev, size, lim), 1);
 	if (mreg_reserve(dev, kind, size, lim) == 0)
 		return CUDA_SUCCESS;
 	log_once(LOG_LVL_WARN, "an allocation of %llu bytes on GPU %d is "
@@ -87,8 +118,10 @@ static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = am(dptr, size, flags);
-	if (r == CUDA_ERROR_OUT_OF_MEMORY && mem_defer_pending() > 0) {
+	if (r == CUDA_ERROR_OUT_OF_MEMORY &&
+	    (mem_defer_pending() > 0 || mem_cache_bytes(dev) > 0)) {
 		mem_defer_reap(1);
+		mem_cache_trim(dev, 0, UINT64_MAX, 1);
 		r = am(dptr, size, flags);
 	}
 	if (r != CUDA_SUCCESS) {
@@ -197,23 +230,39 @@ CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags)
 	return alloc_managed(dptr, size, dev, flags, mem_conf.mem_limit);
 }
 
-CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
+CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+			 CUstream stream)
 {
+	uint64_t tag = pool != NULL ? (uint64_t)(uintptr_t)pool
+				    : MREG_TAG_CURRENT_POOL;
+	uint64_t csize = size;
+	CUresult r;
 	int dev;
 
 	mem_defer_reap(0);
 	/* Inside a capture the allocation becomes a graph node whose memory
-	 * the graph owns: it must stay stream-ordered. */
+	 * the graph owns: it must stay stream-ordered, and the cache cannot
+	 * serve it. */
 	if (!mem_conf.convert || dptr == NULL || size == 0 ||
 	    cuq_stream_capturing(stream))
 		return MEM_PASS;
 	dev = cuq_stream_device(stream);
 	if (dev < 0)
 		return MEM_PASS;
+	if (mem_cache_cap(dev) != 0) {
+		csize = mem_cache_class(size);
+		if (csize == 0)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		if (mem_cache_take(dptr, csize, dev, tag, stream) == 0)
+			return CUDA_SUCCESS;
+	}
 	/* Managed memory is usable by the stream at once, so allocating it
 	 * now keeps the stream-ordered semantics. */
-	return alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
-			     dev_limit(dev));
+	r = alloc_managed(dptr, csize, dev, CU_MEM_ATTACH_GLOBAL,
+			  dev_limit(dev));
+	if (r == CUDA_SUCCESS)
+		mreg_set_tag(MREG_PTR, *dptr, tag);
+	return r;
 }
 
 static CUresult free_now(CUdeviceptr dptr)
@@ -251,12 +300,22 @@ CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 			 "memory stays allocated until the process exits");
 		return CUDA_SUCCESS;
 	}
+	/* Stream-ordered memory stays for reuse (mem_cache.c). */
+	if (e.tag != 0 &&
+	    mem_cache_put(dptr, &e, stream, mem_cache_cap(e.dev)) == 0)
+		return CUDA_SUCCESS;
 	if (mem_defer_add(dptr, stream, e.dev) == 0)
 		return CUDA_SUCCESS;
 	/* No event to watch the stream with: wait for it instead. */
 	if (ssync != NULL && ssync(stream) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_HANDLE;
 	return free_now(dptr);
+}
+
+void mem_pool_trim(CUmemoryPool pool, size_t keep)
+{
+	mem_defer_reap(0);
+	mem_cache_pool_trim(pool, keep);
 }
 
 CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,

@@ -17,7 +17,13 @@ struct mem_conf {
 	int allow_single_oversub; /* VSHARE_ALLOW_SINGLE_OVERSUB, default 0 */
 	uint64_t mem_limit;       /* VSHARE_MEM_LIMIT, 0 = none */
 	uint64_t capacity;        /* VSHARE_CAPACITY, 0 = none */
+	/* VSHARE_ASYNC_CACHE: most bytes of stream-ordered memory kept for
+	 * reuse per device (mem_cache.h); 0 = no cache; MEM_CACHE_AUTO (the
+	 * default) = a quarter of the device's limit. */
+	uint64_t async_cache;
 };
+
+#define MEM_CACHE_AUTO UINT64_MAX
 
 extern struct mem_conf mem_conf;
 void mem_conf_read(void);
@@ -31,12 +37,22 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size);
 CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
 			 size_t height, unsigned int elem_size);
 CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags);
-/* cuMemAllocAsync and cuMemAllocFromPoolAsync: stream already mapped
- * with PTSZ() by the per-thread variants. MEM_PASS inside a capture. */
-CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream);
+/* cuMemAllocAsync (pool NULL: the device's current pool) and
+ * cuMemAllocFromPoolAsync: stream already mapped with PTSZ() by the
+ * per-thread variants. Served from the cache of stream-ordered memory
+ * when it can be (mem_cache.h). MEM_PASS inside a capture. */
+CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+			 CUstream stream);
 /* MEM_PASS for memory the shim did not convert. */
 CUresult mem_free(CUdeviceptr dptr);
+/* Converted stream-ordered memory goes to the cache; other converted
+ * memory is freed once the stream has passed the free (mem_defer.c). */
 CUresult mem_free_async(CUdeviceptr dptr, CUstream stream);
+/* cuMemPoolTrimTo: the pool's cached memory down to keep bytes; the
+ * driver's call follows. */
+void mem_pool_trim(CUmemoryPool pool, size_t keep);
+/* The most the cache may hold on dev (bytes, 0 = off). */
+uint64_t mem_cache_cap(int dev);
 CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 		    const CUmemAllocationProp *prop, unsigned long long flags);
 CUresult mem_release(CUmemGenericAllocationHandle handle);

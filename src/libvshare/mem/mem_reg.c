@@ -100,7 +100,7 @@ int mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind,
 		return -1;
 	}
 	n->e = (struct mreg_entry){ key, size, owner, dev, (unsigned char)ns,
-				    (unsigned char)kind };
+				    (unsigned char)kind, 0 };
 	k = bucket_of(ns, key, mreg_nbuckets);
 	n->next = mreg_buckets[k];
 	mreg_buckets[k] = n;
@@ -151,6 +151,18 @@ int mreg_lookup(int ns, uint64_t key, struct mreg_entry *out)
 	pp = find_locked(ns, key);
 	if (pp != NULL && out != NULL)
 		*out = (*pp)->e;
+	pthread_mutex_unlock(&mreg_lock);
+	return pp != NULL ? 0 : -1;
+}
+
+int mreg_set_tag(int ns, uint64_t key, uint64_t tag)
+{
+	struct mreg_node **pp;
+
+	pthread_mutex_lock(&mreg_lock);
+	pp = find_locked(ns, key);
+	if (pp != NULL)
+		(*pp)->e.tag = tag;
 	pthread_mutex_unlock(&mreg_lock);
 	return pp != NULL ? 0 : -1;
 }

@@ -24,7 +24,13 @@ struct mreg_entry {
 	int dev;
 	unsigned char ns;
 	unsigned char kind;
+	/* Who allocated it: 0 a synchronous allocation; else a
+	 * stream-ordered one, MREG_TAG_CURRENT_POOL (cuMemAllocAsync: the
+	 * device's current pool) or the CUmemoryPool handle it named. */
+	uint64_t tag;
 };
+
+#define MREG_TAG_CURRENT_POOL 1
 
 /*
  * Reserve size bytes of kind on dev before allocating, so that concurrent
@@ -40,6 +46,8 @@ int  mreg_insert(int ns, uint64_t key, uint64_t size, int dev, int kind,
 /* Forget an entry and its bytes. 0 if it was known, -1 if not. */
 int  mreg_remove(int ns, uint64_t key, struct mreg_entry *out);
 int  mreg_lookup(int ns, uint64_t key, struct mreg_entry *out);
+/* Set the tag of a known entry. 0, or -1 if unknown. */
+int  mreg_set_tag(int ns, uint64_t key, uint64_t tag);
 /* Forget every entry of a device, or of an owner (a context that was
  * destroyed: the driver freed its memory). mreg_drop_owner returns the
  * device of the entries it dropped, -1 if none. */
