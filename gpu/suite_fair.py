@@ -328,12 +328,17 @@ def _share_run(env, kind, pub, sched=None, seconds=None):
                                  extra={"LD_PRELOAD": os.path.join(
                                      pub, os.path.basename(env.shim))})
             e["HOME"] = os.path.join(pub, "home")
+            # The uids have no passwd entry: PyTorch's caches ask
+            # getpass.getuser(), which reads these first.
+            e["USER"] = e["LOGNAME"] = "vshare-bench-%s" % user
             p = env.start("fair.share.%s.%s.%d" % (kind, user, i), argv, e)
             procs.append((user, ready, p))
     ps = [p for _, _, p in procs]
     for user, ready, p in procs:
         if not _wait(ready, 180, ps):
-            return None, "a share process of uid %s never got warm" % user
+            gone = [env.finish(q, 5) for q in ps if q.poll() is not None]
+            return None, "a share process of uid %s never got warm%s" % (
+                user, "".join("; " + r.why() for r in gone[:2]))
     t0 = time.monotonic() + 1.0          # every process past its warm-up
     t1 = t0 + seconds
     with open(go + ".tmp", "w") as f:
