@@ -26,7 +26,7 @@ from suite_lib import (GIB, Env, Guard, Result, Scheduler, SuiteError,  # noqa: 
                        attach_gpu, gpu_memory, parse_size)
 
 CHECKS = ["examples", "drv", "rt", "torch", "torch-async", "on", "off", "oversub",
-          "torch-bench", "torch-alloc", "launch", "lock", "handoff", "burst",
+          "torch-bench", "torch-alloc", "jax", "launch", "lock", "handoff", "burst",
           "swapin"]
 # Run only when named: the fair-share benchmarks beside fcfs take about 5
 # minutes (suite_fair.py), which the default run would not fit beside the
@@ -178,6 +178,7 @@ def run_all(env, results):
                               ("torch-async", C.check_torch, ("cudaMallocAsync",)),
                               ("torch-bench", B.bench_torch_steps, ()),
                               ("torch-alloc", B.bench_torch_alloc, ()),
+                              ("jax", B.bench_jax, ()),
                               ("launch", B.bench_launch, ()),
                               ("lock", B.bench_first_lock, ())):
             if key in sel:

@@ -4,7 +4,7 @@ import os
 import time
 
 from suite_lib import Result, Scheduler, attach_gpu, fmt, median, quiet_cpu
-from suite_correct import FAIL, PASS, _wait, unshared
+from suite_correct import FAIL, PASS, SKIP, _wait, unshared
 
 MISS = "MISS"   # measured fine, target not met
 
@@ -78,6 +78,65 @@ def bench_torch_alloc(env):
                             "/".join("%.3f" % x for x in runs["shim"])),
                   data={"runs": runs, "ratio": ratio,
                         "shim_max_reserved_mib": last["shim"]["max_reserved_mib"]})
+
+
+def bench_jax(env):
+    """JAX under vshare-run (its framework defaults: the cuda_async
+    allocator) beside plain JAX: every probed array managed, the same
+    result, and the speed of a jitted 4096x4096 matmul loop; best of
+    bench_reps runs each, alternating (issue 14: JAX's other allocators
+    give VMM memory, never managed)."""
+    name = "JAX matmul loop under vshare-run"
+    jc = os.path.join(env.gpu_src, "jax_check.py")
+    run = os.path.join(env.vshare, "bin", "vshare-run")
+    runs = {"plain": [], "shim": []}
+    last = {}
+    for rep in range(env.opts.bench_reps):
+        for kind in ("plain", "shim"):
+            e = env.base_env()
+            e["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+            argv = [env.opts.python, jc]
+            if kind == "shim":
+                argv = [run, "--socket", env.socket, "--label", "jax",
+                        "--mem-limit", "2G", "--"] + argv
+            p = unshared(env.run("jax.%s.%d" % (kind, rep), argv, e,
+                                 timeout=240))
+            if not p.ok:
+                if kind == "plain" and p.json and not p.json.get("ok", True):
+                    return Result(name, "benchmark", SKIP,
+                                  detail=p.json.get("error", p.why()))
+                return Result(name, "benchmark", FAIL, detail=p.why())
+            runs[kind].append(p.json["seconds"])
+            last[kind] = p.json
+    why = []
+    if last["shim"]["managed"] != last["shim"]["probed"]:
+        why.append("%d of %d arrays managed under vshare-run (allocator %s)" %
+                   (last["shim"]["managed"], last["shim"]["probed"],
+                    last["shim"]["allocator"]))
+    if last["plain"]["managed"] != 0:
+        why.append("plain JAX reports managed arrays")
+    if last["shim"]["digest"] != last["plain"]["digest"]:
+        why.append("results differ: %s plain, %s shim" % (
+            last["plain"]["digest"], last["shim"]["digest"]))
+    if why:
+        return Result(name, "benchmark", FAIL, detail="; ".join(why),
+                      data={"runs": runs, "last": last})
+    plain, shim = min(runs["plain"]), min(runs["shim"])
+    ratio = shim / plain
+    return Result(name, "benchmark", PASS if ratio <= 1.1 else MISS,
+                  measured="%.3f s (%.2fx), %d/%d arrays managed" % (
+                      shim, ratio, last["shim"]["managed"],
+                      last["shim"]["probed"]),
+                  baseline="%.3f s, 0 managed" % plain,
+                  target="<= 1.1 x plain, every array managed",
+                  detail="jax %s; 200 jitted tanh(x @ b) of 4096x4096 fp32; "
+                         "vshare-run sets XLA_PYTHON_CLIENT_ALLOCATOR=%s; "
+                         "best of %d runs each, alternating; plain %s, shim %s"
+                         % (last["shim"]["jax"], last["shim"]["allocator"],
+                            env.opts.bench_reps,
+                            "/".join("%.3f" % x for x in runs["plain"]),
+                            "/".join("%.3f" % x for x in runs["shim"])),
+                  data={"runs": runs, "ratio": ratio, "last": last})
 
 
 def bench_launch(env):

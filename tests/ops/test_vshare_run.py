@@ -14,7 +14,7 @@ from opsutil import (SAN_PRELOAD, SHIM, VSHARE_RUN, Scheduler, base_env, main,
 
 FRAMEWORK_DEFAULTS = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
-    "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+    "XLA_PYTHON_CLIENT_ALLOCATOR": "cuda_async",
     "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
     "TF_FORCE_GPU_ALLOW_GROWTH": "true",
 }
