@@ -13,10 +13,6 @@
 #include "grow.h"
 #include "sched_int.h"
 
-#define ITER_HOLDERS(g, it, nx) \
-	for (struct dlink *it = (g)->holders.next, *nx = it->next; \
-	     it != &(g)->holders; it = nx, nx = it->next)
-
 struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 			void *clock_arg)
 {
@@ -124,7 +120,7 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	emit_grant(s, m);
 }
 
-static void unhold(struct sched *s, struct sched_member *m)
+void sched_unhold(struct sched *s, struct sched_member *m)
 {
 	struct sched_gpu *g = m->g;
 
@@ -145,8 +141,8 @@ static void unhold(struct sched *s, struct sched_member *m)
 }
 
 /* A drop that must be obeyed within the grace period. */
-static void hard_drop(struct sched *s, struct sched_member *m,
-		      uint32_t reason, uint64_t now)
+void sched_hard_drop(struct sched *s, struct sched_member *m,
+		     uint32_t reason, uint64_t now)
 {
 	if (m->hard)
 		return;
@@ -216,7 +212,7 @@ static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 		if (h->hard || now < h->since + slice ||
 		    !sched_fair_much_less(s, g, w, h, now))
 			continue;
-		hard_drop(s, h, VS_DROP_QUANTUM, now);
+		sched_hard_drop(s, h, VS_DROP_QUANTUM, now);
 		h->preempted = 1;
 	}
 }
@@ -259,7 +255,7 @@ static void enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 		sum += h->fp;
 		cap = sched_cap_min(cap, h->cap);
 		if (i++ > 0 && (g->mode == VS_MODE_ON || sum > cap))
-			hard_drop(s, h, reason, now);
+			sched_hard_drop(s, h, reason, now);
 	}
 }
 
@@ -296,70 +292,6 @@ uint32_t sched_client_id(const struct sched_client *c)
 	return c->id;
 }
 
-static uint32_t weight_clamp(uint32_t weight)
-{
-	if (weight == 0)
-		return SCHED_WEIGHT_DEFAULT;
-	return weight > SCHED_WEIGHT_MAX ? SCHED_WEIGHT_MAX : weight;
-}
-
-/* Every client takes its user's weight; the order of every queue may
- * change, and who preempts whom. */
-static void weights_apply(struct sched *s)
-{
-	struct dlink *it;
-
-	for (it = s->clients.next; it != &s->clients; it = it->next) {
-		struct sched_client *c = dl_entry(it, struct sched_client, link);
-
-		c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
-	}
-	for (size_t i = 0; i < s->n_gpus; i++)
-		if (s->gpus[i]->n_waiting > 0)
-			admit(s, s->gpus[i]);
-}
-
-/* A user's weight, on the uid's record and every one of its clients. */
-static void uid_weight(struct sched *s, uint32_t uid, uint32_t weight)
-{
-	for (size_t i = 0; i < s->n_uids; i++)
-		if (s->uids[i]->uid == uid)
-			s->uids[i]->weight = weight_clamp(weight);
-	weights_apply(s);
-}
-
-void sched_reweigh(struct sched *s, sched_weight_fn fn, void *arg)
-{
-	struct dlink *it;
-
-	for (size_t i = 0; i < s->n_uids; i++)
-		s->uids[i]->weight = 0;
-	for (it = s->clients.next; it != &s->clients; it = it->next) {
-		struct sched_client *c = dl_entry(it, struct sched_client, link);
-		uint32_t w = weight_clamp(fn(arg, c->cred.uid, c->cred.gid));
-
-		if (w > c->u->weight)
-			c->u->weight = w;
-	}
-	weights_apply(s);
-}
-
-void sched_client_set_weight(struct sched *s, struct sched_client *c,
-			     uint32_t weight)
-{
-	uid_weight(s, c->cred.uid, weight);
-}
-
-int sched_uid_set_weight(struct sched *s, uint32_t uid, uint32_t weight)
-{
-	struct sched_uid_info ui;
-
-	if (sched_uid_info(s, uid, &ui) != 0)
-		return VS_E_NOGPU;
-	uid_weight(s, uid, weight);
-	return 0;
-}
-
 void sched_client_del(struct sched *s, struct sched_client *c)
 {
 	sched_out_purge(s, c->id);
@@ -368,7 +300,7 @@ void sched_client_del(struct sched *s, struct sched_client *c)
 		struct sched_gpu *g = m->g;
 
 		if (m->state == SCHED_ST_HOLDING)
-			unhold(s, m);
+			sched_unhold(s, m);
 		else if (m->state == SCHED_ST_WAITING)
 			wait_leave(m);
 		dl_remove(&m->m_link);
@@ -578,7 +510,7 @@ int sched_released(struct sched *s, struct sched_client *c,
 		return VS_E_NOGPU;
 	switch (m->state) {
 	case SCHED_ST_HOLDING:
-		unhold(s, m);
+		sched_unhold(s, m);
 		break;
 	case SCHED_ST_WAITING: /* gave up waiting */
 		wait_leave(m);
@@ -612,101 +544,6 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 	sched_fair_swapped(m->g, us);
 	m->g->slice_ms = sched_fair_slice(s, m->g);
 	return 0;
-}
-
-/* ---- time ---- */
-
-/* Past its slice, a holder whose first waiter is not (yet) much less is
- * looked at again this often: the holder's recent time grows and the
- * waiter's decays, so the answer changes with time alone. */
-#define FAIR_RECHECK_MS 100u
-
-/* Deadline of one holder, or SCHED_NO_DEADLINE. */
-static uint64_t holder_deadline(const struct sched *s,
-				const struct sched_gpu *g,
-				const struct sched_member *h)
-{
-	uint64_t d, slice_end, now;
-
-	/* A hung holder reported while skip_unresponsive was off is
-	 * revoked once a reload turns it on. */
-	if (h->hard)
-		return h->hung_reported && !s->cfg.skip_unresponsive ?
-		       SCHED_NO_DEADLINE : h->hard_at + s->cfg.grace_ms;
-	if (!g->contended)
-		return SCHED_NO_DEADLINE;
-	d = h->q_start + g->tq_ms;
-	if (g->policy != SCHED_POLICY_FAIR || s->cfg.preempt_pct == 0 ||
-	    dl_empty(&g->queue))
-		return d;
-	slice_end = h->since + g->slice_ms;
-	now = sched_now(s);
-	if (slice_end <= now || !sched_fair_much_less(s, g,
-			dl_entry(g->queue.next, struct sched_member, q_link),
-			h, now))
-		slice_end = (slice_end > now ? slice_end : now) +
-			    FAIR_RECHECK_MS;
-	return slice_end < d ? slice_end : d;
-}
-
-static void hung(struct sched *s, struct sched_member *h)
-{
-	struct sched_out *o = sched_out_push(s, SCHED_OUT_UNRESPONSIVE, h);
-
-	h->hung_reported = 1;
-	if (o != NULL)
-		o->revoked = s->cfg.skip_unresponsive;
-	if (s->cfg.skip_unresponsive) {
-		unhold(s, h);
-		h->revoked = 1;
-	}
-}
-
-void sched_tick(struct sched *s)
-{
-	uint64_t now = sched_now(s);
-
-	for (size_t i = 0; i < s->n_gpus; i++) {
-		struct sched_gpu *g = s->gpus[i];
-		size_t before = g->n_holders;
-
-		if (!g->contended && g->n_hard == 0)
-			continue;
-		ITER_HOLDERS(g, it, nx) {
-			struct sched_member *h =
-				dl_entry(it, struct sched_member, h_link);
-
-			if (holder_deadline(s, g, h) > now)
-				continue;
-			if (h->hard)
-				hung(s, h);
-			else if (h->q_start + g->tq_ms <= now)
-				hard_drop(s, h, VS_DROP_QUANTUM, now);
-		}
-		/* Slices: the order first, since it moved with time. */
-		if (g->n_holders != before || g->contended)
-			admit(s, g);
-	}
-}
-
-uint64_t sched_next_deadline(const struct sched *s)
-{
-	uint64_t best = SCHED_NO_DEADLINE;
-
-	for (size_t i = 0; i < s->n_gpus; i++) {
-		const struct sched_gpu *g = s->gpus[i];
-		const struct dlink *it;
-
-		if (!g->contended && g->n_hard == 0)
-			continue;
-		for (it = g->holders.next; it != &g->holders; it = it->next) {
-			uint64_t d = holder_deadline(s, g,
-				dl_entry(it, const struct sched_member, h_link));
-			if (d < best)
-				best = d;
-		}
-	}
-	return best;
 }
 
 /* For sched_conf.c and sched_admin.c. */

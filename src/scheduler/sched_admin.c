@@ -7,10 +7,6 @@
 
 #include "sched_int.h"
 
-#define ITER_HOLDERS(g, it, nx) \
-	for (struct dlink *it = (g)->holders.next, *nx = it->next; \
-	     it != &(g)->holders; it = nx, nx = it->next)
-
 /* Call fn on each targeted GPU; the count, or VS_E_NOGPU. */
 static int for_targets(struct sched *s, uint32_t target, uint32_t index,
 		       const uint8_t uuid[VS_UUID_LEN],
@@ -128,5 +124,71 @@ int sched_set_policy(struct sched *s, uint32_t policy)
 	s->cfg.policy = policy;
 	for (size_t i = 0; i < s->n_gpus; i++)
 		sched_gpu_policy(s, s->gpus[i], policy);
+	return 0;
+}
+
+/* ---- weights of the fair share ---- */
+
+static uint32_t weight_clamp(uint32_t weight)
+{
+	if (weight == 0)
+		return SCHED_WEIGHT_DEFAULT;
+	return weight > SCHED_WEIGHT_MAX ? SCHED_WEIGHT_MAX : weight;
+}
+
+/* Every client takes its user's weight; the order of every queue may
+ * change, and who preempts whom. */
+static void weights_apply(struct sched *s)
+{
+	struct dlink *it;
+
+	for (it = s->clients.next; it != &s->clients; it = it->next) {
+		struct sched_client *c = dl_entry(it, struct sched_client, link);
+
+		c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
+	}
+	for (size_t i = 0; i < s->n_gpus; i++)
+		if (s->gpus[i]->n_waiting > 0)
+			sched_admit(s, s->gpus[i]);
+}
+
+/* A user's weight, on the uid's record and every one of its clients. */
+static void uid_weight(struct sched *s, uint32_t uid, uint32_t weight)
+{
+	for (size_t i = 0; i < s->n_uids; i++)
+		if (s->uids[i]->uid == uid)
+			s->uids[i]->weight = weight_clamp(weight);
+	weights_apply(s);
+}
+
+void sched_reweigh(struct sched *s, sched_weight_fn fn, void *arg)
+{
+	struct dlink *it;
+
+	for (size_t i = 0; i < s->n_uids; i++)
+		s->uids[i]->weight = 0;
+	for (it = s->clients.next; it != &s->clients; it = it->next) {
+		struct sched_client *c = dl_entry(it, struct sched_client, link);
+		uint32_t w = weight_clamp(fn(arg, c->cred.uid, c->cred.gid));
+
+		if (w > c->u->weight)
+			c->u->weight = w;
+	}
+	weights_apply(s);
+}
+
+void sched_client_set_weight(struct sched *s, struct sched_client *c,
+			     uint32_t weight)
+{
+	uid_weight(s, c->cred.uid, weight);
+}
+
+int sched_uid_set_weight(struct sched *s, uint32_t uid, uint32_t weight)
+{
+	struct sched_uid_info ui;
+
+	if (sched_uid_info(s, uid, &ui) != 0)
+		return VS_E_NOGPU;
+	uid_weight(s, uid, weight);
 	return 0;
 }

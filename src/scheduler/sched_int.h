@@ -32,6 +32,11 @@ static inline void dl_remove(struct dlink *n)
 #define dl_entry(p, type, field) \
 	((type *)(void *)((char *)(p) - offsetof(type, field)))
 
+/* Each holder of GPU g; the current one may be unlinked in the body. */
+#define ITER_HOLDERS(g, it, nx) \
+	for (struct dlink *it = (g)->holders.next, *nx = it->next; \
+	     it != &(g)->holders; it = nx, nx = it->next)
+
 /* Recent GPU time in ms, decayed: `v` as of `stamp`. */
 struct sched_rec {
 	double v;
@@ -154,9 +159,13 @@ struct sched {
 	size_t n_out, cap_out;
 };
 
-/* sched.c, for sched_conf.c and sched_admin.c */
+/* sched.c, for sched_conf.c, sched_admin.c and sched_tick.c */
 void sched_admit(struct sched *s, struct sched_gpu *g);
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
+void sched_unhold(struct sched *s, struct sched_member *m);
+/* A drop that must be obeyed within the grace period. */
+void sched_hard_drop(struct sched *s, struct sched_member *m,
+		     uint32_t reason, uint64_t now);
 
 /* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
