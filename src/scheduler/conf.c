@@ -237,7 +237,7 @@ static int get_words(const cJSON *it, const char *key, int type,
 		return 0;
 	}
 	if (type == CONF_T_POLICY) {
-		if (!cJSON_IsString(it) || conf_policy_parse(it->valuestring, &m))
+		if (!cJSON_IsString(it) || vs_policy_parse(it->valuestring, &m))
 			ERR("%s: must be \"fair\" or \"fcfs\"", key);
 		*out = m;
 		return 0;
@@ -578,7 +578,7 @@ static cJSON *field_json(const struct conf_key *k, const void *f)
 	case CONF_T_MODE:
 		return cJSON_CreateString(vs_mode_name((uint32_t)v));
 	case CONF_T_POLICY:
-		return cJSON_CreateString(conf_policy_name((uint32_t)v));
+		return cJSON_CreateString(vs_policy_name((uint32_t)v));
 	case CONF_T_LEVEL:
 		return cJSON_CreateString(level_names[v < 4 ? v : 2]);
 	case CONF_T_SIZE:
@@ -681,20 +681,4 @@ void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)
 	out->halflife_ms = c->halflife_s * 1000u;
 	out->preempt_pct = c->preempt_pct;
 	out->preempt_budget_pct = c->preempt_budget_pct;
-}
-
-int conf_policy_parse(const char *text, uint32_t *policy)
-{
-	if (strcmp(text, "fair") == 0)
-		*policy = SCHED_POLICY_FAIR;
-	else if (strcmp(text, "fcfs") == 0)
-		*policy = SCHED_POLICY_FCFS;
-	else
-		return -1;
-	return 0;
-}
-
-const char *conf_policy_name(uint32_t policy)
-{
-	return policy == SCHED_POLICY_FCFS ? "fcfs" : "fair";
 }

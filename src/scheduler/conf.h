@@ -127,10 +127,6 @@ int conf_keep_restart(const struct conf *old, struct conf *nc, char *changed,
 /* The policy's view of these settings (points into c). */
 void conf_sched_cfg(const struct conf *c, struct sched_cfg *out);
 
-/* "fair" / "fcfs": 0 and *policy, or -1. */
-int conf_policy_parse(const char *text, uint32_t *policy);
-const char *conf_policy_name(uint32_t policy);
-
 /* conf_weights.c: the "weights" key, {"users": {NAME or UID: WEIGHT},
  * "groups": {NAME or GID: WEIGHT}}. */
 struct cJSON;

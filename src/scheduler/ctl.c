@@ -109,7 +109,7 @@ static cJSON *gpu_json(const struct sched_gpu *g)
 	v[VS_SG_oversubscribed].bool_ = gi.footprint > gi.capacity;
 	v[VS_SG_holders].arr = id_array(g, 0);
 	v[VS_SG_queue].arr = id_array(g, 1);
-	v[VS_SG_policy].str = conf_policy_name(gi.policy);
+	v[VS_SG_policy].str = vs_policy_name(gi.policy);
 	v[VS_SG_min_slice_ms].num = gi.min_slice_ms;
 	v[VS_SG_slice_ms].num = gi.slice_ms;
 	v[VS_SG_swap_us].num = (double)gi.swap_us;

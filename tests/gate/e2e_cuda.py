@@ -12,8 +12,8 @@ import subprocess
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, fail, first_stamp, now_ns,
-                     tmpdir)
+from e2e_lib import (Runner, Scheduler, check, driver_env, fail, first_stamp,
+                     now_ns, tmpdir)
 
 SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:8]
 SAN = sys.argv[8] if len(sys.argv) > 8 else ""
@@ -22,14 +22,7 @@ execlog = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(execlog)
 
 TMP = tmpdir()
-LOG = os.path.join(TMP, "exec.log")
-ENV = dict(os.environ,
-           VSHARE_SOCKET=os.path.join(TMP, "sched.sock"),
-           VSHARE_IDLE_MS="100",
-           VSHARE_TD_LOG=LOG,
-           LD_LIBRARY_PATH=TD_DIR,
-           LD_PRELOAD=" ".join(p for p in (SAN, SHIM) if p))
-ENV.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+LOG, ENV = driver_env(TMP, TD_DIR, SHIM, SAN)
 run = Runner(ENV)
 
 

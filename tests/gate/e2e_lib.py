@@ -144,3 +144,18 @@ def cross_overlaps(rows):
 
 def tmpdir():
     return tempfile.mkdtemp(prefix="vsgate-e2e.")
+
+
+def driver_env(tmp, td_dir, shim, san):
+    """The kernel log's path and the environment of a program under the
+    shim on the test driver: the scheduler's socket in tmp, the driver's
+    log there, the sanitizer runtime (if any) preloaded before the shim."""
+    log = os.path.join(tmp, "exec.log")
+    env = dict(os.environ,
+               VSHARE_SOCKET=os.path.join(tmp, "sched.sock"),
+               VSHARE_IDLE_MS="100",
+               VSHARE_TD_LOG=log,
+               LD_LIBRARY_PATH=td_dir,
+               LD_PRELOAD=" ".join(p for p in (san, shim) if p))
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+    return log, env

@@ -23,7 +23,8 @@ import subprocess
 import sys
 import time
 
-from e2e_lib import Runner, Scheduler, check, fail, now_ns, tmpdir
+from e2e_lib import (Runner, Scheduler, check, driver_env, fail, now_ns,
+                     tmpdir)
 
 SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES, SCENARIO = sys.argv[1:8]
 SAN = sys.argv[8] if len(sys.argv) > 8 else ""
@@ -46,14 +47,7 @@ USERS_UIDS = ("23401", "23402")  # two unprivileged uids, no passwd entry
 
 TMP = tmpdir()
 os.chmod(TMP, 0o755)
-LOG = os.path.join(TMP, "exec.log")
-ENV = dict(os.environ,
-           VSHARE_SOCKET=os.path.join(TMP, "sched.sock"),
-           VSHARE_IDLE_MS="100",
-           VSHARE_TD_LOG=LOG,
-           LD_LIBRARY_PATH=TD_DIR,
-           LD_PRELOAD=" ".join(p for p in (SAN, SHIM) if p))
-ENV.setdefault("ASAN_OPTIONS", "detect_leaks=0")
+LOG, ENV = driver_env(TMP, TD_DIR, SHIM, SAN)
 run = Runner(ENV)
 SCHEDS = []
 
