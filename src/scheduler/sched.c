@@ -214,6 +214,10 @@ static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 			continue;
 		sched_hard_drop(s, h, VS_DROP_QUANTUM, now);
 		h->preempted = 1;
+		/* The drop just pushed: the log tells it apart. */
+		if (s->n_out > 0 && s->out[s->n_out - 1].type == VS_MSG_DROP &&
+		    s->out[s->n_out - 1].client_id == h->c->id)
+			s->out[s->n_out - 1].fair = 1;
 	}
 }
 

@@ -123,6 +123,8 @@ struct sched_out {
 	void    *user;          /* the client's user pointer */
 	uint16_t type;          /* VS_MSG_GRANT, _DROP or _MODE */
 	int      revoked;       /* UNRESPONSIVE: the grant was taken back */
+	int      fair;          /* DROP QUANTUM: a fair preemption, before the
+				 * quantum's end (the wire says QUANTUM) */
 	uint8_t  uuid[VS_UUID_LEN];
 	union {
 		struct vs_grant grant;

@@ -91,6 +91,8 @@ static void log_out(struct srv *s, const struct sched_out *o)
 			 ", oversubscribed (it prefetches)" : "");
 	else if (o->type == VS_MSG_DROP)
 		log_info("drop request to %s for %s: %s", name, uuid,
+			 o->fair ? "fair share, a waiter with much less recent "
+			 "GPU time (release now)" :
 			 vs_drop_reason_name(o->u.drop.reason));
 }
 

@@ -559,8 +559,12 @@ static void test_hung_holder_revoked(void **state)
 		for (size_t j = 0; j < sched_out_count(w.s); j++)
 			if (sched_out_at(w.s, j)->type == VS_MSG_DROP &&
 			    sched_out_at(w.s, j)->u.drop.reason ==
-			    VS_DROP_QUANTUM)
+			    VS_DROP_QUANTUM) {
+				/* On the wire a quantum's drop; a fair
+				 * preemption for the log. */
+				assert_true(sched_out_at(w.s, j)->fair);
 				unresponsive++;
+			}
 		deliver(&w);
 	}
 	assert_int_equal(unresponsive, 1); /* the preemption, once */
