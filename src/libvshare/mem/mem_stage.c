@@ -137,7 +137,7 @@ static struct stage_ring *ring_take(const void *ctx)
 	__typeof__(&cuEventCreate) create = REAL(cuEventCreate);
 	__typeof__(&cuMemFreeHost) free_host = REAL(cuMemFreeHost);
 	struct stage_ring *r = NULL;
-	int mine = 0;
+	int mine = 0, dev = cuq_current_device();
 
 	pthread_mutex_lock(&stage_lock);
 	for (int i = 0; i < n_rings; i++) {
@@ -152,7 +152,7 @@ static struct stage_ring *ring_take(const void *ctx)
 	if (r == NULL && mine < STAGE_RINGS_CTX && n_rings < STAGE_RINGS_MAX &&
 	    (r = calloc(1, sizeof(*r))) != NULL) {
 		r->ctx = ctx;
-		r->dev = cuq_current_device();
+		r->dev = dev;
 		rings[n_rings++] = r;
 		A_STORE(&stats.rings, (uint64_t)n_rings);
 	}
