@@ -196,7 +196,7 @@ def run_all(env, results):
         guarded(env, results, B.bench_handoff, o.idle_ms)
     if "burst" in sel:
         guard.check(2 * o.mem_limit_bytes, "burst")
-        guarded(env, results, B.bench_burst)
+        guarded_many(env, results, B.bench_burst)
     if "oversub" in sel or "swapin" in sel:
         guard.check(2 * (o.swap_bytes + (256 << 20)), "oversubscription")
         baseline = B.swap_baseline(env)

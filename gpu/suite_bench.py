@@ -333,30 +333,50 @@ def _burst_beside_training(env, kind, sched_name=None):
 
 
 def bench_burst(env):
+    """Two rows from one run of plain and shim bursts beside a training job:
+    the first burst of each process (it waits for the lock) and the later
+    ones (the lock is held; what is left is the cost of converted memory,
+    such as copies from pageable host memory, docs/benchmarks.md)."""
     name = "interactive burst beside training (auto)"
+    name_later = "later bursts beside training, pageable copies"
     plain, why = _burst_beside_training(env, "plain")
     if plain is None:
-        return Result(name, "benchmark", FAIL, detail="plain: " + why)
+        return [Result(name, "benchmark", FAIL, detail="plain: " + why),
+                Result(name_later, "benchmark", FAIL, detail="plain: " + why)]
     with Scheduler(env, "burst", mode="auto", capacity=env.opts.capacity) as sched:
         attach_gpu(env)
         sched.ensure_mode()
         shim, why = _burst_beside_training(env, "shim")
         status = sched.status()
     if shim is None:
-        return Result(name, "benchmark", FAIL, detail="shim: " + why)
+        return [Result(name, "benchmark", FAIL, detail="shim: " + why),
+                Result(name_later, "benchmark", FAIL, detail="shim: " + why)]
     pf = median([r["first_ms"] for r in plain])
     sf = median([r["first_ms"] for r in shim])
     pl = median([r["later_ms_p50"] for r in plain])
     sl = median([r["later_ms_p50"] for r in shim])
     ratio = sf / pf
-    return Result(name, "benchmark", PASS if ratio <= 1.2 else MISS,
-                  measured="first burst %.1f ms (%.2fx), later %.1f ms" % (sf, ratio, sl),
-                  baseline="first burst %.1f ms, later %.1f ms" % (pf, pl),
-                  target="first burst <= 1.2x plain",
-                  detail="p50 of %d burst processes started beside a training job; "
-                         "capacity %.0f GiB" % (env.opts.burst_reps,
-                                                env.opts.capacity / (1 << 30)),
-                  data={"plain": plain, "shim": shim, "status": status})
+    later_ratio = sl / pl
+    detail = ("p50 of %d burst processes started beside a training job; "
+              "capacity %.0f GiB" % (env.opts.burst_reps,
+                                     env.opts.capacity / (1 << 30)))
+    first = Result(name, "benchmark", PASS if ratio <= 1.2 else MISS,
+                   measured="first burst %.1f ms (%.2fx), later %.1f ms" % (sf, ratio, sl),
+                   baseline="first burst %.1f ms, later %.1f ms" % (pf, pl),
+                   target="first burst <= 1.2x plain",
+                   detail=detail,
+                   data={"plain": plain, "shim": shim, "status": status})
+    later = Result(name_later, "benchmark", PASS if later_ratio <= 1.3 else MISS,
+                   measured="later bursts %.1f ms (%.2fx)" % (sl, later_ratio),
+                   baseline="plain %.1f ms" % pl,
+                   target="later bursts <= 1.3x plain",
+                   detail=detail + "; each burst copies two 16 MiB tensors from "
+                          "pageable host memory (staged by the shim unless "
+                          "VSHARE_STAGE_COPIES=0), ten matmuls, reads the sum",
+                   data={"plain_later_ms": [r["later_ms_p50"] for r in plain],
+                         "shim_later_ms": [r["later_ms_p50"] for r in shim],
+                         "stage_copies": os.environ.get("VSHARE_STAGE_COPIES", "1")})
+    return [first, later]
 
 
 def swap_baseline(env):

@@ -7,6 +7,7 @@
 #include "hook_body.h"
 #include "mem_cache.h"
 #include "mem_reg.h"
+#include "mem_stage.h"
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
@@ -19,7 +20,16 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
+	CUcontext primary;
+
 	HOOK_ENTER(cuDevicePrimaryCtxRelease_v2, (dev));
+	/* The last release destroys the context, and with it the pinned
+	 * staging buffers allocated in it; its handle may come back with the
+	 * next retain, so the buffers go first (an early drop only costs a
+	 * new allocation). */
+	primary = ctx_primary_of((int)dev);
+	if (primary != NULL && ctx_primary_refs(primary) <= 1)
+		mem_stage_drop_ctx(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS)
 		ctx_primary_release((int)dev);
@@ -49,6 +59,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	/* Cached stream-ordered memory and its events, while the context
 	 * that owns them still exists. */
 	mem_cache_drop_ctx(primary, (int)dev);
+	mem_stage_drop_ctx(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
@@ -99,6 +110,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 	refs = ctx_primary_refs(ctx);
 	ctx_untrack(ctx);
 	mem_cache_drop_ctx(ctx, -1);
+	mem_stage_drop_ctx(ctx, -1);
 	r_ = real_(ctx);
 	if (r_ == CUDA_SUCCESS)
 		forget_memory(ctx, -1);

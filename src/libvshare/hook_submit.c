@@ -43,6 +43,7 @@ CUresult sym params                                                       \
 	HOOK_LEAVE();                                                     \
 }
 
+#define H_BODY_COPY(sym, stream, params, args)
 #define H_BODY_ALLOC(sym, stream, params, args)
 #define H_BODY_FREE(sym, stream, params, args)
 #define H_BODY_PIN(sym, stream, params, args)

@@ -11,6 +11,7 @@
 #include "log.h"
 
 #define H_FN_SUBMIT(sym)        (void *)sym
+#define H_FN_COPY(sym)          (void *)sym
 #define H_FN_CAPTURE_BEGIN(sym) (void *)sym
 #define H_FN_CAPTURE_END(sym)   (void *)sym
 #define H_FN_ALLOC(sym)         (void *)sym

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "mem_alloc.h"
 #include "mem_cache.h"
+#include "mem_stage.h"
 #include "shim.h"
 #include "shim_env.h"
 #include "shim_guard.h"
@@ -69,6 +70,7 @@ static void shim_atfork_child(void)
 {
 	mem_atfork_child();
 	mem_cache_atfork_child();
+	mem_stage_atfork_child();
 	ctx_atfork_child();
 	cuq_atfork_child();
 	gate_atfork_child();

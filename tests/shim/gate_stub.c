@@ -46,6 +46,11 @@ void gate_capture_delta(int delta)
 	__atomic_add_fetch(&stub.captures, delta, __ATOMIC_SEQ_CST);
 }
 
+int gate_capturing(void)
+{
+	return __atomic_load_n(&stub.captures, __ATOMIC_SEQ_CST) > 0;
+}
+
 void client_footprint_changed(int dev)
 {
 	if (dev >= 0 && dev < 4)

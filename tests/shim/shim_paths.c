@@ -352,7 +352,8 @@ int check_gated(void)
 	for (int i = 0; i < n_hooked && n < 256; i++) {
 		void *fn;
 
-		if (strcmp(hooked[i].kind, "SUBMIT") != 0)
+		if (strcmp(hooked[i].kind, "SUBMIT") != 0 &&
+		    strcmp(hooked[i].kind, "COPY") != 0)
 			continue;
 		fn = dlsym(h, hooked[i].name);
 		if (fn == NULL)

@@ -368,6 +368,9 @@ static const struct {
 	{ "oversub", check_oversub },
 	{ "convert_off", check_convert_off },
 	{ "vmm", check_vmm },
+	{ "stage", check_stage },
+	{ "stage_off", check_stage_off },
+	{ "stage_fork", check_stage_fork },
 };
 
 int main(int argc, char **argv)

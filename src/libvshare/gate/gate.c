@@ -263,6 +263,11 @@ void gate_capture_delta(int delta)
 	}
 }
 
+int gate_capturing(void)
+{
+	return A_LOAD_RLX(&gate_g.captures) > 0;
+}
+
 void gate_atfork_child(void)
 {
 	/* Another thread may have held any of these mutexes at the fork:

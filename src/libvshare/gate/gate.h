@@ -72,6 +72,9 @@ void gate_exit(int token);
  * cuStreamBeginCapture* / cuStreamEndCapture). While none is active the
  * fast path does not ask the driver about capture. */
 void gate_capture_delta(int delta);
+/* Nonzero while a capture is active somewhere in this process (one
+ * atomic load): the memory layer does not stage copies then. */
+int  gate_capturing(void);
 
 /* pthread_atfork child handler: drop the inherited lock state without
  * touching CUDA. */

@@ -18,7 +18,7 @@ enum hook_id {
 };
 
 enum hook_kind {
-	HOOK_SUBMIT, HOOK_CAPTURE_BEGIN, HOOK_CAPTURE_END, HOOK_ALLOC,
+	HOOK_SUBMIT, HOOK_COPY, HOOK_CAPTURE_BEGIN, HOOK_CAPTURE_END, HOOK_ALLOC,
 	HOOK_FREE, HOOK_PIN, HOOK_UNPIN, HOOK_INFO, HOOK_CTX, HOOK_RESOLVE,
 	HOOK_REAL
 };
@@ -86,6 +86,7 @@ int hook_resolve_all(void *(*lookup)(void *handle, const char *name),
  * prototype; this only makes it visible). */
 #define VSHARE_EXPORT __attribute__((visibility("default")))
 #define H_EXPORT_SUBMIT(sym)        VSHARE_EXPORT __typeof__(sym) sym;
+#define H_EXPORT_COPY(sym)          VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_CAPTURE_BEGIN(sym) VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_CAPTURE_END(sym)   VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_ALLOC(sym)         VSHARE_EXPORT __typeof__(sym) sym;

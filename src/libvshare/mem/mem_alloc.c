@@ -9,7 +9,8 @@
 #include "mem_reg.h"
 #include "shim_env.h"
 
-struct mem_conf mem_conf = { .convert = 1, .async_cache = MEM_CACHE_AUTO };
+struct mem_conf mem_conf = { .convert = 1, .async_cache = MEM_CACHE_AUTO,
+			      .stage_copies = 1 };
 
 void mem_conf_read(void)
 {
@@ -20,6 +21,7 @@ void mem_conf_read(void)
 	mem_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
 	mem_conf.async_cache = shim_env_size("VSHARE_ASYNC_CACHE",
 					     MEM_CACHE_AUTO);
+	mem_conf.stage_copies = shim_env_bool("VSHARE_STAGE_COPIES", 1);
 }
 
 /* The driver aligns pitched rows for texture access; 512 bytes satisfies

@@ -21,6 +21,10 @@ struct mem_conf {
 	 * reuse per device (mem_cache.h); 0 = no cache; MEM_CACHE_AUTO (the
 	 * default) = a quarter of the device's limit. */
 	uint64_t async_cache;
+	/* VSHARE_STAGE_COPIES, default 1: copies between pageable host
+	 * memory and converted memory go through pinned buffers
+	 * (mem_stage.h). */
+	int stage_copies;
 };
 
 #define MEM_CACHE_AUTO UINT64_MAX
