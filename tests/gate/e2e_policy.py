@@ -202,6 +202,41 @@ def t_interactive_fair():
     s.stop()
 
 
+def t_swap_report():
+    """Mode auto, two jobs whose working sets do not fit together in the
+    configured capacity: each grant is oversubscribed, the new holder
+    prefetches its memory and reports how long that took (SWAPPED), and
+    the scheduler's status shows the average swap-in and a slice no
+    shorter than the configured one."""
+    s = Scheduler(SCHED, TMP, mode="auto", tq_s=1, policy="fair",
+                  min_slice_ms=SLICE_MS, capacity=96 << 20)
+    SCHEDS.append(s)
+    s.start()
+    procs = [start([example("vs-compute"), "--seconds", 4, "--kernel-ms", 10,
+                    "--mem", "64M", "--progress-ms", 0])
+             for _ in range(2)]
+    g = None
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        g, _ = gpu_status(s.sock)
+        if g is not None and g.get("swap_us", 0) > 0:
+            break
+        time.sleep(0.1)
+    finish_ok(*procs, timeout=30)
+    check(g is not None and g.get("oversubscribed") is True,
+          "status: 128 MiB of footprints in a capacity of 96 MiB is "
+          "oversubscribed (%s)" % (g and g.get("footprint")))
+    check(g.get("swap_us", 0) > 0,
+          "status: the holders reported their swap-ins (swap_us %s)"
+          % g.get("swap_us"))
+    check(g.get("slice_ms", 0) >= SLICE_MS,
+          "status: the slice in force (%s ms) is at least min_slice_ms"
+          % g.get("slice_ms"))
+    check(execlog.is_serialized(execlog.load(LOG)),
+          "oversubscribed: no two processes' kernels overlap")
+    s.stop()
+
+
 def t_interactive_fcfs():
     """Policy fcfs (the old order): the same first burst waits for the
     end of the loop's quantum."""
