@@ -86,16 +86,20 @@ static void print_ids(const char *title, const cJSON *ids,
  * document version 2, which has none). */
 static void print_policy(const struct vs_st_val *g)
 {
-	char slice[32], min[32], swap[32];
+	char slice[32], min[32], swap[32], cost[32];
 
 	if (strcmp(g[VS_SG_policy].str, "?") == 0)
 		return;
 	fmt_ms(g[VS_SG_slice_ms].num, slice, sizeof(slice));
 	fmt_ms(g[VS_SG_min_slice_ms].num, min, sizeof(min));
 	fmt_ms(g[VS_SG_swap_us].num / 1000, swap, sizeof(swap));
+	fmt_ms(g[VS_SG_preempt_cost_ms].num, cost, sizeof(cost));
 	printf("  policy %s, slice %s", g[VS_SG_policy].str, slice);
 	if (g[VS_SG_slice_ms].num > g[VS_SG_min_slice_ms].num)
-		printf(" (minimum %s, longer for swap-ins of %s)", min, swap);
+		printf(" (minimum %s; longer so that preemptions, %s each%s%s, "
+		       "stay within their budget)", min, cost,
+		       g[VS_SG_swap_us].num > 0 ? ", and swap-ins of " : "",
+		       g[VS_SG_swap_us].num > 0 ? swap : "");
 	else if (g[VS_SG_swap_us].num > 0)
 		printf(" (swap-ins take %s)", swap);
 	printf("\n");
