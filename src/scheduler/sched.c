@@ -239,7 +239,7 @@ static void admit(struct sched *s, struct sched_gpu *g)
 		grant(s, m, now);
 	}
 	if (g->n_holders > 0 && g->n_waiting > 0)
-		sched_fair_order(s, g, now); /* renumber the places */
+		sched_fair_number(g); /* the granted ones left the queue */
 	update_contention(s, g, now);
 	preempt(s, g, now);
 }

@@ -182,7 +182,7 @@ static int key_cmp(const void *a, const void *b)
 	return x->m->seq < y->m->seq ? -1 : x->m->seq > y->m->seq;
 }
 
-static void number(struct sched_gpu *g)
+void sched_fair_number(struct sched_gpu *g)
 {
 	uint32_t pos = 0;
 
@@ -201,7 +201,7 @@ void sched_fair_order(const struct sched *s, struct sched_gpu *g,
 		 * order at worst, never a lost waiter. */
 		k = malloc(g->n_waiting * sizeof(*k));
 		if (k == NULL) {
-			number(g);
+			sched_fair_number(g);
 			return;
 		}
 		for (struct dlink *it = g->queue.next; it != &g->queue;
@@ -225,7 +225,7 @@ void sched_fair_order(const struct sched *s, struct sched_gpu *g,
 			dl_append(&g->queue, &k[i].m->q_link);
 		free(k);
 	}
-	number(g);
+	sched_fair_number(g);
 }
 
 /* "Much less" is a ratio, not a difference: two equal jobs that take

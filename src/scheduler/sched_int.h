@@ -200,6 +200,8 @@ void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
 /* Put g's queue in the policy's order and number the places. */
 void sched_fair_order(const struct sched *s, struct sched_gpu *g,
 		      uint64_t now);
+/* Number the places of g's queue in its order, 1 first. */
+void sched_fair_number(struct sched_gpu *g);
 /* Would waiter w preempt holder h (fair policy, now)? */
 int  sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
 			  const struct sched_member *w,
