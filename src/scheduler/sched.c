@@ -86,15 +86,17 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 	o->u.grant.tq_ms = g->tq_ms;
 }
 
-static void emit_drop(struct sched *s, struct sched_member *m, uint32_t reason)
+static struct sched_out *emit_drop(struct sched *s, struct sched_member *m,
+				   uint32_t reason)
 {
 	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
 
 	if (o == NULL)
-		return;
+		return NULL;
 	o->type = VS_MSG_DROP;
 	memcpy(o->u.drop.uuid, m->g->uuid, VS_UUID_LEN);
 	o->u.drop.reason = reason;
+	return o;
 }
 
 static void grant(struct sched *s, struct sched_member *m, uint64_t now)
@@ -141,18 +143,18 @@ void sched_unhold(struct sched *s, struct sched_member *m)
 }
 
 /* A drop that must be obeyed within the grace period. */
-void sched_hard_drop(struct sched *s, struct sched_member *m,
-		     uint32_t reason, uint64_t now)
+struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
+				  uint32_t reason, uint64_t now)
 {
 	if (m->hard)
-		return;
+		return NULL;
 	m->hard = reason;
 	m->hard_at = now;
 	m->g->hard_seq++;
 	m->hung_reported = 0;
 	m->g->n_hard++;
 	m->preempted = 0;
-	emit_drop(s, m, reason);
+	return emit_drop(s, m, reason);
 }
 
 /* May waiter m start now, beside the current holders? */
@@ -199,6 +201,7 @@ static void update_contention(struct sched *s, struct sched_gpu *g,
 static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 {
 	const struct sched_member *w;
+	struct sched_out *o;
 	uint64_t slice;
 
 	if (g->policy != SCHED_POLICY_FAIR || g->mode == VS_MODE_OFF ||
@@ -212,12 +215,10 @@ static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 		if (h->hard || now < h->since + slice ||
 		    !sched_fair_much_less(s, g, w, h, now))
 			continue;
-		sched_hard_drop(s, h, VS_DROP_QUANTUM, now);
+		o = sched_hard_drop(s, h, VS_DROP_QUANTUM, now);
 		h->preempted = 1;
-		/* The drop just pushed: the log tells it apart. */
-		if (s->n_out > 0 && s->out[s->n_out - 1].type == VS_MSG_DROP &&
-		    s->out[s->n_out - 1].client_id == h->c->id)
-			s->out[s->n_out - 1].fair = 1;
+		if (o != NULL)
+			o->fair = 1; /* the log tells it apart */
 	}
 }
 
@@ -227,7 +228,7 @@ static void admit(struct sched *s, struct sched_gpu *g)
 {
 	uint64_t now = sched_now(s);
 
-	(void)sched_fair_charge(s, g, now);
+	sched_fair_charge(s, g, now);
 	g->slice_ms = sched_fair_slice(s, g);
 	sched_fair_order(s, g, now);
 	while (!dl_empty(&g->queue)) {

@@ -1,7 +1,8 @@
 /*
  * Admin requests of the policy: quantum, mode and slice, for one GPU, one
- * index or all, and the queue order of every GPU. A mode change tells every attached client and drops or admits
- * what the new mode asks.
+ * index or all; the queue order of every GPU; users' weights. A mode
+ * change tells every attached client and drops or admits what the new
+ * mode asks.
  */
 #include <string.h>
 
@@ -91,7 +92,6 @@ int sched_set_mode(struct sched *s, uint32_t target, uint32_t index,
 	return for_targets(s, target, index, uuid, sched_gpu_mode, mode);
 }
 
-
 static void gpu_set_slice(struct sched *s, struct sched_gpu *g, uint32_t ms)
 {
 	g->min_slice_ms = ms;
@@ -110,7 +110,7 @@ int sched_set_slice(struct sched *s, uint32_t target, uint32_t index,
 	return for_targets(s, target, index, uuid, gpu_set_slice, ms);
 }
 
-void sched_gpu_policy(struct sched *s, struct sched_gpu *g, uint32_t policy)
+static void gpu_policy(struct sched *s, struct sched_gpu *g, uint32_t policy)
 {
 	g->policy = policy;
 	/* The queue takes the new order now (admission sorts it). */
@@ -123,7 +123,7 @@ int sched_set_policy(struct sched *s, uint32_t policy)
 		return VS_E_INVAL;
 	s->cfg.policy = policy;
 	for (size_t i = 0; i < s->n_gpus; i++)
-		sched_gpu_policy(s, s->gpus[i], policy);
+		gpu_policy(s, s->gpus[i], policy);
 	return 0;
 }
 
@@ -136,9 +136,10 @@ static uint32_t weight_clamp(uint32_t weight)
 	return weight > SCHED_WEIGHT_MAX ? SCHED_WEIGHT_MAX : weight;
 }
 
-/* Every client takes its user's weight; the order of every queue may
- * change, and who preempts whom. */
-static void weights_apply(struct sched *s)
+/* Every client takes its user's weight. Where a user that changed has
+ * GPUs (`attached`), the order of the queues may change, and who
+ * preempts whom; otherwise no queue moves. */
+static void weights_apply(struct sched *s, int attached)
 {
 	struct dlink *it;
 
@@ -147,18 +148,24 @@ static void weights_apply(struct sched *s)
 
 		c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
 	}
-	for (size_t i = 0; i < s->n_gpus; i++)
+	for (size_t i = 0; attached && i < s->n_gpus; i++)
 		if (s->gpus[i]->n_waiting > 0)
 			sched_admit(s, s->gpus[i]);
 }
 
-/* A user's weight, on the uid's record and every one of its clients. */
+/* A user's weight, on the uid's record and every one of its clients. A
+ * user's first client (the daemon sets its weight at registration) has
+ * attached no GPU yet: no queue is sorted again for it. */
 static void uid_weight(struct sched *s, uint32_t uid, uint32_t weight)
 {
+	int attached = 0;
+
 	for (size_t i = 0; i < s->n_uids; i++)
-		if (s->uids[i]->uid == uid)
+		if (s->uids[i]->uid == uid) {
 			s->uids[i]->weight = weight_clamp(weight);
-	weights_apply(s);
+			attached = s->uids[i]->n_gpus > 0;
+		}
+	weights_apply(s, attached);
 }
 
 void sched_reweigh(struct sched *s, sched_weight_fn fn, void *arg)
@@ -174,7 +181,7 @@ void sched_reweigh(struct sched *s, sched_weight_fn fn, void *arg)
 		if (w > c->u->weight)
 			c->u->weight = w;
 	}
-	weights_apply(s);
+	weights_apply(s, 1);
 }
 
 void sched_client_set_weight(struct sched *s, struct sched_client *c,

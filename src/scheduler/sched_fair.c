@@ -5,8 +5,9 @@
  *
  * Recent time is held time decayed exponentially with the configured
  * half-life, so a user who held the GPU a minute ago counts for half of
- * one who holds it now. Holding is charged as wall time, whether the GPU
- * computes or not: a holder keeps others off the card either way.
+ * one who holds it now. Holding while someone waits is charged as wall
+ * time, whether the GPU computes or not: a holder keeps others off the
+ * card either way.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -88,40 +89,30 @@ static struct sched_usage *usage_get(const struct sched *s,
  * idle GPU for an hour is as light as one that just arrived. The GPU's
  * `contended` flag changes only in admission, after a charge, so it is
  * the state of the whole interval since the last one. */
-static int charge(const struct sched *s, struct sched_member *m, uint64_t now)
+void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
+			   uint64_t now)
 {
 	struct sched_usage *u;
 	uint64_t dt;
 
 	if (m->state != SCHED_ST_HOLDING || now <= m->charged_at)
-		return 0;
+		return;
 	dt = now - m->charged_at;
 	m->charged_at = now;
 	if (!m->g->contended)
-		return 0;
+		return;
 	rec_add(s, &m->rec, dt, now);
 	u = usage_get(s, m->g, m->c->cred.uid, now);
-	if (u == NULL)
-		return -1;
-	rec_add(s, &u->rec, dt, now);
-	return 0;
+	if (u != NULL)
+		rec_add(s, &u->rec, dt, now);
 }
 
-void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
-			   uint64_t now)
+void sched_fair_charge(const struct sched *s, struct sched_gpu *g, uint64_t now)
 {
-	(void)charge(s, m, now);
-}
-
-int sched_fair_charge(const struct sched *s, struct sched_gpu *g, uint64_t now)
-{
-	int rc = 0;
-
 	for (struct dlink *it = g->holders.next; it != &g->holders;
 	     it = it->next)
-		if (charge(s, dl_entry(it, struct sched_member, h_link), now))
-			rc = -1;
-	return rc;
+		sched_fair_charge_one(s, dl_entry(it, struct sched_member, h_link),
+				      now);
 }
 
 /* Time not yet charged to a holder, decayed to now. */

@@ -163,13 +163,13 @@ struct sched {
 void sched_admit(struct sched *s, struct sched_gpu *g);
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
 void sched_unhold(struct sched *s, struct sched_member *m);
-/* A drop that must be obeyed within the grace period. */
-void sched_hard_drop(struct sched *s, struct sched_member *m,
-		     uint32_t reason, uint64_t now);
+/* A drop that must be obeyed within the grace period; the outbox entry
+ * it pushed, NULL if none (one was pending, or out of memory). */
+struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
+				  uint32_t reason, uint64_t now);
 
 /* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
-void sched_gpu_policy(struct sched *s, struct sched_gpu *g, uint32_t policy);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */
@@ -191,9 +191,9 @@ void sched_uid_gpu_del(struct sched_gpu *g, struct sched_client *c);
 int  sched_uid_may_wait(const struct sched *s, const struct sched_client *c);
 
 /* sched_fair.c: recent GPU time and queue order (pure bookkeeping) */
-/* Charge every holder of g up to now. 0, or -1 when out of memory (the
- * user's record could not be made; the member's own time is charged). */
-int  sched_fair_charge(const struct sched *s, struct sched_gpu *g,
+/* Charge every holder of g up to now. Out of memory, a user's record
+ * may be missing: the member's own time is still charged. */
+void sched_fair_charge(const struct sched *s, struct sched_gpu *g,
 		       uint64_t now);
 void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
 			   uint64_t now);
