@@ -148,19 +148,25 @@ def mode_correct(args):
     return res
 
 
+def mlp(dev, depth, width, batch):
+    """depth Linear+ReLU layers of width, AdamW, and one batch of inputs
+    and targets, the same from the same seed."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(batch, width, device=dev)
+    y = torch.randn(batch, width, device=dev)
+    return model, opt, x, y
+
+
 def bench_model(dev):
     """Sized to keep the GPU busy (about 5 ms of matrix work a step on an
     H100, more than Python needs to issue it), so that steps/s measures the
     GPU path rather than the host's scheduling; about 2.5 GB in all."""
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(6):
-        layers += [torch.nn.Linear(3072, 3072), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(8192, 3072, device=dev)
-    y = torch.randn(8192, 3072, device=dev)
-    return model, opt, x, y
+    return mlp(dev, 6, 3072, 8192)
 
 
 def bench_step(model, opt, x, y):
@@ -282,15 +288,7 @@ def mode_burst(args):
 def share_model(dev):
     """Small enough for many co-runners (about 0.3 GB each), large enough
     that a step is GPU work rather than Python."""
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(4):
-        layers += [torch.nn.Linear(2048, 2048), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(4096, 2048, device=dev)
-    y = torch.randn(4096, 2048, device=dev)
-    return model, opt, x, y
+    return mlp(dev, 4, 2048, 4096)
 
 
 def mode_share(args):
