@@ -34,7 +34,7 @@ expect() { # FUNCTION "want words" WORD...
 
 contains() { # FUNCTION word WORD...
 	local fn=$1 word=$2; shift 2
-	complete_words "$fn" "$@" | grep -qx -- "$word" ||
+	complete_words "$fn" "$@" | grep -x -- "$word" >/dev/null ||
 		fail "'$*<TAB>' does not offer $word"
 }
 

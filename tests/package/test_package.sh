@@ -76,7 +76,9 @@ echo "$debs"
 # The Slurm plugin has a package of its own (it depends on slurmd of one
 # major version); it is checked for its content, not installed here.
 slurm_deb=$(cd "$work" && ls vshare-slurm_*.deb) || fail "no vshare-slurm package"
-dpkg-deb -c "$work/$slurm_deb" | grep -q '/slurm-wlm/vshare_spank\.so$' ||
+# grep reads the whole listing (no -q): under pipefail, a grep that quits
+# early kills the writer with SIGPIPE and fails the pipe it matched in.
+dpkg-deb -c "$work/$slurm_deb" | grep '/slurm-wlm/vshare_spank\.so$' >/dev/null ||
 	fail "$slurm_deb lacks the SPANK plugin"
 
 phase "lintian"
@@ -121,7 +123,7 @@ in_root getent passwd vshare >/dev/null || fail "sysusers: no user vshare"
 [ -L "$root/etc/systemd/system/multi-user.target.wants/vshare-scheduler.service" ] ||
 	fail "the unit is not enabled"
 # shellcheck disable=SC2016 # dpkg-query's own ${} fields
-in_root dpkg-query -W -f='${Conffiles}\n' vshare | grep -q ' /etc/vshare/scheduler.json ' ||
+in_root dpkg-query -W -f='${Conffiles}\n' vshare | grep ' /etc/vshare/scheduler.json ' >/dev/null ||
 	fail "/etc/vshare/scheduler.json is not a conffile"
 for page in man1/vsharectl.1 man1/vshare-run.1 man1/vshare-kernel.1 \
 	man5/vshare-scheduler.json.5 man7/libvshare.7 man8/vshare-scheduler.8; do
@@ -160,7 +162,7 @@ in_root env LD_LIBRARY_PATH=/opt/vshare-test vshare-run --label pkgtest -- \
 prog=$!
 seen=0
 for _ in $(seq 100); do
-	if in_root vsharectl status 2>/dev/null | grep -q pkgtest; then seen=1; break; fi
+	if in_root vsharectl status 2>/dev/null | grep pkgtest >/dev/null; then seen=1; break; fi
 	sleep 0.1
 done
 in_root vsharectl status || true
