@@ -8,13 +8,16 @@
 #include "mem_cache.h"
 #include "mem_reg.h"
 #include "mem_stage.h"
+#include "shim_ops.h"
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	HOOK_ENTER(cuDevicePrimaryCtxRetain, (pctx, dev));
 	r_ = real_(pctx, dev);
-	if (r_ == CUDA_SUCCESS)
+	if (r_ == CUDA_SUCCESS) {
 		ctx_track(*pctx, (int)dev, 1);
+		shim_gpu_opened((int)dev);
+	}
 	HOOK_LEAVE();
 }
 
@@ -72,8 +75,10 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
 	HOOK_ENTER(cuCtxCreate_v2, (pctx, flags, dev));
 	r_ = real_(pctx, flags, dev);
-	if (r_ == CUDA_SUCCESS)
+	if (r_ == CUDA_SUCCESS) {
 		ctx_track(*pctx, (int)dev, 0);
+		shim_gpu_opened((int)dev);
+	}
 	HOOK_LEAVE();
 }
 
@@ -82,8 +87,10 @@ CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
 {
 	HOOK_ENTER(cuCtxCreate_v3, (pctx, paramsArray, numParams, flags, dev));
 	r_ = real_(pctx, paramsArray, numParams, flags, dev);
-	if (r_ == CUDA_SUCCESS)
+	if (r_ == CUDA_SUCCESS) {
 		ctx_track(*pctx, (int)dev, 0);
+		shim_gpu_opened((int)dev);
+	}
 	HOOK_LEAVE();
 }
 
@@ -92,8 +99,10 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
 {
 	HOOK_ENTER(cuCtxCreate_v4, (pctx, ctxCreateParams, flags, dev));
 	r_ = real_(pctx, ctxCreateParams, flags, dev);
-	if (r_ == CUDA_SUCCESS)
+	if (r_ == CUDA_SUCCESS) {
 		ctx_track(*pctx, (int)dev, 0);
+		shim_gpu_opened((int)dev);
+	}
 	HOOK_LEAVE();
 }
 

@@ -137,6 +137,12 @@ static void cb_footprint(void *arg, int dev, uint64_t *managed,
 	mreg_usage(dev, managed, pinned);
 }
 
+void shim_gpu_opened(int dev)
+{
+	if (gate_prepare(dev) == 0)
+		client_prepare(dev);
+}
+
 const struct client_callbacks shim_client_cbs = {
 	.granted = cb_granted,
 	.released = cb_released,

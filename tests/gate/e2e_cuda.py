@@ -160,6 +160,33 @@ def status_gpus(sock):
             for c in json.loads(out.stdout)["clients"]}
 
 
+def registered_early():
+    """A program registers when it opens its context, not at its first
+    launch: before any kernel, the scheduler already has its GPU and its
+    footprint, so that the first launch waits for one REQUEST only."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    p = prog("-n", 3, "-k", 1000, "-m", 8, "-W", 1500)
+    seen, asked = None, 0
+    deadline = time.monotonic() + 1.2
+    while seen is None and time.monotonic() < deadline:
+        out = subprocess.run([CTL, "-s", s.sock, "--json", "status"],
+                             capture_output=True, text=True, timeout=5)
+        asked = now_ns()
+        for c in json.loads(out.stdout)["clients"] if out.returncode == 0 else []:
+            if c.get("pid") == p.pid and c.get("gpus"):
+                seen = c["gpus"][0]
+        time.sleep(0.05)
+    ok_exit(p)
+    check(seen is not None, "the scheduler has the program's GPU before "
+          "its first launch")
+    check(seen["managed"] >= 8 << 20 and seen["state"] == "idle",
+          "with its footprint (%d bytes), not waiting" % seen["managed"])
+    check(first_start(p.pid) > asked,
+          "no kernel of it had started when the status was read")
+    s.stop()
+
+
 def sched_restart():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
@@ -271,7 +298,7 @@ SCENARIOS = {
     "idle_handover": idle_handover, "busy_quantum": busy_quantum,
     "holder_killed": holder_killed, "sched_restart": sched_restart,
     "no_scheduler": no_scheduler, "capture_graph": capture_graph,
-    "two_devices": two_devices,
+    "two_devices": two_devices, "registered_early": registered_early,
 }
 
 try:

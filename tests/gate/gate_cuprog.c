@@ -125,13 +125,13 @@ static void add_check(void)
 
 int main(int argc, char **argv)
 {
-	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0;
+	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0, before = 0;
 	int opt, capture = 0, add = 0, ordinal = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr buf = 0, big = 0;
 
-	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:d:ca")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:ca")) != -1) {
 		switch (opt) {
 		case 'n': n = atol(optarg); break;
 		case 'k': us = atol(optarg); break;
@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 		case 'm': alloc = atol(optarg); break;
 		case 'M': grow = atol(optarg); break;
 		case 'P': pause = atol(optarg); break;
+		case 'W': before = atol(optarg); break;
 		case 'd': ordinal = atoi(optarg); break;
 		case 'c': capture = 1; break;
 		case 'a': add = 1; break;
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
 	CK(p_cuModuleLoadData(&mod, "vshare test kernels"));
 	if (alloc > 0)
 		CK(p_cuMemAlloc_v2(&buf, (size_t)alloc << 20));
+	sleep_ms(before);
 	printf("first %llu\n", now_ns());
 	fflush(stdout);
 	for (long i = 0; i < n; i++) {

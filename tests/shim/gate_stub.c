@@ -57,6 +57,19 @@ void client_footprint_changed(int dev)
 		__atomic_add_fetch(&stub.fp_changes[dev], 1, __ATOMIC_SEQ_CST);
 }
 
+int gate_prepare(int dev)
+{
+	if (dev >= 0 && dev < 4)
+		__atomic_add_fetch(&stub.gate_prepared[dev], 1, __ATOMIC_SEQ_CST);
+	return stub.prepare_fails ? -1 : 0;
+}
+
+void client_prepare(int dev)
+{
+	if (dev >= 0 && dev < 4)
+		__atomic_add_fetch(&stub.client_prepared[dev], 1, __ATOMIC_SEQ_CST);
+}
+
 void gate_atfork_child(void)
 {
 	stub.forks++;

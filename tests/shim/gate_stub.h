@@ -11,6 +11,8 @@ struct gate_stub {
 	const struct client_callbacks *cbs;
 	int inits, enters, exits, captures, forks, shutdowns;
 	int fp_changes[4];
+	int gate_prepared[4], client_prepared[4];
+	int prepare_fails;    /* gate_prepare answers -1 */
 	void *last_stream;
 };
 

@@ -71,7 +71,36 @@ static int setup(void **state)
 	assert_non_null(stub.ev);
 	assert_non_null(stub.cbs);
 	assert_int_equal(stub.inits, 1);
+	/* Each retain registered its GPU at once, before any submission. */
+	assert_int_equal(stub.gate_prepared[0], 1);
+	assert_int_equal(stub.gate_prepared[1], 1);
+	assert_int_equal(stub.client_prepared[0], 1);
+	assert_int_equal(stub.client_prepared[1], 1);
+	assert_int_equal(stub.enters, 0);
 	return 0;
+}
+
+/* A context of one's own registers its GPU too; a GPU the gate cannot
+ * know (disabled, unreadable) is not announced to the client. */
+static void test_context_prepares(void **state)
+{
+	CUcontext own, cur;
+	int g0 = stub.gate_prepared[0], c0 = stub.client_prepared[0];
+
+	(void)state;
+	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
+	assert_int_equal(stub.gate_prepared[0], g0 + 1);
+	assert_int_equal(stub.client_prepared[0], c0 + 1);
+	CK(cuCtxPopCurrent_v2(&cur));
+	CK(cuCtxDestroy_v2(own));
+	stub.prepare_fails = 1;
+	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
+	stub.prepare_fails = 0;
+	assert_int_equal(stub.gate_prepared[0], g0 + 2);
+	assert_int_equal(stub.client_prepared[0], c0 + 1);
+	CK(cuCtxPopCurrent_v2(&cur));
+	CK(cuCtxDestroy_v2(own));
+	CK(cuCtxSetCurrent(ctx0));
 }
 
 static void test_devices(void **state)
@@ -477,6 +506,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_devices),
+		cmocka_unit_test(test_context_prepares),
 		cmocka_unit_test(test_footprint_prefetch),
 		cmocka_unit_test(test_sync_device),
 		cmocka_unit_test(test_refused_destroy),

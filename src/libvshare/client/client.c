@@ -26,9 +26,10 @@
 #define CLIENT_STOP_WAIT_MS 300
 
 
-/* The thread's life: RUN_NONE until the first client_wanted starts it,
- * RUN_STARTING while that thread creates it, RUN_RUNNING, RUN_STOPPED
- * once client_stop ran (for good: no thread starts after it). */
+/* The thread's life: RUN_NONE until the first client_prepare or
+ * client_wanted starts it, RUN_STARTING while that thread creates it,
+ * RUN_RUNNING, RUN_STOPPED once client_stop ran (for good: no thread
+ * starts after it). */
 enum { RUN_NONE, RUN_STARTING, RUN_RUNNING, RUN_STOPPED };
 static int run_state;        /* atomic */
 static pthread_t thread;
@@ -411,6 +412,20 @@ void client_wanted(void *arg, int dev)
 	 * the thread finds the waiters through gate_waiting. */
 	if (A_XCHG(&client_g.gpu[dev].wanted, 1) != 0 && client_started())
 		return;
+	client_start();
+	client_wake();
+}
+
+void client_prepare(int dev)
+{
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return;
+	/* The running thread attaches a GPU the gate knows on its next
+	 * pass; one that was not running finds it on its first. */
+	if (client_started()) {
+		client_wake();
+		return;
+	}
 	client_start();
 	client_wake();
 }

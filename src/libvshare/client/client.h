@@ -39,7 +39,8 @@ struct client_callbacks {
 
 /* Called once from the shim's init, after gate_init: reads the client's
  * settings (socket, label, idle time, swap mode, VSHARE_REQUIRE_SCHEDULER,
- * footprint step). The thread starts at the first client_wanted. */
+ * footprint step). The thread starts at the first client_prepare or
+ * client_wanted. */
 void client_init(const struct client_callbacks *cb);
 
 /*
@@ -49,6 +50,15 @@ void client_init(const struct client_callbacks *cb);
  * without a mutex.
  */
 void client_wanted(void *arg, int dev);
+
+/*
+ * The process opened a context on dev, whose gate knows the GPU
+ * (gate_prepare): start the client thread if it does not run yet, so that
+ * connecting, HELLO, ATTACH and the footprint are done before the first
+ * submission, which then waits for one REQUEST and its GRANT only. Asks
+ * for no lock: nothing is requested until a thread waits at the gate.
+ */
+void client_prepare(int dev);
 
 /* The memory layer changed this process's footprint on dev (any thread,
  * no lock): the client reports it when it moved enough. */

@@ -116,6 +116,20 @@ static void learn_count(void)
 			   "lookup" : "s");
 }
 
+int gate_prepare(int dev)
+{
+	struct gate_gpu *g;
+	int rc;
+
+	if (!A_LOAD_RLX(&gate_g.enabled) || dev < 0 || dev >= GATE_MAX_GPUS)
+		return -1;
+	g = &gate_g.gpu[dev];
+	pthread_mutex_lock(&g->mu);
+	rc = gpu_learn(g, dev);
+	pthread_mutex_unlock(&g->mu);
+	return rc;
+}
+
 __attribute__((noinline, cold))
 static int enter_slow_wait(struct gate_gpu *g, int dev, int sh)
 {

@@ -68,6 +68,12 @@ void gate_init(const struct gate_cuda_ops *ops, const struct gate_events *ev);
 int  gate_enter(void *stream);
 void gate_exit(int token);
 
+/* The process opened a context on dev: learn the GPU's UUID and memory
+ * now, as its first submission would, so that the controller can announce
+ * the GPU before any work is submitted. 0 when the GPU is known (and its
+ * work gated), -1 otherwise (gate disabled, device unreadable). */
+int  gate_prepare(int dev);
+
 /* Stream capture began or ended somewhere in this process (hooks of
  * cuStreamBeginCapture* / cuStreamEndCapture). While none is active the
  * fast path does not ask the driver about capture. */
