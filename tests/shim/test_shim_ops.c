@@ -18,6 +18,7 @@
 
 #include "gate_stub.h"
 #include "hooks.h"
+#include "mem_alloc.h"
 #include "mem_cache.h"
 #include "vshare/proto.h"
 
@@ -124,7 +125,7 @@ static void test_devices(void **state)
 	assert_int_equal(ops->device_info(1, uuid, &total), 0);
 	assert_memory_equal(uuid, "vstd", 4);
 	assert_int_equal(uuid[15], 1);
-	assert_int_equal(total, 64u << 20);
+	assert_int_equal(total, 256u << 20);
 	CK(cuStreamDestroy_v2(s1));
 }
 
@@ -192,6 +193,54 @@ static void test_footprint_prefetch(void **state)
 	assert_int_equal(stub.fp_changes[0], ch0 + 4);
 	FOOTPRINT(0, &m, &p);
 	assert_int_equal(m + p, 0);
+}
+
+/* Prefetches of `bytes` to `where`; *stream: the stream of the last. */
+static int count_prefetch_on(const char *where, size_t bytes,
+			     unsigned long long *stream)
+{
+	FILE *f = fopen(log_path, "r");
+	char kind[32], name[32];
+	unsigned long long st;
+	size_t b;
+	int n = 0;
+
+	assert_non_null(f);
+	while (fscanf(f, "%*s %*s %*s %*s %llu %31s %31s %zu", &st, kind, name,
+		      &b) == 4)
+		if (!strcmp(kind, "prefetch") && !strcmp(name, where) &&
+		    b == bytes) {
+			n++;
+			*stream = st;
+		}
+	fclose(f);
+	return n;
+}
+
+/* A bulk swap cuts a large allocation into 64 MiB chunks spread over
+ * VSHARE_SWAP_STREAMS streams; with one stream it is one prefetch. */
+static void test_swap_chunks(void **state)
+{
+	CUdeviceptr a;
+	struct client_swap sw = { 0, 0 };
+	unsigned long long s_a = 0, s_b = 0;
+	int old = mem_conf.swap_streams;
+
+	(void)state;
+	CK(cuMemAlloc_v2(&a, 67u << 20));
+	mem_conf.swap_streams = 4;
+	stub.cbs->granted(stub.cbs->arg, 0, VS_GRANTF_OVERSUB, &sw);
+	assert_int_equal(sw.bytes, 67u << 20);
+	assert_int_equal(count_prefetch_on("device0", 67u << 20, &s_a), 0);
+	assert_int_equal(count_prefetch_on("device0", 64u << 20, &s_a), 1);
+	assert_int_equal(count_prefetch_on("device0", 3u << 20, &s_b), 1);
+	assert_true(s_a != s_b);
+	mem_conf.swap_streams = 1;
+	stub.cbs->released(stub.cbs->arg, 0, 1);
+	assert_int_equal(count_prefetch_on("host", 67u << 20, &s_a), 1);
+	assert_int_equal(count_prefetch_on("host", 64u << 20, &s_a), 0);
+	mem_conf.swap_streams = old;
+	CK(cuMemFree_v2(a));
 }
 
 /* sync_device waits for every context of the device, not only the
@@ -508,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_devices),
 		cmocka_unit_test(test_context_prepares),
 		cmocka_unit_test(test_footprint_prefetch),
+		cmocka_unit_test(test_swap_chunks),
 		cmocka_unit_test(test_sync_device),
 		cmocka_unit_test(test_refused_destroy),
 		cmocka_unit_test(test_submission_streams),
@@ -523,7 +573,7 @@ int main(void)
 	close(fd);
 	setenv("VSHARE_TD_LOG", log_path, 1);
 	setenv("VSHARE_TD_DEVICES", "2", 1);
-	setenv("VSHARE_TD_MEM", "64M", 1);
+	setenv("VSHARE_TD_MEM", "256M", 1);
 	rc = cmocka_run_group_tests(tests, setup, NULL);
 	unlink(log_path);
 	return rc;

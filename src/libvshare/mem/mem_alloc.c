@@ -10,7 +10,8 @@
 #include "shim_env.h"
 
 struct mem_conf mem_conf = { .convert = 1, .async_cache = MEM_CACHE_AUTO,
-			      .stage_copies = 1 };
+			      .stage_copies = 1,
+			      .swap_streams = MEM_SWAP_STREAMS };
 
 void mem_conf_read(void)
 {
@@ -22,6 +23,8 @@ void mem_conf_read(void)
 	mem_conf.async_cache = shim_env_size("VSHARE_ASYNC_CACHE",
 					     MEM_CACHE_AUTO);
 	mem_conf.stage_copies = shim_env_bool("VSHARE_STAGE_COPIES", 1);
+	mem_conf.swap_streams = (int)shim_env_u64("VSHARE_SWAP_STREAMS",
+		MEM_SWAP_STREAMS, 1, MEM_SWAP_STREAMS_MAX);
 }
 
 /* The driver aligns pitched rows for texture access; 512 bytes satisfies

@@ -25,7 +25,14 @@ struct mem_conf {
 	 * memory and converted memory go through pinned buffers
 	 * (mem_stage.h). */
 	int stage_copies;
+	/* VSHARE_SWAP_STREAMS, default MEM_SWAP_STREAMS: streams that a bulk
+	 * swap (mem_prefetch.c) spreads its chunks over; 1 = one stream,
+	 * one prefetch per allocation. */
+	int swap_streams;
 };
+
+#define MEM_SWAP_STREAMS 4
+#define MEM_SWAP_STREAMS_MAX 8
 
 #define MEM_CACHE_AUTO UINT64_MAX
 

@@ -29,6 +29,12 @@ static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* A bulk swap is cut into chunks spread over several streams: the driver
+ * works on the prefetches of different streams at once (more copy engines
+ * and more of its own migration threads busy), where one prefetch per
+ * allocation on one stream moves one range at a time. */
+#define PREFETCH_CHUNK (64ull << 20)
+
 /* The bytes whose prefetch the driver took; 0 when none. */
 static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
 				 int dev, int to_host)
@@ -36,24 +42,40 @@ static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
 	__typeof__(&cuStreamCreate) screate = REAL(cuStreamCreate);
 	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
 	__typeof__(&cuStreamDestroy_v2) sdestroy = REAL(cuStreamDestroy_v2);
-	uint64_t bytes = 0;
-	CUstream s;
+	CUstream s[MEM_SWAP_STREAMS_MAX];
+	int ns = 0, want = mem_conf.swap_streams, k = 0;
+	uint64_t bytes = 0, chunk = want > 1 ? PREFETCH_CHUNK : UINT64_MAX;
 
-	if (screate == NULL || ssync == NULL || sdestroy == NULL ||
-	    screate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+	if (screate == NULL || ssync == NULL || sdestroy == NULL)
+		return 0;
+	while (ns < want && ns < MEM_SWAP_STREAMS_MAX &&
+	       screate(&s[ns], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS)
+		ns++;
+	if (ns == 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
-		CUresult r = prefetch_one(&es[i], dev, to_host, s);
+		for (uint64_t off = 0; off < es[i].size; off += chunk) {
+			struct mreg_entry part = es[i];
+			CUresult r;
 
-		if (r == CUDA_SUCCESS)
-			bytes += es[i].size;
-		else
+			part.key = es[i].key + off;
+			part.size = es[i].size - off < chunk ? es[i].size - off : chunk;
+			r = prefetch_one(&part, dev, to_host, s[k]);
+			k = (k + 1) % ns;
+			if (r == CUDA_SUCCESS) {
+				bytes += part.size;
+				continue;
+			}
 			log_once(LOG_LVL_INFO, "prefetch of managed memory "
 				 "failed (CUDA error %d); pages move on demand",
 				 (int)r);
+			break;
+		}
 	}
-	ssync(s);
-	sdestroy(s);
+	for (int j = 0; j < ns; j++) {
+		ssync(s[j]);
+		sdestroy(s[j]);
+	}
 	return bytes;
 }
 
