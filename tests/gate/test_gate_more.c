@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "client_int.h"
+#include "client_int.h"
 #include "gate_int.h"
 #include "helpers.h"
 
@@ -61,6 +62,68 @@ void reconnect_after_scheduler_restart(void **state)
 	assert_int_equal(LD(&fk.violations), 0);
 	fake_shutdown();
 	fs_stop();
+}
+
+/* An idle GPU's REQUEST goes out from the thread that starts to wait
+ * (the fast REQUEST, client_work.c): exactly one per wait however many
+ * threads wait, never from a holder, and the grant opens the gate for
+ * all of them. */
+void fast_request_from_waiter(void **state)
+{
+	enum { ROUNDS = 20, THREADS = 6 };
+	struct entrant e[THREADS];
+	int req, fast0;
+
+	(void)state;
+	granted_start(0);
+	fast0 = LD(&client_g.fast_sent);
+	for (int r = 0; r < ROUNDS; r++) {
+		fs_drop(0, VS_DROP_QUANTUM);
+		assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+		sleep_ms(20);      /* the client thread armed the GPU */
+		req = fs_count(VS_MSG_REQUEST);
+		for (int i = 0; i < THREADS; i++)
+			entrant_start(&e[i], 0, NULL, 0);
+		assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+		sleep_ms(30);
+		assert_int_equal(fs_count(VS_MSG_REQUEST), req + 1);
+		for (int i = 0; i < THREADS; i++)
+			assert_int_equal(LD(&e[i].done), 0);
+		fs_grant(0, 0);
+		for (int i = 0; i < THREADS; i++) {
+			assert_int_equal(entrant_wait(&e[i], 2000), 0);
+			entrant_join(&e[i]);
+		}
+	}
+	/* Most rounds' REQUEST came from a waiter, not the client thread. */
+	assert_true(LD(&client_g.fast_sent) - fast0 >= ROUNDS / 2);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	assert_int_equal(LD(&fk.violations), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* The scheduler goes away while the GPU is armed for a fast REQUEST: a
+ * waiter's send fails (or the client thread sees the end first) and the
+ * program goes on unshared at once, without SIGPIPE. */
+void fast_request_scheduler_gone(void **state)
+{
+	struct entrant e;
+	uint64_t t0;
+
+	(void)state;
+	granted_start(0);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	sleep_ms(20);
+	fs_stop();
+	t0 = now_ms();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_true(now_ms() - t0 < 1000);
+	assert_int_equal(LD(&fk.violations), 0);
+	fake_shutdown();
 }
 
 static int file_count(const char *path, const char *needle)

@@ -315,6 +315,8 @@ static void *client_main(void *arg)
 
 	(void)arg;
 	while (!client_stopping()) {
+		if (client_fast_adopt() != 0)
+			client_lost("sending to the scheduler failed");
 		check_fds();
 		if (client_c.sock < 0 && !client_c.version_dead &&
 		    gate_now_ms() >= client_c.next_try_ms)
@@ -341,6 +343,10 @@ static void *client_main(void *arg)
 		 * would never open again. */
 		if (r < 0 && errno != EINTR)
 			(void)poll(NULL, 0, 10);
+		/* Before any frame: a REQUEST a waiting thread sent is this
+		 * thread's again (client_work.c, the fast REQUEST). */
+		if (client_fast_adopt() != 0)
+			client_lost("sending to the scheduler failed");
 		if (r <= 0)
 			continue;
 		/* Frames first: a GRANT opens its gate before anything else. */
@@ -356,6 +362,7 @@ static void *client_main(void *arg)
 		if (pf[0].revents & POLLIN)
 			wake_drain();
 	}
+	(void)client_fast_adopt();
 	client_set_sock(-1);
 	pthread_mutex_lock(&done_mu);
 	thread_done = 1;
@@ -408,6 +415,12 @@ void client_wanted(void *arg, int dev)
 	(void)arg;
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return;
+	/* An idle GPU's REQUEST goes out from here (client_work.c); the
+	 * client thread, woken, polls for the GRANT. */
+	if (client_started() && client_fast_request(dev) == 0) {
+		client_wake();
+		return;
+	}
 	/* Only the first wait since the client thread last looked wakes it;
 	 * the thread finds the waiters through gate_waiting. */
 	if (A_XCHG(&client_g.gpu[dev].wanted, 1) != 0 && client_started())

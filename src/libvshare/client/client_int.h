@@ -2,7 +2,8 @@
  * The scheduler client's state, shared by the thread and connection
  * handling (client.c), the messages (client_msg.c) and the per-GPU work
  * (client_work.c). Only the client thread touches it after start, but for
- * the atomic bits that other threads set (client_gpu.wanted, fp_dirty).
+ * the atomic bits that other threads set (client_gpu.wanted, fp_dirty),
+ * and a waiting thread's REQUEST (client_gpu.fast, client_work.c).
  */
 #ifndef VSHARE_CLIENT_INT_H
 #define VSHARE_CLIENT_INT_H
@@ -105,6 +106,16 @@ struct client_gpu {
 				    * retry_ms and asks again */
 	uint64_t retry_ms;
 	uint64_t retry_step_ms;    /* the next wait after a refusal */
+	int      fast;             /* atomic: CLIENT_FAST_* (client_work.c) */
+};
+
+/* Who may send this GPU's REQUEST (client_work.c: the fast request). */
+enum {
+	CLIENT_FAST_OFF,     /* the client thread */
+	CLIENT_FAST_READY,   /* a waiting thread may claim it */
+	CLIENT_FAST_CLAIMED, /* a waiting thread is sending it */
+	CLIENT_FAST_SENT,    /* sent, for the client thread to adopt */
+	CLIENT_FAST_FAILED,  /* the send failed: the connection is lost */
 };
 
 struct client_global {
@@ -112,6 +123,8 @@ struct client_global {
 	struct client_conf conf;
 	const struct client_callbacks *cb;
 	struct client_gpu gpu[GATE_MAX_GPUS];
+	int      fast_sent;        /* atomic: REQUESTs that waiting threads
+				    * sent (client_work.c), for tests */
 };
 
 extern struct client_global client_g;
@@ -143,7 +156,8 @@ void client_lost(const char *why);
 
 /* client_msg.c */
 /* Send one frame; -1 if it failed or the connection is gone. Only the
- * client thread sends. */
+ * client thread sends, and a waiting thread that claimed a fast REQUEST
+ * (client_work.c), while the client thread neither sends nor closes. */
 int  client_send(uint16_t type, const void *payload, uint32_t len);
 /* Replace the socket (fd, or -1 after closing it). */
 void client_set_sock(int fd);
@@ -155,6 +169,13 @@ int  client_hello(void);
 int  client_work(int *timeout);
 /* Refresh what the client knows of dev from the gate; 1 if known. */
 int  client_learn(int dev);
+/* The fast REQUEST (client_work.c): arm lets waiting threads send the
+ * REQUEST of each idle GPU themselves until adopt takes that back; adopt
+ * returns -1 if a waiting thread's send failed. */
+void client_fast_arm(void);
+int  client_fast_adopt(void);
+/* A waiting thread: send dev's REQUEST if armed; 0 if it went out. */
+int  client_fast_request(int dev);
 /* gate_take, then the released callback if the gate was taken. */
 int  client_take(int dev);
 /* Read what arrived and handle each frame; -1 if the connection ended. */

@@ -3,6 +3,7 @@
  * attach it, report its footprint, release it when asked, request it when
  * someone waits. Runs on the client thread, connected.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "atomics.h"
@@ -38,6 +39,88 @@ static int send_ref(uint16_t type, const uint8_t uuid[VS_UUID_LEN])
 
 	memcpy(m.uuid, uuid, VS_UUID_LEN);
 	return client_send(type, &m, sizeof(m));
+}
+
+/*
+ * The fast REQUEST. Waking this thread from poll costs tens of
+ * microseconds on an idle machine (the CPU's sleep state), as much again
+ * as the scheduler's own wake-up: a thread that starts to wait at the gate
+ * of an idle GPU sends the REQUEST itself instead, and wakes this thread
+ * only so that it polls for the GRANT meanwhile.
+ *
+ * Ownership passes through one atomic per GPU. This thread arms it
+ * (READY) at the end of its work, when the GPU is attached with its
+ * footprint on a welcomed connection, not held, not requested, not
+ * refused, and takes it back (adopt) first thing after each poll and at
+ * the top of each pass, before it reads a frame, sends or closes the
+ * socket. Between arm and adopt it only polls, so a waiting thread that
+ * claimed READY (CLAIMED) is the only sender on a socket that stays open;
+ * adopt waits out a claim in progress. A REQUEST that went out (SENT)
+ * becomes this thread's `requested`; one that failed ends the connection
+ * as any failed send does.
+ */
+static int fast_ready(const struct client_gpu *g)
+{
+	return g->known && g->attached && g->fp_valid && !g->held &&
+	       !g->requested && !g->refused && !g->want && g->drop == 0;
+}
+
+void client_fast_arm(void)
+{
+	if (client_c.sock < 0 || !client_c.welcomed || client_stopping())
+		return;
+	for (int dev = 0; dev < GATE_MAX_GPUS; dev++)
+		if (fast_ready(&client_g.gpu[dev]))
+			A_STORE(&client_g.gpu[dev].fast, CLIENT_FAST_READY);
+}
+
+int client_fast_adopt(void)
+{
+	int rc = 0;
+
+	for (int dev = 0; dev < GATE_MAX_GPUS; dev++) {
+		struct client_gpu *g = &client_g.gpu[dev];
+		int st = A_LOAD(&g->fast), ready = CLIENT_FAST_READY;
+
+		if (st == CLIENT_FAST_OFF)
+			continue;
+		if (st == CLIENT_FAST_READY &&
+		    __atomic_compare_exchange_n(&g->fast, &ready, CLIENT_FAST_OFF,
+						0, __ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			continue;
+		/* Claimed: the waiting thread is inside one send. */
+		while ((st = A_LOAD(&g->fast)) == CLIENT_FAST_CLAIMED)
+			sched_yield();
+		if (st == CLIENT_FAST_SENT) {
+			g->requested = 1;
+			if (gate_spin_window_ns() != 0)
+				client_c.spin_until_ns = gate_now_ns() +
+							 gate_spin_window_ns();
+		} else if (st == CLIENT_FAST_FAILED) {
+			rc = -1;
+		}
+		A_STORE(&g->fast, CLIENT_FAST_OFF);
+	}
+	return rc;
+}
+
+int client_fast_request(int dev)
+{
+	struct client_gpu *g = &client_g.gpu[dev];
+	int ready = CLIENT_FAST_READY;
+
+	if (A_LOAD_RLX(&g->fast) != CLIENT_FAST_READY ||
+	    !__atomic_compare_exchange_n(&g->fast, &ready, CLIENT_FAST_CLAIMED,
+					 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return -1;
+	if (send_ref(VS_MSG_REQUEST, g->uuid) != 0) {
+		A_STORE(&g->fast, CLIENT_FAST_FAILED);
+		return 0;
+	}
+	__atomic_add_fetch(&client_g.fast_sent, 1, __ATOMIC_RELAXED);
+	A_STORE(&g->fast, CLIENT_FAST_SENT);
+	return 0;
 }
 
 /* A REQUEST; then, if the waiters spin, the client thread polls for the
@@ -193,5 +276,6 @@ int client_work(int *timeout)
 		if (gpu_work(dev, &client_g.gpu[dev], timeout) != 0)
 			return -1;
 	}
+	client_fast_arm();
 	return 0;
 }
