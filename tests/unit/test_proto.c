@@ -96,13 +96,14 @@ static void test_versions(void **state)
 		{ VS_MSG_SET_SLICE, sizeof(struct vs_admin_set), 2 },
 		{ VS_MSG_SET_POLICY, sizeof(struct vs_admin_set), 2 },
 		{ VS_MSG_SET_WEIGHT, sizeof(struct vs_admin_set), 2 },
+		{ VS_MSG_METRICS, sizeof(struct vs_status_req), 3 },
 		{ VS_MSG_SET_TQ, sizeof(struct vs_admin_set), 1 },
 	};
 	const char *why = NULL;
 	struct vs_hdr h;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 2);
+	assert_int_equal(VS_PROTO_VERSION, 3);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
