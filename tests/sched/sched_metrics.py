@@ -72,6 +72,18 @@ def t_http(b):
               "the start-up line names the endpoint")
         a = d.client("--label", "A", "--hold-ms", 1500, "--cycles", 2)
         bb = d.client("--label", "B", "--hold-ms", 1500, "--cycles", 2)
+        # Scrapes while the clients take turns: counters never go back,
+        # and in mode on there is never more than one holder.
+        last = 0
+        while a.poll() is None or bb.poll() is None:
+            status, _, text = get(port)
+            smp = samples(text)
+            check(status == 200, "GET during the workload: %d" % status)
+            g = total(smp, "vshare_grants_total")
+            check(g >= last, "grants went back: %s after %s" % (g, last))
+            check(total(smp, "vshare_gpu_holders") <= 1, "two holders")
+            last = g
+            time.sleep(0.05)
         finish(a, "A")
         finish(bb, "B")
         status, hdr, text = get(port)
