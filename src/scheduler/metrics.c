@@ -203,6 +203,13 @@ struct counter {
 	size_t n;
 };
 
+_Static_assert(VS_GRANT_SHARED == 0 && VS_GRANT_EXCLUSIVE == 1 &&
+	       VS_DROP_CAPACITY + 1 == SCHED_DROP_FAIR &&
+	       SCHED_DROP_FAIR + 1 == SCHED_DROP_N,
+	       "the label tables below follow the protocol's numbers");
+/* The HELP text of vshare_gpu_held_seconds_total says it. */
+_Static_assert(SCHED_STAT_USERS == 64, "users with a series of their own");
+
 static const char *const kind_names[] = { "shared", "exclusive" };
 static const char *const drop_names[SCHED_DROP_N] = {
 	NULL, "quantum", "idle", "mode", "capacity", "fair",
