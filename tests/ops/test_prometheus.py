@@ -237,6 +237,14 @@ class PrometheusScrape(unittest.TestCase):
         self.assertGreaterEqual(q("sum(vshare_swapins_total)"), 1)
         self.assertEqual(q("sum(vshare_swapin_bytes_total)"), prefetched)
         self.assertEqual(q('vshare_build_info{protocol="3"}'), 1)
+        # A clean stop: the endpoint closes with the loop (and a
+        # sanitizer build finds nothing to report).
+        self.prom.stop()
+        self.sched.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.sched.proc.wait(15), 0)
+        slog = self.sched.logtext()
+        self.assertNotIn("Sanitizer", slog)
+        self.assertNotIn("runtime error", slog)
 
 
 if __name__ == "__main__":
