@@ -142,6 +142,12 @@ def t_socket_request(b):
         f = recv_frame(s)
         check(f is not None and f[0] == T["ERROR"], "flags must be zero")
         s.close()
+        rc, out, err = d.ctl("metrics")
+        check(rc == 0 and
+              'vshare_refusals_total{reason="protocol"} 2\n' in out and
+              int(re.search(r'^vshare_connections_total (\d+)$', out,
+                            re.M).group(1)) >= 4,
+              "two malformed frames and four connections counted: %s" % out)
     if os.getuid() != 0:
         return 0
     with Daemon(b, {"status_public": False, "socket_mode": "0666"}) as d:
