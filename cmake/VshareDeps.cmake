@@ -15,6 +15,7 @@ endfunction()
 
 vshare_require_pkg(LIBUV libuv libuv1-dev)
 vshare_require_pkg(CJSON libcjson libcjson-dev)
+vshare_require_pkg(MHD libmicrohttpd libmicrohttpd-dev)
 if(VSHARE_BUILD_TESTS)
   vshare_require_pkg(CMOCKA cmocka libcmocka-dev)
 endif()

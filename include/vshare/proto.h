@@ -12,6 +12,9 @@
  *   2  fair share: VS_MSG_SWAPPED (a holder's swap-in on an oversubscribed
  *      grant), VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT.
  *      The scheduler still serves peers of version 1.
+ *   3  VS_MSG_METRICS (the Prometheus text exposition of the scheduler's
+ *      metrics, in a VS_MSG_REPLY). The scheduler serves peers of
+ *      versions 1 and 2 in their versions.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -37,7 +40,7 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 2u
+#define VS_PROTO_VERSION 3u
 /* The oldest version a peer may speak to this code. */
 #define VS_PROTO_VERSION_MIN 1u
 
@@ -97,6 +100,7 @@ struct vs_hdr {
 #define VS_MSG_SET_SLICE   0x0204   /* since version 2 */
 #define VS_MSG_SET_POLICY  0x0205   /* since version 2 */
 #define VS_MSG_SET_WEIGHT  0x0206   /* since version 2 */
+#define VS_MSG_METRICS     0x0207   /* since version 3 */
 /* scheduler -> admin */
 #define VS_MSG_REPLY       0x0301
 
@@ -216,6 +220,7 @@ struct vs_error {
 };
 
 /* --- admin payloads --- */
+/* VS_MSG_STATUS and VS_MSG_METRICS: no options yet. */
 struct vs_status_req {
 	uint32_t flags;          /* must be zero */
 	uint32_t reserved;
@@ -235,8 +240,9 @@ struct vs_admin_set {
 	uint32_t reserved;
 };
 
-/* VS_MSG_REPLY: this struct, then `json_len` bytes of JSON text (not
- * NUL-terminated) for a status reply, or an error message otherwise. */
+/* VS_MSG_REPLY: this struct, then `json_len` bytes of text (not
+ * NUL-terminated): JSON for a status reply, the Prometheus text
+ * exposition format for a metrics reply, or an error message otherwise. */
 struct vs_reply {
 	int32_t  status;         /* VS_OK or VS_E_* */
 	uint32_t json_len;

@@ -26,6 +26,7 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_SET_SLICE, VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-slice", 2 },
 	{ VS_MSG_SET_POLICY, VS_ROLE_ADMIN,    sizeof(struct vs_admin_set),  0, "set-policy", 2 },
 	{ VS_MSG_SET_WEIGHT, VS_ROLE_ADMIN,    sizeof(struct vs_admin_set),  0, "set-weight", 2 },
+	{ VS_MSG_METRICS,   VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "metrics", 3 },
 	{ VS_MSG_REPLY,     VS_ROLE_SCHEDULER, sizeof(struct vs_reply),      1, "reply", 1 },
 };
 
@@ -156,10 +157,11 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 			FAIL("error: message not NUL-terminated text");
 		break;
 	}
-	case VS_MSG_STATUS: {
+	case VS_MSG_STATUS:
+	case VS_MSG_METRICS: {
 		const struct vs_status_req *m = payload;
 		if (m->flags || m->reserved)
-			FAIL("status: flags or reserved field not zero");
+			FAIL("status or metrics: flags or reserved field not zero");
 		break;
 	}
 	case VS_MSG_SET_TQ:

@@ -31,6 +31,7 @@ static int build_policy(const struct vc_cmd *, const char *const *,
 static int build_weight(const struct vc_cmd *, const char *const *,
 			struct vs_admin_set *);
 static int show_status(const struct vc_args *, const struct vc_reply *);
+static int show_metrics(const struct vc_args *, const struct vc_reply *);
 static int show_reply(const struct vc_args *, const struct vc_reply *);
 
 /* name, argument and its words, its range and unit, admin, --gpu, help,
@@ -39,6 +40,9 @@ static const struct vc_cmd cmds[] = {
 	{ "status", NULL, 0, 0, 0, NULL, 0, 0,
 	  "GPUs, their holders and queues, and clients",
 	  VS_MSG_STATUS, 0, build_none, show_status, NULL },
+	{ "metrics", NULL, 0, 0, 0, NULL, 0, 0,
+	  "the scheduler's metrics, Prometheus text format",
+	  VS_MSG_METRICS, 0, build_none, show_metrics, NULL },
 	{ "set-tq", "SECONDS", 1, VS_TQ_MIN_S, VS_TQ_MAX_S, "seconds", 1, 1,
 	  "time quantum",
 	  VS_MSG_SET_TQ, 0, build_number, show_reply, NULL },
@@ -423,6 +427,20 @@ static int show_status(const struct vc_args *a, const struct vc_reply *r)
 	}
 	puts(text);
 	free(text);
+	return VC_EXIT_OK;
+}
+
+/* The exposition text as the daemon wrote it (already for machines:
+ * --json changes nothing but a refusal's form). */
+static int show_metrics(const struct vc_args *a, const struct vc_reply *r)
+{
+	if (r->status != VS_OK)
+		return show_reply(a, r);
+	if (fwrite(r->text, 1, r->len, stdout) != r->len || fflush(stdout)) {
+		fprintf(stderr, "vsharectl: metrics: cannot write: %s\n",
+			strerror(errno));
+		return VC_EXIT_ERROR;
+	}
 	return VC_EXIT_OK;
 }
 

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return ec;
 	memset(&sreq, 0, sizeof(sreq));
-	if (a.cmd->type == VS_MSG_STATUS)
+	if (a.cmd->type == VS_MSG_STATUS || a.cmd->type == VS_MSG_METRICS)
 		rc = vc_call(fd, a.cmd->type, &sreq, sizeof(sreq), &r);
 	else
 		rc = vc_call(fd, a.cmd->type, &set, sizeof(set), &r);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,10 @@
  * 70% of each other, so they do not preempt each other at every slice,
  * while a weight of 3 against 1 still gives about 72% of the GPU
  * (tests/sched/test_fair.c).
+ *
+ * metrics_listen is off ("") by default: an HTTP listener is a network
+ * service, which the systemd unit does not allow until the admin says
+ * so (docs/operations.md, "Metrics").
  */
 #define CONF_KEYS(X) \
 X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
@@ -79,7 +84,8 @@ X(policy,            POLICY, NUM(SCHED_POLICY_FAIR),    0,           0,         
 X(min_slice_ms,      UINT,  NUM(CONF_DEF_SLICE_MS),     SCHED_SLICE_MIN_MS, SCHED_SLICE_MAX_MS, "ms", GPU(min_slice_ms, SCHED_GCFG_SLICE, 1), LIVE) \
 X(halflife_s,        UINT,  NUM(60),                    1,           86400,        "s",       GLOBAL,                           LIVE)    \
 X(preempt_pct,       UINT,  NUM(67),                    1,           100,          "%",       GLOBAL,                           LIVE)    \
-X(preempt_budget_pct, UINT, NUM(8),                     1,           50,           "%",       GLOBAL,                           LIVE)
+X(preempt_budget_pct, UINT, NUM(8),                     1,           50,           "%",       GLOBAL,                           LIVE)    \
+X(metrics_listen,    ADDR,  STR(""),                    0,           0,            "",        GLOBAL,                           RESTART)
 
 #define NUM(v) (v), NULL
 #define STR(s) 0, (s)
@@ -133,7 +139,8 @@ static void num_set(int type, void *f, uint64_t v)
 
 static int is_text(int type)
 {
-	return type == CONF_T_PATH || type == CONF_T_GROUP;
+	return type == CONF_T_PATH || type == CONF_T_GROUP ||
+	       type == CONF_T_ADDR;
 }
 
 void conf_defaults(struct conf *c)
@@ -145,7 +152,7 @@ void conf_defaults(struct conf *c)
 
 		if (k->type == CONF_T_GROUP)
 			snprintf(f, k->size, "%s", CONF_GROUP_AUTO);
-		else if (k->type == CONF_T_PATH)
+		else if (k->type == CONF_T_PATH || k->type == CONF_T_ADDR)
 			snprintf(f, k->size, "%s", k->dstr);
 		else
 			num_set(k->type, f, k->dnum);
@@ -289,6 +296,14 @@ static int parse_field(struct conf *c, const struct conf_key *k,
 			return -1;
 		if (k->type == CONF_T_PATH && f[0] != '/')
 			ERR("%s: must be an absolute path", k->name);
+		if (k->type == CONF_T_ADDR && f[0] != '\0') {
+			struct sockaddr_storage ss;
+			unsigned len;
+			char why[128];
+
+			if (conf_listen_parse(f, &ss, &len, why, sizeof(why)))
+				ERR("%s: %s", k->name, why);
+		}
 		return 0;
 	}
 	if (parse_num(k, it, k->name, &v, err, errlen))
@@ -564,7 +579,7 @@ static cJSON *field_json(const struct conf_key *k, const void *f)
 	char buf[24];
 	uint64_t v;
 
-	if (k->type == CONF_T_PATH)
+	if (k->type == CONF_T_PATH || k->type == CONF_T_ADDR)
 		return cJSON_CreateString(f);
 	if (k->type == CONF_T_GROUP)
 		return cJSON_CreateString(group_name(f, k->dstr));

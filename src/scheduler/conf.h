@@ -21,6 +21,7 @@
 
 #define CONF_PATH_MAX         108      /* sizeof(sun_path) */
 #define CONF_NAME_MAX         64
+#define CONF_ADDR_MAX         64       /* "[v6 address]:port" and its NUL */
 #define CONF_DEF_SLICE_MS     500
 
 /* A weight of the fair share: for a user, or for the members of a group
@@ -62,6 +63,7 @@ struct conf {
 	uint32_t halflife_s;
 	uint32_t preempt_pct;
 	uint32_t preempt_budget_pct;
+	char     metrics_listen[CONF_ADDR_MAX]; /* "" : no metrics over HTTP */
 	struct sched_gpu_cfg *gpus; /* per-GPU overrides */
 	size_t   n_gpus;
 	struct conf_weight *weights; /* users first, then groups, file order */
@@ -78,6 +80,7 @@ struct conf {
 #define CONF_T_MODE  7  /* "auto", "on", "off" (uint32_t VS_MODE_*) */
 #define CONF_T_LEVEL 8  /* "error", "warn", "info", "debug" (int) */
 #define CONF_T_POLICY 9 /* "fair", "fcfs" (uint32_t SCHED_POLICY_*) */
+#define CONF_T_ADDR  10 /* "IPv4:port", "[IPv6]:port" or "" (char[]) */
 
 /* One row of the table. */
 struct conf_key {
@@ -114,6 +117,14 @@ int conf_load(struct conf *c, const char *path, int must_exist, char *err,
  * when its group does not exist. */
 int conf_group(const char *setting, const char *dflt, gid_t *gid,
 	       const char *key, char *err, size_t errlen);
+
+/* A listen address as metrics_listen takes it: a numeric IPv4 address
+ * and a port ("127.0.0.1:9464") or a bracketed IPv6 one ("[::1]:9464"),
+ * port 1 to 65535. No names: a lookup at start could hang or change.
+ * 0 and *ss, *len; -1 with err filled. */
+struct sockaddr_storage;
+int conf_listen_parse(const char *s, struct sockaddr_storage *ss,
+		      unsigned *len, char *err, size_t errlen);
 
 /* The settings as JSON (for --print-config); malloc'd, NULL on failure. */
 char *conf_to_json(const struct conf *c, const char *socket_path);

@@ -320,6 +320,7 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 					      vs_frx_payload(&c->rx));
 			continue;
 		case VS_FRX_VERSION:
+			c->srv->mx.refused[METRICS_REFUSE_version]++;
 			log_info("peer pid %d speaks protocol version %u, not "
 				 "%u to %u", c->cred.pid, c->rx.in.hdr.version,
 				 VS_PROTO_VERSION_MIN, VS_PROTO_VERSION);
@@ -331,6 +332,7 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 			conn_close(c);
 			return;
 		case VS_FRX_PROTO:
+			c->srv->mx.refused[METRICS_REFUSE_protocol]++;
 			log_info("peer pid %d: %s (type 0x%x, length %u): "
 				 "disconnecting it", c->cred.pid, c->rx.why,
 				 c->rx.in.hdr.type, c->rx.in.hdr.length);
@@ -386,6 +388,7 @@ static int admit_peer(struct conn *c)
 	if (s->n_conns > max) {
 		log_warn("more than max_clients (%u) connections: refusing "
 			 "pid %d", max, c->cred.pid);
+		s->mx.refused[METRICS_REFUSE_max_clients]++;
 		conn_send_error(c, VS_E_FULL, max, "too many connections "
 				"(max_clients %u): try again later", max);
 		return -1;
@@ -401,6 +404,7 @@ static int admit_peer(struct conn *c)
 		 * the log. */
 		log_debug("uid %u has %u connections (uid_conns): refusing "
 			  "pid %d", c->cred.uid, u->n, c->cred.pid);
+		s->mx.refused[METRICS_REFUSE_uid_conns]++;
 		conn_send_error(c, VS_E_LIMIT, s->conf->uid_conns,
 				"uid %u has too many connections (uid_conns "
 				"%u)", c->cred.uid, s->conf->uid_conns);
@@ -434,6 +438,7 @@ void conn_on_connection(uv_stream_t *server, int status)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
+	s->mx.conns_total++;
 	c->t_idle = uv_now(s->loop);
 	if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0 ||
 	    uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
@@ -468,6 +473,7 @@ void conn_sweep(struct srv *s)
 		if (why == NULL)
 			continue;
 		log_debug("peer pid %d %s: disconnecting it", c->cred.pid, why);
+		s->mx.refused[METRICS_REFUSE_deadline]++;
 		conn_send_error(c, VS_E_STATE, 0, "%s", why);
 		conn_close(c);
 	}

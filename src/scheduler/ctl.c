@@ -332,15 +332,45 @@ static void on_status(struct conn *c)
 	free(json);
 }
 
+char *ctl_metrics_text(struct srv *s, size_t *len)
+{
+	s->mx.conns = s->n_conns;
+	return metrics_render(s->sched, &s->mx, len);
+}
+
+/* The metrics, for node_exporter's textfile collector: the same text as
+ * over HTTP, in one reply frame. */
+static void on_metrics(struct conn *c)
+{
+	size_t len = 0;
+	char *text = ctl_metrics_text(c->srv, &len);
+
+	if (text == NULL)
+		reply_msg(c, VS_E_INVAL, "out of memory");
+	else if (len > VS_MAX_PAYLOAD - sizeof(struct vs_reply))
+		reply_msg(c, VS_E_INVAL, "metrics larger than a frame (%zu "
+			  "bytes): read them over HTTP (metrics_listen)", len);
+	else
+		reply(c, VS_OK, text, len);
+	free(text);
+}
+
 void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload)
 {
 	const struct conf *cf = c->srv->conf;
 
-	if (h->type == VS_MSG_STATUS && (c->is_admin || cf->status_public)) {
-		on_status(c);
+	/* The metrics follow the status's rule: they show less than it
+	 * does (totals per GPU and per uid, no pids or labels). */
+	if ((h->type == VS_MSG_STATUS || h->type == VS_MSG_METRICS) &&
+	    (c->is_admin || cf->status_public)) {
+		if (h->type == VS_MSG_STATUS)
+			on_status(c);
+		else
+			on_metrics(c);
 		return;
 	}
 	if (!c->is_admin) {
+		c->srv->mx.refused[METRICS_REFUSE_not_admin]++;
 		log_info("refused %s from uid %u (pid %d): not an admin",
 			 vs_msg_lookup(h->type)->name, c->cred.uid, c->cred.pid);
 		reply_msg(c, VS_E_PERM, "permission denied: admin requests "

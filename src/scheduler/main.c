@@ -186,6 +186,7 @@ int main(int argc, char **argv)
 	s.conf_path = o.config;
 	s.conf_must_exist = o.config_given;
 	s.log_level_arg = o.log_level;
+	s.mx.version = VSHARE_VERSION;
 	rc = srv_start(&s) == 0 ? 0 : 1;
 	uv_run(s.loop, UV_RUN_DEFAULT);
 	/* Run the close callbacks of everything srv_stop closed. */

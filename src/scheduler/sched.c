@@ -68,18 +68,20 @@ static void wait_leave(struct sched_member *m)
 static void emit_grant(struct sched *s, struct sched_member *m)
 {
 	struct sched_gpu *g = m->g;
+	/* In auto, a client larger than its view of the capacity runs
+	 * alone: nobody, not even a client of no footprint, is admitted
+	 * beside it. */
+	uint32_t kind = g->mode == VS_MODE_ON ||
+			(g->mode == VS_MODE_AUTO && m->fp > m->cap) ?
+			VS_GRANT_EXCLUSIVE : VS_GRANT_SHARED;
 	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
 
+	g->st.grants[kind]++;
 	if (o == NULL)
 		return;
 	o->type = VS_MSG_GRANT;
 	memcpy(o->u.grant.uuid, g->uuid, VS_UUID_LEN);
-	/* In auto, a client larger than its view of the capacity runs
-	 * alone: nobody, not even a client of no footprint, is admitted
-	 * beside it. */
-	o->u.grant.kind = g->mode == VS_MODE_ON ||
-			  (g->mode == VS_MODE_AUTO && m->fp > m->cap) ?
-			  VS_GRANT_EXCLUSIVE : VS_GRANT_SHARED;
+	o->u.grant.kind = kind;
 	/* Oversubscribed: the working sets of everyone attached do not fit,
 	 * so pages of the new holder may have been evicted: prefetch them. */
 	o->u.grant.flags = g->total_fp > m->cap ? VS_GRANTF_OVERSUB : 0;
@@ -91,6 +93,7 @@ static struct sched_out *emit_drop(struct sched *s, struct sched_member *m,
 {
 	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
 
+	m->g->st.drops[reason]++;
 	if (o == NULL)
 		return NULL;
 	o->type = VS_MSG_DROP;
@@ -110,6 +113,7 @@ static void grant(struct sched *s, struct sched_member *m, uint64_t now)
 	sched_cap_hold(g, m);
 	m->state = SCHED_ST_HOLDING;
 	sched_fair_granted(s, g, m, now);
+	sched_stat_granted(g, m, now);
 	m->since = now;
 	m->q_start = now;
 	m->charged_at = now;
@@ -127,6 +131,7 @@ void sched_unhold(struct sched *s, struct sched_member *m)
 	struct sched_gpu *g = m->g;
 
 	sched_fair_charge_one(s, m, sched_now(s));
+	sched_stat_unheld(g, m, sched_now(s));
 	if (m->preempted) {
 		m->out = 1;
 		m->out_at = sched_now(s);
@@ -217,8 +222,11 @@ static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 			continue;
 		o = sched_hard_drop(s, h, VS_DROP_QUANTUM, now);
 		h->preempted = 1;
-		if (o != NULL)
-			o->fair = 1; /* the log tells it apart */
+		if (o != NULL) {
+			o->fair = 1; /* the log and the counters tell it apart */
+			g->st.drops[VS_DROP_QUANTUM]--;
+			g->st.drops[SCHED_DROP_FAIR]++;
+		}
 	}
 }
 
@@ -239,6 +247,8 @@ static void admit(struct sched *s, struct sched_gpu *g)
 			break;
 		grant(s, m, now);
 	}
+	if (!dl_empty(&g->queue))
+		g->blocked++; /* the waiters left wait for holders */
 	if (g->n_holders > 0 && g->n_waiting > 0)
 		sched_fair_number(g); /* the granted ones left the queue */
 	update_contention(s, g, now);
@@ -284,6 +294,7 @@ struct sched_client *sched_client_new(struct sched *s,
 		s->next_id = 1;
 	c->cred = *cred;
 	c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
+	c->slot = sched_stat_slot(s, cred->uid);
 	if (label != NULL)
 		strncpy(c->label, label, VS_LABEL_MAX);
 	c->user = user;
@@ -501,6 +512,7 @@ int sched_request(struct sched *s, struct sched_client *c,
 	m->revoked = 0;
 	m->since = sched_now(s);
 	m->seq = s->next_seq++;
+	m->blk = m->g->blocked;
 	wait_enter(m);
 	admit(s, m->g);
 	return 0;
@@ -537,7 +549,6 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 {
 	struct sched_member *m = member_find(c, uuid);
 
-	(void)bytes;
 	if (m == NULL)
 		return VS_E_NOGPU;
 	if (m->state != SCHED_ST_HOLDING)
@@ -547,6 +558,9 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 	if (us > (uint64_t)m->g->tq_ms * 1000u)
 		us = (uint64_t)m->g->tq_ms * 1000u;
 	sched_fair_swapped(m->g, us);
+	m->g->st.swapins++;
+	m->g->st.swap_us += us;
+	m->g->st.swap_bytes += bytes;
 	m->g->slice_ms = sched_fair_slice(s, m->g);
 	return 0;
 }

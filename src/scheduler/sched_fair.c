@@ -99,6 +99,7 @@ void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
 		return;
 	dt = now - m->charged_at;
 	m->charged_at = now;
+	m->g->st.held_ms[m->c->slot] += dt; /* every held ms, for the metrics */
 	if (!m->g->contended)
 		return;
 	rec_add(s, &m->rec, dt, now);

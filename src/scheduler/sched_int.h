@@ -71,6 +71,7 @@ struct sched_member {
 	int out;                  /* preempted and not yet granted again */
 	uint64_t out_at;          /* when that preemption took the GPU */
 	uint64_t out_hard;        /* g->hard_seq then */
+	uint64_t blk;             /* waiting: g->blocked at its request */
 };
 
 /* What one uid's clients hold, against the per-uid limits. */
@@ -102,6 +103,7 @@ struct sched_client {
 	struct sched_uid *u;
 	char label[VS_LABEL_MAX + 1];
 	uint32_t weight;          /* fair share, SCHED_WEIGHT_* */
+	uint32_t slot;            /* its user's in the counters */
 	void *user;
 	struct dlink link;        /* s->clients */
 	struct sched_member **m;  /* attached GPUs */
@@ -138,6 +140,8 @@ struct sched_gpu {
 	uint64_t hard_seq;        /* hard drops sent, ever */
 	struct sched_usage *usage;
 	size_t n_usage, cap_usage;
+	struct sched_gpu_stats st; /* counters, sched_stat.c */
+	uint64_t blocked;         /* admissions that left waiters queued */
 };
 
 struct sched {
@@ -157,6 +161,7 @@ struct sched {
 	uint64_t next_seq;        /* of requests, for arrival order */
 	struct sched_out *out;
 	size_t n_out, cap_out;
+	struct sched_stat_users su; /* users with a slot in the counters */
 };
 
 /* sched.c, for sched_conf.c, sched_admin.c and sched_tick.c */
@@ -218,6 +223,17 @@ void sched_fair_swapped(struct sched_gpu *g, uint64_t us);
 /* A holder's grant: what a preemption that took the GPU from it cost. */
 void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
 			struct sched_member *m, uint64_t now);
+
+/* sched_stat.c: counters (pure bookkeeping, no transitions) */
+/* The counters' slot of a uid, taken on its first call. */
+uint32_t sched_stat_slot(struct sched *s, uint32_t uid);
+/* A waiter is granted (before its `since` becomes the grant's time). */
+void sched_stat_granted(struct sched_gpu *g, const struct sched_member *m,
+			uint64_t now);
+/* A holder lets go, is revoked or leaves. */
+void sched_stat_unheld(struct sched_gpu *g, const struct sched_member *m,
+		       uint64_t now);
+void sched_stat_hist(struct sched_hist *h, uint64_t ms);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

@@ -263,6 +263,55 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out);
 const struct sched_client *sched_gpu_holder(const struct sched_gpu *g, size_t i);
 const struct sched_client *sched_gpu_waiter(const struct sched_gpu *g, size_t i);
 
+/*
+ * Counters of what the policy decided, for the metrics
+ * (src/scheduler/metrics.c). Plain data kept in the policy's state as it
+ * decides, read through the views below: counting is no I/O.
+ *
+ * GPU time held is counted per user, never per client: the first
+ * SCHED_STAT_USERS users to register since the start have a slot each,
+ * and every later user shares the last slot, SCHED_STAT_OTHER, so that
+ * the number of series stays bounded however many users come and go.
+ */
+#define SCHED_STAT_USERS 64u
+#define SCHED_STAT_OTHER SCHED_STAT_USERS
+/* Histogram bounds in ms (Prometheus's `le`, inclusive): from the
+ * millisecond of a free GPU to the minutes of a long quantum. */
+#define SCHED_HIST_N 17
+extern const uint32_t sched_hist_le_ms[SCHED_HIST_N];
+struct sched_hist {
+	uint64_t bucket[SCHED_HIST_N + 1]; /* not cumulative; the last one
+					    * counts what is above every bound */
+	uint64_t count;
+	uint64_t sum_ms;
+};
+/* A fair preemption: on the wire a quantum drop, counted apart. */
+#define SCHED_DROP_FAIR 5u
+#define SCHED_DROP_N    6u  /* drops[] index: VS_DROP_* or SCHED_DROP_FAIR */
+struct sched_gpu_stats {
+	uint64_t grants[2];             /* by VS_GRANT_* kind */
+	uint64_t handoffs;              /* grants to a waiter that had to wait
+					 * for holders to release */
+	uint64_t drops[SCHED_DROP_N];   /* drop requests by reason; [0] unused */
+	uint64_t unresponsive;          /* holders past the grace of a drop */
+	uint64_t revocations;           /* of those, grants taken back */
+	uint64_t swapins;               /* VS_MSG_SWAPPED reports taken */
+	uint64_t swap_us, swap_bytes;   /* their sums (us clamped to the quantum) */
+	struct sched_hist wait;         /* request to grant */
+	struct sched_hist hold;         /* grant to release (or loss) */
+	uint64_t held_ms[SCHED_STAT_USERS + 1]; /* GPU time held, by user slot */
+};
+/* The users that have slots, slot i for uid[i]. */
+struct sched_stat_users {
+	uint32_t n;
+	uint32_t uid[SCHED_STAT_USERS];
+};
+/* A GPU's counters, with the time its holders held since their last
+ * charge (so that a long grant counts while it lasts). */
+void sched_gpu_stats(const struct sched *s, const struct sched_gpu *g,
+		     struct sched_gpu_stats *out);
+const struct sched_stat_users *sched_stat_users(const struct sched *s);
+
 /* Clients in order of arrival: iterate from sched_client_first. */
 const struct sched_client *sched_client_first(const struct sched *s);
 const struct sched_client *sched_client_next(const struct sched *s,

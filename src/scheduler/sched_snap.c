@@ -58,6 +58,7 @@ static void client_copy(struct sched *snap, struct arena *a,
 	n->id = c->id;
 	n->cred = c->cred;
 	n->weight = c->weight;
+	n->slot = c->slot;
 	memcpy(n->label, c->label, sizeof(n->label));
 	dl_append(&snap->clients, &n->link);
 	snap->n_clients++;

@@ -44,9 +44,11 @@ static void hung(struct sched *s, struct sched_member *h)
 	struct sched_out *o = sched_out_push(s, SCHED_OUT_UNRESPONSIVE, h);
 
 	h->hung_reported = 1;
+	h->g->st.unresponsive++;
 	if (o != NULL)
 		o->revoked = s->cfg.skip_unresponsive;
 	if (s->cfg.skip_unresponsive) {
+		h->g->st.revocations++;
 		sched_unhold(s, h);
 		h->revoked = 1;
 	}

@@ -231,27 +231,32 @@ static uint64_t gpu_total(const struct sched_gpu *g)
 	return gi.total_mem;
 }
 
-/* Which limit refused an ATTACH or a REQUEST, and its value. */
+/* Which limit refused an ATTACH or a REQUEST, and its value; counted. */
 static const char *limit_name(const struct conn *c, uint16_t type, int rc,
 			      uint32_t *value)
 {
 	const struct conf *l = c->srv->conf;
+	uint64_t *refused = c->srv->mx.refused;
 	struct sched_uid_info ui;
 
 	if (rc == VS_E_FULL) {
 		*value = SCHED_MAX_GPUS;
+		refused[METRICS_REFUSE_gpu_table]++;
 		return "GPU table full";
 	}
 	if (type == VS_MSG_REQUEST) {
 		*value = l->uid_requests;
+		refused[METRICS_REFUSE_uid_requests]++;
 		return "uid_requests";
 	}
 	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
 	    ui.n_gpus >= l->uid_gpus) {
 		*value = l->uid_gpus;
+		refused[METRICS_REFUSE_uid_gpus]++;
 		return "uid_gpus";
 	}
 	*value = SCHED_MAX_CLIENT_GPUS;
+	refused[METRICS_REFUSE_client_gpus]++;
 	return "GPUs per client";
 }
 
@@ -352,7 +357,7 @@ static void dispatch(struct conn *c, const struct vs_hdr *h,
 
 	if (h->type == VS_MSG_STATUS &&
 	    (c->is_admin || c->srv->conf->status_public))
-		stq_request(c);
+		stq_request(c); /* ctl.c answers a metrics request itself */
 	else if (mi != NULL && mi->role == VS_ROLE_ADMIN)
 		ctl_handle(c, h, payload);
 	else if (h->type == VS_MSG_HELLO)
@@ -397,6 +402,33 @@ static const char *group_name(int has, gid_t gid)
 	return num;
 }
 
+static char *metrics_text(void *arg, size_t *len)
+{
+	return ctl_metrics_text(arg, len);
+}
+
+/* The metrics over HTTP, when metrics_listen asks for them: 0, or -1
+ * (logged) when the address cannot be served. */
+static int http_up(struct srv *s)
+{
+	struct sockaddr_storage ss;
+	unsigned len;
+	char err[160];
+
+	if (s->conf->metrics_listen[0] == '\0')
+		return 0;
+	if (conf_listen_parse(s->conf->metrics_listen, &ss, &len, err,
+			      sizeof(err)) != 0 ||
+	    http_start(&s->http, s->loop, (const struct sockaddr *)&ss,
+		       (socklen_t)len, metrics_text, s, err, sizeof(err)) != 0) {
+		log_error("metrics_listen %s: %s", s->conf->metrics_listen,
+			  err);
+		return -1;
+	}
+	log_info("metrics on http://%s/metrics", s->conf->metrics_listen);
+	return 0;
+}
+
 int srv_start(struct srv *s)
 {
 	struct sched_cfg cfg;
@@ -426,6 +458,8 @@ int srv_start(struct srv *s)
 	rc = sock_prepare(s->path);
 	if (rc == 0)
 		rc = sock_listen(s, conn_on_connection);
+	if (rc == 0)
+		rc = http_up(s);
 	if (rc != 0) {
 		srv_stop(s);
 		return -1;
@@ -459,6 +493,8 @@ void srv_stop(struct srv *s)
 	uv_close((uv_handle_t *)&s->timer, NULL);
 	uv_close((uv_handle_t *)&s->sweep, NULL);
 	stq_close(s);
+	http_stop(s->http);
+	s->http = NULL;
 	nvml_close();
 	for (int i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&s->sig[i], NULL);

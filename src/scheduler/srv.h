@@ -7,8 +7,8 @@
  * works on a private copy of the policy.
  *
  * Calls go one way (STYLE.md rule 12): srv.c calls ctl.c, stq.c,
- * reload.c, conn.c and sock.c; stq.c calls ctl.c and conn.c; ctl.c calls
- * conn.c; conn.c calls sock.c. A lower
+ * reload.c, http.c, conn.c and sock.c; stq.c calls ctl.c and conn.c;
+ * ctl.c calls metrics.c and conn.c; conn.c calls sock.c. A lower
  * file reports upward through a return value, or through the callbacks
  * srv.c hands down: struct conn_events for conn.c, the connection
  * callback of sock_listen for sock.c.
@@ -22,6 +22,8 @@
 
 #include "conf.h"
 #include "frame.h"
+#include "http.h"
+#include "metrics.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
 
@@ -105,6 +107,8 @@ struct srv {
 	uint64_t st_cost;            /* its cost to the loop, ns */
 	uint64_t st_gap;             /* ms before the next one may start */
 	uint64_t timer_due;
+	struct metrics_daemon mx;    /* connection counters, for metrics */
+	struct http *http;           /* metrics_listen's server, or NULL */
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
 	int flushing;
@@ -152,5 +156,8 @@ void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload);
 /* The status as JSON of at most max bytes (clients beyond it are
  * counted in "clients_omitted"); NULL when out of memory. */
 char *ctl_status_json(const struct sched *sched, size_t max, size_t *len);
+/* The metrics text (metrics.c) of the daemon now; NULL when out of
+ * memory. */
+char *ctl_metrics_text(struct srv *s, size_t *len);
 
 #endif

@@ -47,7 +47,7 @@ complete -p vshare-run >/dev/null || fail "vshare-run: no complete -F"
 
 # vsharectl: commands read from the built program's --help, and the same
 # list when the program cannot be run.
-all="auto cdi disable enable policy set-slice set-tq set-weight status"
+all="auto cdi disable enable metrics policy set-slice set-tq set-weight status"
 expect _vsharectl "$all" "$ctl" ""
 expect _vsharectl "set-slice set-tq set-weight status" "$ctl" s
 expect _vsharectl "$all" /nonexistent/vsharectl ""
@@ -65,6 +65,8 @@ expect _vsharectl "status" "$ctl" --socket /tmp/s.sock st
 expect _vsharectl "--json" "$ctl" --js
 expect _vsharectl "--gpu" "$ctl" enable --g
 expect _vsharectl "" "$ctl" status --g
+expect _vsharectl "" "$ctl" metrics --g
+expect _vsharectl "metrics" "$ctl" me
 expect _vsharectl "" "$ctl" set-tq ""
 expect _vsharectl "" "$ctl" status ""
 contains _vsharectl "$dir/vsharectl" "$ctl" --socket "$dir/vsh"

@@ -54,6 +54,26 @@ if ! systemd-analyze security --offline=yes --threshold=10 "$unit" >"$tmp/sec.ou
 fi
 grep 'Overall exposure' "$tmp/sec.out"
 
+# The metrics drop-in that the unit's comment gives (the "#   " lines
+# from "#   [Service]" on), applied as a drop-in would be (later settings
+# win): it must verify, and keep the unit out of the "exposed" range.
+mkdir "$tmp/metrics"
+awk '/^#   \[Service\]$/ { on = 1 } on && !/^#   / { exit }
+	on { sub(/^#   /, ""); print }' "$unit" >"$tmp/dropin"
+grep -qx 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6' "$tmp/dropin" ||
+	fail "the unit's comment gives no metrics drop-in: $(cat "$tmp/dropin")"
+grep -qx 'PrivateNetwork=no' "$tmp/dropin" || fail "drop-in keeps PrivateNetwork"
+cat "$unit" "$tmp/dropin" >"$tmp/metrics/vshare-scheduler.service"
+if ! systemd-analyze verify "$man" "$tmp/metrics/vshare-scheduler.service" \
+	>"$tmp/verify-m.out" 2>&1 || grep -i vshare "$tmp/verify-m.out"; then
+	cat "$tmp/verify-m.out"; fail "systemd-analyze verify with the metrics drop-in"
+fi
+if ! systemd-analyze security --offline=yes --threshold=20 \
+	"$tmp/metrics/vshare-scheduler.service" >"$tmp/sec-m.out" 2>&1; then
+	cat "$tmp/sec-m.out"; fail "exposure level above 2.0 with the metrics drop-in"
+fi
+echo "ok: the metrics drop-in: $(grep 'Overall exposure' "$tmp/sec-m.out")"
+
 for d in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes \
 	PrivateTmp=yes RestrictAddressFamilies=AF_UNIX UMask=0117 \
 	Restart=on-failure RuntimeDirectory=vshare RuntimeDirectoryPreserve=yes \

@@ -12,6 +12,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <math.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cjson/cJSON.h>
 
@@ -135,6 +138,17 @@ static void test_bad_values(void **state)
 	    "{\"tq_s\": 5, \"tq_s\": 6}}}", "tq_s: given twice");
 	bad("{\"capacity\": \"0x10\"}", "capacity");
 	bad("{\"capacity\": \"1e3\"}", "capacity");
+	/* The metrics' listen address: numbers and a port, nothing else. */
+	bad("{\"metrics_listen\": \"localhost:9464\"}", "metrics_listen: ");
+	bad("{\"metrics_listen\": \"127.0.0.1\"}", "not ADDRESS:PORT");
+	bad("{\"metrics_listen\": \"127.0.0.1:0\"}", "port must be 1 to 65535");
+	bad("{\"metrics_listen\": \"127.0.0.1:65536\"}", "metrics_listen");
+	bad("{\"metrics_listen\": \"127.0.0.1:94x\"}", "metrics_listen");
+	bad("{\"metrics_listen\": \"127.0.0.1:-1\"}", "metrics_listen");
+	bad("{\"metrics_listen\": \"::1:9464\"}", "is not a numeric IPv4");
+	bad("{\"metrics_listen\": \"[::g]:9464\"}", "is not an IPv6 address");
+	bad("{\"metrics_listen\": \":9464\"}", "metrics_listen");
+	bad("{\"metrics_listen\": 9464}", "metrics_listen: must be a string");
 	/* The fair share. */
 	bad("{\"policy\": \"lottery\"}", "policy: must be \"fair\" or \"fcfs\"");
 	bad("{\"min_slice_ms\": 5}", "min_slice_ms");
@@ -258,6 +272,43 @@ static void test_groups(void **state)
 
 #define UUID_AA "GPU-00000000-0000-0000-0000-0000000000aa"
 
+/* metrics_listen's addresses, as the HTTP server binds them. */
+static void test_listen_addr(void **state)
+{
+	struct sockaddr_storage ss;
+	const struct sockaddr_in *v4 = (const void *)&ss;
+	const struct sockaddr_in6 *v6 = (const void *)&ss;
+	unsigned len = 0;
+	char err[128], text[64];
+	struct conf c;
+	(void)state;
+
+	assert_int_equal(conf_listen_parse("127.0.0.1:9464", &ss, &len, err,
+					   sizeof(err)), 0);
+	assert_int_equal(ss.ss_family, AF_INET);
+	assert_int_equal(len, sizeof(struct sockaddr_in));
+	assert_int_equal(ntohs(v4->sin_port), 9464);
+	assert_int_equal(ntohl(v4->sin_addr.s_addr), 0x7f000001u);
+	assert_int_equal(conf_listen_parse("[::1]:65535", &ss, &len, err,
+					   sizeof(err)), 0);
+	assert_int_equal(ss.ss_family, AF_INET6);
+	assert_int_equal(len, sizeof(struct sockaddr_in6));
+	assert_int_equal(ntohs(v6->sin6_port), 65535);
+	assert_true(IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr));
+	assert_int_equal(conf_listen_parse("0.0.0.0:1", &ss, &len, err,
+					   sizeof(err)), 0);
+	/* Off by default, and "" turns it off again. */
+	conf_defaults(&c);
+	assert_string_equal(c.metrics_listen, "");
+	snprintf(text, sizeof(text), "{\"metrics_listen\": \"10.0.0.1:80\"}");
+	assert_int_equal(conf_parse(&c, text, err, sizeof(err)), 0);
+	assert_string_equal(c.metrics_listen, "10.0.0.1:80");
+	assert_int_equal(conf_parse(&c, "{\"metrics_listen\": \"\"}", err,
+				    sizeof(err)), 0);
+	assert_string_equal(c.metrics_listen, "");
+	conf_free(&c);
+}
+
 /* Each field of the table has the width its type reads and writes. */
 static void test_table_fields(void **state)
 {
@@ -271,7 +322,8 @@ static void test_table_fields(void **state)
 			   k->type == CONF_T_BOOL || k->type == CONF_T_LEVEL ?
 			   sizeof(int) : 4;
 
-		if (k->type == CONF_T_PATH || k->type == CONF_T_GROUP)
+		if (k->type == CONF_T_PATH || k->type == CONF_T_GROUP ||
+		    k->type == CONF_T_ADDR)
 			continue;
 		if (k->size != w)
 			fail_msg("%s: field of %zu bytes, type of %zu", k->name,
@@ -312,6 +364,9 @@ static void other_value(const struct conf_key *k, char *out, size_t n)
 		break;
 	case CONF_T_PATH:
 		snprintf(out, n, "\"/tmp/vshare-rt.sock\"");
+		break;
+	case CONF_T_ADDR:
+		snprintf(out, n, "\"[::1]:9464\"");
 		break;
 	default:
 		snprintf(out, n, "\"root\"");
@@ -479,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_file_and_print),
 		cmocka_unit_test(test_groups),
+		cmocka_unit_test(test_listen_addr),
 		cmocka_unit_test(test_table_fields),
 		cmocka_unit_test(test_table_round_trip),
 		cmocka_unit_test(test_table_ranges),

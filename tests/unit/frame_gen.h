@@ -55,7 +55,7 @@ static inline uint16_t gen_type(uint64_t *s, uint32_t role)
 		VS_MSG_HELLO, VS_MSG_ATTACH, VS_MSG_FOOTPRINT, VS_MSG_REQUEST,
 		VS_MSG_RELEASED, VS_MSG_STATUS, VS_MSG_SET_TQ, VS_MSG_SET_MODE,
 		VS_MSG_SWAPPED, VS_MSG_SET_SLICE, VS_MSG_SET_POLICY,
-		VS_MSG_SET_WEIGHT,
+		VS_MSG_SET_WEIGHT, VS_MSG_METRICS,
 	};
 	static const uint16_t from_sched[] = {
 		VS_MSG_WELCOME, VS_MSG_GRANT, VS_MSG_DROP, VS_MSG_MODE,
@@ -77,6 +77,7 @@ static inline void gen_fill(uint64_t *s, uint16_t type, unsigned char *p,
 		memcpy(((struct vs_hello *)(void *)p)->label, "job", 3);
 		break;
 	case VS_MSG_STATUS:
+	case VS_MSG_METRICS:
 	case VS_MSG_WELCOME:
 	case VS_MSG_GRANT:
 		break;

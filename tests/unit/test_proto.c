@@ -96,13 +96,14 @@ static void test_versions(void **state)
 		{ VS_MSG_SET_SLICE, sizeof(struct vs_admin_set), 2 },
 		{ VS_MSG_SET_POLICY, sizeof(struct vs_admin_set), 2 },
 		{ VS_MSG_SET_WEIGHT, sizeof(struct vs_admin_set), 2 },
+		{ VS_MSG_METRICS, sizeof(struct vs_status_req), 3 },
 		{ VS_MSG_SET_TQ, sizeof(struct vs_admin_set), 1 },
 	};
 	const char *why = NULL;
 	struct vs_hdr h;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 2);
+	assert_int_equal(VS_PROTO_VERSION, 3);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
@@ -162,6 +163,33 @@ static void test_swapped(void **state)
 	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
 	h = hdr_for(VS_MSG_SWAPPED, sizeof(m) + 8);
 	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+}
+
+/* METRICS (version 3) is an admin request shaped like STATUS: no flags,
+ * reserved zero, a fixed size. */
+static void test_metrics_request(void **state)
+{
+	struct vs_status_req m;
+	struct vs_hdr h;
+	const char *why = NULL;
+	(void)state;
+
+	memset(&m, 0, sizeof(m));
+	h = hdr_for(VS_MSG_METRICS, sizeof(m));
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_ADMIN), VS_OK);
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_OK);
+	m.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	assert_string_equal(why, "status or metrics: flags or reserved field "
+			    "not zero");
+	h = hdr_for(VS_MSG_METRICS, sizeof(m) + 1);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_ADMIN), VS_E_PROTO);
+	h = hdr_for(VS_MSG_METRICS, sizeof(m));
+	h.version = 2;
+	assert_int_equal(vs_check_hdr_why(&h, VS_ROLE_ADMIN, &why), VS_E_PROTO);
+	assert_string_equal(why, "message type newer than the sender's "
+			    "protocol version");
+	assert_string_equal(vs_msg_lookup(VS_MSG_METRICS)->name, "metrics");
 }
 
 /* SET_SLICE targets a GPU like SET_TQ; SET_POLICY every GPU, with a
@@ -238,6 +266,7 @@ static void test_every_type_has_a_row(void **state)
 		VS_MSG_MODE, VS_MSG_ERROR, VS_MSG_STATUS, VS_MSG_SET_TQ,
 		VS_MSG_SET_MODE, VS_MSG_REPLY, VS_MSG_SWAPPED,
 		VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT,
+		VS_MSG_METRICS,
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
@@ -344,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_swapped),
+		cmocka_unit_test(test_metrics_request),
 		cmocka_unit_test(test_admin_sets),
 		cmocka_unit_test(test_policy_names),
 	};

@@ -1,0 +1,63 @@
+/*
+ * The scheduler's metrics in the Prometheus text exposition format
+ * (version 0.0.4), rendered from the policy's counters and views and from
+ * the daemon's own connection counters. One text for both readers: the
+ * HTTP endpoint (http.c) and VS_MSG_METRICS (vsharectl metrics).
+ * docs/operations.md ("Metrics") lists every metric.
+ */
+#ifndef VSHARE_METRICS_H
+#define VSHARE_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched_policy.h"
+
+/* Why the daemon refused a peer or a request: the `reason` label of
+ * vshare_refusals_total, one row each (name, what it counts). */
+#define METRICS_REFUSALS(X) \
+	X(max_clients,  "a connection past max_clients") \
+	X(uid_conns,    "a connection past its uid's uid_conns") \
+	X(uid_gpus,     "an attach past its uid's uid_gpus") \
+	X(client_gpus,  "an attach past the GPUs one client may attach") \
+	X(gpu_table,    "an attach of a new GPU with the GPU table full") \
+	X(uid_requests, "a request past its uid's uid_requests") \
+	X(protocol,     "a malformed frame (the connection is closed)") \
+	X(version,      "a peer of an unknown protocol version") \
+	X(deadline,     "a peer past hello_ms or frame_ms") \
+	X(not_admin,    "an admin request from a peer that is not an admin")
+
+#define METRICS_ENUM(name, help) METRICS_REFUSE_##name,
+enum metrics_refusal { METRICS_REFUSALS(METRICS_ENUM) METRICS_REFUSE__N };
+#undef METRICS_ENUM
+
+/* What the daemon counts beside the policy: plain data, kept by srv.c and
+ * conn.c, read by the renderer. */
+struct metrics_daemon {
+	const char *version;        /* of vshare */
+	uint64_t conns;             /* open now */
+	uint64_t conns_total;       /* accepted since the start */
+	uint64_t refused[METRICS_REFUSE__N];
+};
+
+/* The whole exposition text, NUL-terminated, malloc'd (*len without the
+ * NUL); NULL when out of memory. */
+char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
+		     size_t *len);
+
+/* A growing text. After a failed allocation it stays as it was and
+ * `oom` is set; every later append is a no-op. */
+struct metrics_buf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A label value as the format wants it: backslash, double quote and
+ * line feed escaped. */
+void metrics_label_value(struct metrics_buf *b, const char *v);
+/* A HELP text: backslash and line feed escaped. */
+void metrics_help_text(struct metrics_buf *b, const char *v);
+
+#endif

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""The metrics of the real vshare-scheduler: over HTTP (metrics_listen) and
+through `vsharectl metrics`, against what sched_testclient did. Usage:
+sched_metrics.py BINDIR SCENARIO (exit 0 pass, 1 fail, 77 skipped). Each
+function t_NAME is scenario NAME and ctest sched.metrics_it.NAME."""
+import http.client
+import os
+import re
+import socket
+import struct
+import subprocess
+import time
+
+from schedtest import (Daemon, Fail, T, VERSION2, VERSION3, check, frame,
+                       main, recv_frame, scenarios, wait_for)
+
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get(port, path="/metrics", method="GET"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request(method, path)
+    r = c.getresponse()
+    body = r.read().decode()
+    c.close()
+    return r.status, dict(r.getheaders()), body
+
+
+def samples(text):
+    """{'name{labels}': value} of an exposition text."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, val = line.rsplit(" ", 1)
+            out[key] = float(val)
+    return out
+
+
+def total(smp, name, **labels):
+    """The sum of the samples of `name` whose labels include `labels`."""
+    n = 0.0
+    for key, v in smp.items():
+        m = re.match(r"([a-z_]+)(\{(.*)\})?$", key)
+        if m.group(1) != name:
+            continue
+        got = dict(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"',
+                              m.group(3) or ""))
+        if all(got.get(k) == v2 for k, v2 in labels.items()):
+            n += v
+    return n
+
+
+def finish(p, what):
+    out, _ = p.communicate(timeout=30)
+    check(p.returncode == 0, "%s exited %s" % (what, p.returncode))
+    return out
+
+
+def t_http(b):
+    """Two clients take turns; HTTP and vsharectl tell the same counts."""
+    port = free_port()
+    conf = {"mode": "on", "tq_s": 1, "policy": "fcfs",
+            "metrics_listen": "127.0.0.1:%d" % port}
+    with Daemon(b, conf) as d:
+        check("metrics on http://127.0.0.1:%d/metrics" % port in d.logtext(),
+              "the start-up line names the endpoint")
+        a = d.client("--label", "A", "--hold-ms", 1500, "--cycles", 2)
+        bb = d.client("--label", "B", "--hold-ms", 1500, "--cycles", 2)
+        # Scrapes while the clients take turns: counters never go back,
+        # and in mode on there is never more than one holder.
+        last = 0
+        while a.poll() is None or bb.poll() is None:
+            status, _, text = get(port)
+            smp = samples(text)
+            check(status == 200, "GET during the workload: %d" % status)
+            g = total(smp, "vshare_grants_total")
+            check(g >= last, "grants went back: %s after %s" % (g, last))
+            check(total(smp, "vshare_gpu_holders") <= 1, "two holders")
+            last = g
+            time.sleep(0.05)
+        finish(a, "A")
+        finish(bb, "B")
+        status, hdr, text = get(port)
+        check(status == 200, "GET /metrics: %d" % status)
+        check(hdr.get("Content-Type", "").startswith("text/plain; version=0.0.4"),
+              "content type %r" % hdr.get("Content-Type"))
+        smp = samples(text)
+        grants = total(smp, "vshare_grants_total")
+        check(grants == 4, "4 grants, not %s" % grants)
+        check(total(smp, "vshare_grants_total", kind="exclusive") == 4,
+              "mode on grants exclusively")
+        check(total(smp, "vshare_hold_seconds_count") == 4, "4 holds")
+        check(total(smp, "vshare_wait_seconds_count") == 4, "4 waits")
+        check(total(smp, "vshare_handoffs_total") >= 2, "hand-offs")
+        check(total(smp, "vshare_drops_total", reason="quantum") >= 2,
+              "quantum drops under a 1 s quantum")
+        held = total(smp, "vshare_gpu_held_seconds_total", uid=str(os.getuid()))
+        hold = total(smp, "vshare_hold_seconds_sum")
+        check(abs(held - hold) < 0.01 and held >= 3.0,
+              "held time %.3f s, holds %.3f s" % (held, hold))
+        check(total(smp, "vshare_gpu_holders") == 0 and
+              total(smp, "vshare_gpu_queue_length") == 0, "all released")
+        check(total(smp, "vshare_connections_total") >= 3, "connections")
+        # vsharectl reads the same text (its own connection aside).
+        rc, out, err = d.ctl("metrics")
+        check(rc == 0 and err == "", "vsharectl metrics: %d %s" % (rc, err))
+        strip = re.compile(r"^vshare_connections(_total)? .*\n", re.M)
+        check(strip.sub("", out) == strip.sub("", text),
+              "vsharectl metrics differs from HTTP")
+        # Only GET and HEAD of /metrics.
+        check(get(port, method="POST")[0] == 405, "POST refused")
+        check(get(port, "/")[0] == 404, "/ not found")
+        st, _, body = get(port, method="HEAD")
+        check(st == 200 and body == "", "HEAD")
+
+
+def t_socket_request(b):
+    """VS_MSG_METRICS: a version-3 request; version 2 has no such type;
+    a non-admin reads it only while status_public is on."""
+    with Daemon(b, {}) as d:
+        s = d.raw()
+        s.sendall(frame(T["METRICS"], b"\0" * 8, version=VERSION3))
+        mtype, p = recv_frame(s)
+        check(mtype == T["REPLY"], "a reply")
+        status, n = struct.unpack("<iI", p[:8])
+        check(status == 0 and p[8:8 + n].startswith(b"# HELP vshare_"),
+              "the exposition text")
+        s.close()
+        s = d.raw()
+        s.sendall(frame(T["METRICS"], b"\0" * 8, version=VERSION2))
+        f = recv_frame(s)
+        check(f is not None and f[0] == T["ERROR"], "a v2 metrics is refused")
+        s.close()
+        s = d.raw()
+        s.sendall(frame(T["METRICS"], b"\1" + b"\0" * 7, version=VERSION3))
+        f = recv_frame(s)
+        check(f is not None and f[0] == T["ERROR"], "flags must be zero")
+        s.close()
+        rc, out, err = d.ctl("metrics")
+        check(rc == 0 and
+              'vshare_refusals_total{reason="protocol"} 2\n' in out and
+              int(re.search(r'^vshare_connections_total (\d+)$', out,
+                            re.M).group(1)) >= 4,
+              "two malformed frames and four connections counted: %s" % out)
+    if os.getuid() != 0:
+        return 0
+    with Daemon(b, {"status_public": False, "socket_mode": "0666"}) as d:
+        rc, out, err = d.ctl("metrics", user="nogroup")
+        check(rc == 1 and "permission denied" in err,
+              "non-admin refused: %d %s" % (rc, err))
+        rc, out, err = d.ctl("metrics")
+        check(rc == 0 and 'vshare_refusals_total{reason="not_admin"} 1' in out,
+              "the refusal is counted: %s" % out[-300:])
+    return 0
+
+
+def t_bad_listen(b):
+    """A listen address that cannot be served stops the start, saying why."""
+    busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    for addr, want in (("localhost:9464", "not a numeric IPv4 address"),
+                       ("127.0.0.1:%d" % port, "Address already in use")):
+        with Daemon(b, {"metrics_listen": addr}, start=False) as d:
+            r = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
+                                "--config", d.conf], capture_output=True,
+                               text=True, timeout=20)
+            check(r.returncode == 1 and "metrics_listen" in r.stderr and
+                  want in r.stderr, "%s: exit %d: %s" % (addr, r.returncode,
+                                                        r.stderr))
+            check(not os.path.exists(d.sock), "no socket left behind")
+    busy.close()
+    with Daemon(b, {"metrics_listen": "[::1]:%d" % free_port()},
+                start=False) as d:
+        r = subprocess.run([d.bin("vshare-scheduler"), "--config", d.conf,
+                            "--print-config"], capture_output=True, text=True,
+                           timeout=20)
+        check(r.returncode == 0 and '"metrics_listen":\t"[::1]:' in r.stdout,
+              "--print-config shows it: %s" % r.stdout)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(scenarios(globals())))
