@@ -7,6 +7,7 @@ usage: e2e_cuda.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR EXECLOG_PY
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -246,6 +247,81 @@ def two_devices():
     s.stop()
 
 
+def metrics(sock):
+    """{(name, frozenset(labels)): value} of vsharectl metrics."""
+    out = subprocess.run([CTL, "-s", sock, "metrics"], capture_output=True,
+                         text=True, timeout=5)
+    if out.returncode != 0:
+        fail("vsharectl metrics: %s" % out.stderr)
+    got = {}
+    for line in out.stdout.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        key, val = line.rsplit(" ", 1)
+        name, _, rest = key.partition("{")
+        labels = re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', rest)
+        got[(name, frozenset(labels))] = float(val)
+    return got
+
+
+def metric(got, name, **labels):
+    """The sum of `name`'s samples whose labels include `labels`."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in got.items() if n == name and want <= ls)
+
+
+def two_devices_metrics():
+    """Two GPUs, each with its own mode and quantum set at run time: on
+    device 1 (mode on, quantum 2 s) two programs take turns, on device 0
+    (mode off) one runs alone. The per-GPU metrics match what ran: the
+    settings, the turns on device 1 and none on device 0, and the GPU
+    time held on device 1 covers its kernels."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    env = {"VSHARE_TD_DEVICES": 2}
+    c = prog("-d", 0, "-n", 40, "-k", 10000, "-g", 1, "-W", 500, **env)
+    a = prog("-d", 1, "-n", 20, "-k", 10000, "-g", 5, "-W", 500, **env)
+    b = prog("-d", 1, "-n", 20, "-k", 10000, "-g", 5, "-W", 500, **env)
+    uuid = {}
+    deadline = time.monotonic() + 5
+    while len(uuid) < 2 and time.monotonic() < deadline:
+        g = status_gpus(s.sock)
+        for p, dev in ((c, 0), (a, 1)):
+            if g.get(p.pid):
+                uuid[dev] = g[p.pid][0]
+        time.sleep(0.02)
+    check(len(uuid) == 2, "both GPUs attached before the first launch")
+    for args in (["set-tq", "2", "--gpu", uuid[1]],
+                 ["disable", "--gpu", uuid[0]]):
+        out = subprocess.run([CTL, "-s", s.sock] + args, capture_output=True,
+                             text=True, timeout=5)
+        check(out.returncode == 0, "vsharectl %s" % " ".join(args))
+    ok_exit(a, b, c)
+    m = metrics(s.sock)
+    g0, g1 = uuid[0], uuid[1]
+    check(metric(m, "vshare_gpu_quantum_seconds", gpu=g1) == 2 and
+          metric(m, "vshare_gpu_quantum_seconds", gpu=g0) == 1,
+          "each GPU's quantum as set")
+    check(metric(m, "vshare_gpu_mode", gpu=g1, mode="on") == 1 and
+          metric(m, "vshare_gpu_mode", gpu=g0, mode="off") == 1,
+          "each GPU's mode as set")
+    grants1 = metric(m, "vshare_grants_total", gpu=g1, kind="exclusive")
+    hand1 = metric(m, "vshare_handoffs_total", gpu=g1)
+    check(grants1 >= 2 and hand1 >= 1,
+          "device 1: both programs were granted in turn (%d grants, %d "
+          "hand-offs)" % (grants1, hand1))
+    check(metric(m, "vshare_handoffs_total", gpu=g0) == 0,
+          "device 0: its one program never waited for another")
+    busy = sum(o.end - o.start for o in ops(pid=a.pid) + ops(pid=b.pid)) / 1e9
+    held = metric(m, "vshare_gpu_held_seconds_total", gpu=g1)
+    check(busy * 0.9 <= held <= 30,
+          "device 1: GPU time held %.2f s covers its kernels' %.2f s"
+          % (held, busy))
+    check(execlog.is_serialized(ops(), device=1),
+          "device 1: the two programs' kernels never overlap")
+    s.stop()
+
+
 def no_scheduler():
     p = prog("-n", 5, "-k", 5000, "-a")
     ok_exit(p)
@@ -299,6 +375,7 @@ SCENARIOS = {
     "holder_killed": holder_killed, "sched_restart": sched_restart,
     "no_scheduler": no_scheduler, "capture_graph": capture_graph,
     "two_devices": two_devices, "registered_early": registered_early,
+    "two_devices_metrics": two_devices_metrics,
 }
 
 try:
