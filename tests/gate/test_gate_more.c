@@ -85,7 +85,7 @@ static int file_count(const char *path, const char *needle)
  * not keep knocking. */
 void version_mismatch(void **state)
 {
-	char logpath[] = "/tmp/vsgate-log.XXXXXX";
+	char logpath[] = "/tmp/vsgate-log.XXXXXX", theirs[32], ours[32];
 	struct vs_error err;
 	struct vs_hdr h;
 	struct entrant e;
@@ -112,8 +112,11 @@ void version_mismatch(void **state)
 	sleep_ms(500);
 	dup2(saved, 2);
 	assert_int_equal(fs_connections(), 1);
-	assert_int_equal(file_count(logpath, "protocol version 3"), 1);
-	assert_int_equal(file_count(logpath, "speaks version 2"), 1);
+	snprintf(theirs, sizeof(theirs), "protocol version %u",
+		 VS_PROTO_VERSION + 1);
+	snprintf(ours, sizeof(ours), "speaks version %u", VS_PROTO_VERSION);
+	assert_int_equal(file_count(logpath, theirs), 1);
+	assert_int_equal(file_count(logpath, ours), 1);
 	assert_int_equal(file_count(logpath, "lost the scheduler"), 0);
 	unlink(logpath);
 	fake_shutdown();

@@ -173,13 +173,13 @@ def t_garbage(b):
             "reserved field")
         expect_error_then_close(d, gpu_ref("REQUEST"), -16, "hello first")
         detail, msg = expect_error_then_close(
-            d, frame(T["HELLO"], b"\0" * 72, version=3), E_VERSION,
+            d, frame(T["HELLO"], b"\0" * 72, version=4), E_VERSION,
             "header version")
-        check(detail == 2 and "version" in msg, "version error: %d %s" %
+        check(detail == 3 and "version" in msg, "version error: %d %s" %
               (detail, msg))
         detail, msg = expect_error_then_close(d, hello(version=7), E_VERSION,
                                               "hello version")
-        check(detail == 2, "hello version detail")
+        check(detail == 3, "hello version detail")
         # A HELLO that names another version than its header's.
         expect_error_then_close(d, hello(version=2), E_VERSION,
                                 "hello version not the header's")
