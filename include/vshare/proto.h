@@ -13,8 +13,11 @@
  *      grant), VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT.
  *      The scheduler still serves peers of version 1.
  *   3  VS_MSG_METRICS (the Prometheus text exposition of the scheduler's
- *      metrics, in a VS_MSG_REPLY). The scheduler serves peers of
- *      versions 1 and 2 in their versions.
+ *      metrics, in a VS_MSG_REPLY); admin policy: VS_MSG_POLICY (the
+ *      memory limit, require flag and weight the configuration gives the
+ *      peer's user, after WELCOME and at each reload). The scheduler
+ *      serves peers of versions 1 and 2 in their versions; they hear no
+ *      policy.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -93,6 +96,7 @@ struct vs_hdr {
 #define VS_MSG_DROP        0x0103
 #define VS_MSG_MODE        0x0104
 #define VS_MSG_ERROR       0x0105
+#define VS_MSG_POLICY      0x0107   /* since version 3 */
 /* admin -> scheduler */
 #define VS_MSG_STATUS      0x0201
 #define VS_MSG_SET_TQ      0x0202
@@ -149,6 +153,9 @@ struct vs_hdr {
 #define VS_DROP_IDLE       2u   /* someone waits: release as soon as idle */
 #define VS_DROP_MODE       3u   /* mode changed */
 #define VS_DROP_CAPACITY   4u   /* the co-running group no longer fits */
+
+/* Policy flags (VS_MSG_POLICY). */
+#define VS_POLICYF_REQUIRE 0x1u /* wait for the scheduler, never run unshared */
 
 /* Admin target flags. */
 #define VS_TARGET_ALL      0x1u /* every GPU; uuid and index ignored */
@@ -219,6 +226,19 @@ struct vs_error {
 	char     msg[VS_ERRMSG_MAX]; /* NUL-terminated text for humans */
 };
 
+/* VS_MSG_POLICY: what the scheduler's configuration gives this peer's
+ * user (policy_users, else its groups': docs/operations.md). Sent right
+ * after WELCOME and again after each reload. The client applies the
+ * lowest of this limit, its own environment's and the node's client
+ * configuration's; a lowered limit refuses new allocations and leaves
+ * existing memory alone. */
+struct vs_policy {
+	uint64_t mem_limit;      /* bytes per GPU, 0: no limit */
+	uint32_t flags;          /* VS_POLICYF_* */
+	uint32_t weight;         /* the user's weight, VS_WEIGHT_MIN..MAX */
+	uint64_t reserved;
+};
+
 /* --- admin payloads --- */
 /* VS_MSG_STATUS and VS_MSG_METRICS: no options yet. */
 struct vs_status_req {
@@ -260,6 +280,8 @@ _Static_assert(sizeof(struct vs_grant) == 32, "vs_grant size");
 _Static_assert(sizeof(struct vs_drop) == 24, "vs_drop size");
 _Static_assert(sizeof(struct vs_mode) == 24, "vs_mode size");
 _Static_assert(sizeof(struct vs_error) == 136, "vs_error size");
+_Static_assert(sizeof(struct vs_policy) == 24, "vs_policy size");
+_Static_assert(offsetof(struct vs_policy, weight) == 12, "vs_policy layout");
 _Static_assert(sizeof(struct vs_status_req) == 8, "vs_status_req size");
 _Static_assert(sizeof(struct vs_admin_set) == 32, "vs_admin_set size");
 _Static_assert(sizeof(struct vs_reply) == 8, "vs_reply size");

@@ -20,6 +20,7 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop", 1 },
 	{ VS_MSG_MODE,      VS_ROLE_SCHEDULER, sizeof(struct vs_mode),       0, "mode", 1 },
 	{ VS_MSG_ERROR,     VS_ROLE_SCHEDULER, sizeof(struct vs_error),      0, "error", 1 },
+	{ VS_MSG_POLICY,    VS_ROLE_SCHEDULER, sizeof(struct vs_policy),     0, "policy", 3 },
 	{ VS_MSG_STATUS,    VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "status", 1 },
 	{ VS_MSG_SET_TQ,    VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-tq", 1 },
 	{ VS_MSG_SET_MODE,  VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-mode", 1 },
@@ -131,6 +132,13 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	}
 	case VS_MSG_WELCOME:
 		break;
+	case VS_MSG_POLICY: {
+		const struct vs_policy *m = payload;
+		if (m->reserved || (m->flags & ~VS_POLICYF_REQUIRE) ||
+		    m->weight < VS_WEIGHT_MIN || m->weight > VS_WEIGHT_MAX)
+			FAIL("policy: bad flags, weight or reserved field");
+		break;
+	}
 	case VS_MSG_GRANT: {
 		const struct vs_grant *m = payload;
 		if (m->reserved || m->kind > VS_GRANT_EXCLUSIVE ||

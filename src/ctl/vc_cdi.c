@@ -62,6 +62,15 @@ void vc_cdi_usage(FILE *f)
 "                          /dev); they appear in the container's /dev\n"
 "  --env NAME=VALUE        one more variable for every container (repeat)\n"
 "  --no-framework-defaults leave the JAX, PyTorch and TensorFlow variables out\n"
+"  --mandatory             also mount the node's client configuration at\n"
+"                          " VC_CDI_CLIENT_CONF " and a preload list at\n"
+"                          /etc/ld.so.preload (read-only), so that no\n"
+"                          program in the container skips the shim\n"
+"  --client-conf FILE      with --mandatory: the host's client configuration\n"
+"                          (default " VC_CDI_CLIENT_CONF ")\n"
+"  --preload-list FILE     with --mandatory: a host file that names\n"
+"                          " VC_CDI_CONTAINER_LIB "\n"
+"                          (default " VC_CDI_PRELOAD_LIST ")\n"
 "  -h, --help\n");
 }
 
@@ -107,6 +116,9 @@ static int env_ok(const char *e)
 
 static int check_opts(const struct vc_cdi_opts *o)
 {
+	if ((o->client_conf[0] != '/' || o->preload_list[0] != '/'))
+		return usage_err("--client-conf and --preload-list take absolute "
+				 "paths", NULL);
 	if (!kind_ok(o->kind))
 		return usage_err("--kind must be vendor/class (like "
 				 VC_CDI_KIND ")", o->kind);
@@ -121,7 +133,8 @@ static int check_opts(const struct vc_cdi_opts *o)
 
 int vc_cdi_parse(int argc, char **argv, struct vc_cdi_opts *o)
 {
-	enum { O_KIND = 256, O_LIB, O_SOCKET, O_DEVDIR, O_ENV, O_NOFW };
+	enum { O_KIND = 256, O_LIB, O_SOCKET, O_DEVDIR, O_ENV, O_NOFW,
+	       O_MAND, O_CCONF, O_PLIST };
 	static const struct option lo[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "kind", required_argument, NULL, O_KIND },
@@ -130,13 +143,18 @@ int vc_cdi_parse(int argc, char **argv, struct vc_cdi_opts *o)
 		{ "dev-dir", required_argument, NULL, O_DEVDIR },
 		{ "env", required_argument, NULL, O_ENV },
 		{ "no-framework-defaults", no_argument, NULL, O_NOFW },
+		{ "mandatory", no_argument, NULL, O_MAND },
+		{ "client-conf", required_argument, NULL, O_CCONF },
+		{ "preload-list", required_argument, NULL, O_PLIST },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ch;
 
 	*o = (struct vc_cdi_opts){ .kind = VC_CDI_KIND, .lib = VSHARE_SHIM_PATH,
-		.socket = VS_DEFAULT_SOCKET, .dev_dir = "/dev", .fw = 1 };
+		.socket = VS_DEFAULT_SOCKET, .dev_dir = "/dev", .fw = 1,
+		.client_conf = VC_CDI_CLIENT_CONF,
+		.preload_list = VC_CDI_PRELOAD_LIST };
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
 		switch (ch) {
@@ -146,6 +164,9 @@ int vc_cdi_parse(int argc, char **argv, struct vc_cdi_opts *o)
 		case O_SOCKET: o->socket = optarg; break;
 		case O_DEVDIR: o->dev_dir = optarg; break;
 		case O_NOFW: o->fw = 0; break;
+		case O_MAND: o->mandatory = 1; break;
+		case O_CCONF: o->client_conf = optarg; break;
+		case O_PLIST: o->preload_list = optarg; break;
 		case O_ENV:
 			if (o->nenv == VC_CDI_MAX_ENV)
 				return usage_err("too many --env", NULL);
@@ -271,6 +292,15 @@ static cJSON *common_edits(const struct vc_cdi_opts *o)
 		cJSON_AddItemToArray(mounts, bind_mount(dir, dir));
 	}
 	free(sockdir);
+	/* Mandatory: the image's own loader preloads the shim into every
+	 * program, and the node's settings hold over the container's
+	 * environment (docs/operations.md, "Mandatory sharing"). */
+	if (o->mandatory) {
+		cJSON_AddItemToArray(mounts, bind_mount(o->client_conf,
+							VC_CDI_CLIENT_CONF));
+		cJSON_AddItemToArray(mounts, bind_mount(o->preload_list,
+							"/etc/ld.so.preload"));
+	}
 	add_env(env, "LD_PRELOAD", VC_CDI_CONTAINER_LIB);
 	add_env(env, "VSHARE_SOCKET", o->socket);
 	for (size_t i = 0; o->fw && i < sizeof(fw_defaults) / sizeof(fw_defaults[0]); i++)
@@ -368,10 +398,15 @@ static int vc_cdi_generate(int argc, char **argv)
 
 	if (rc != 0)
 		return rc < 0 ? VC_EXIT_OK : rc;
-	if (access(o.lib, R_OK) != 0)
-		fprintf(stderr, "vsharectl: cdi generate: warning: %s: %s (the "
-			"spec names it; containers will fail to start until it "
-			"is there)\n", o.lib, strerror(errno));
+	for (int i = 0; i < (o.mandatory ? 3 : 1); i++) {
+		const char *f = i == 0 ? o.lib : i == 1 ? o.client_conf :
+				o.preload_list;
+
+		if (access(f, R_OK) != 0)
+			fprintf(stderr, "vsharectl: cdi generate: warning: %s: "
+				"%s (the spec names it; containers will fail to "
+				"start until it is there)\n", f, strerror(errno));
+	}
 	text = vc_cdi_spec(&o);
 	if (text == NULL)
 		return VC_EXIT_ERROR;

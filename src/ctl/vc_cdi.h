@@ -17,6 +17,10 @@
  * layout: a path the image's own libraries never use. */
 #define VC_CDI_CONTAINER_LIB "/usr/lib/vshare/libvshare.so"
 #define VC_CDI_MAX_ENV 32
+/* --mandatory: the node's client configuration, at the same path inside,
+ * and the host file mounted as the container's /etc/ld.so.preload. */
+#define VC_CDI_CLIENT_CONF "/etc/vshare/client.conf"
+#define VC_CDI_PRELOAD_LIST "/etc/vshare/container.preload"
 
 struct vc_cdi_opts {
 	const char *kind;      /* vendor/class */
@@ -25,6 +29,9 @@ struct vc_cdi_opts {
 	const char *dev_dir;   /* where the nvidia* nodes are on the host */
 	const char *output;    /* file, or NULL for stdout */
 	int fw;                /* add the framework defaults */
+	int mandatory;         /* mount client_conf and preload_list */
+	const char *client_conf;
+	const char *preload_list;
 	size_t nenv;
 	const char *env[VC_CDI_MAX_ENV]; /* extra NAME=VALUE */
 };

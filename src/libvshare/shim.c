@@ -22,6 +22,7 @@
 #include "shim_env.h"
 #include "shim_guard.h"
 #include "shim_libc.h"
+#include "shim_node.h"
 #include "shim_ops.h"
 
 /* VSHARE_LIBCUDA, default libcuda.so.1. */
@@ -40,7 +41,7 @@ static const struct gate_events shim_gate_events = {
  * bad value is reported by the init). */
 __attribute__((constructor)) static void shim_log_setup(void)
 {
-	const char *s = getenv("VSHARE_LOG_LEVEL");
+	const char *s = secure_getenv("VSHARE_LOG_LEVEL");
 	int lvl = s != NULL && *s != '\0' ? log_level_parse(s) : -1;
 
 	log_init("vshare", lvl >= 0 ? (enum log_level)lvl : LOG_LVL_WARN);
@@ -48,11 +49,14 @@ __attribute__((constructor)) static void shim_log_setup(void)
 
 static void shim_read_conf(void)
 {
-	const char *lvl = getenv("VSHARE_LOG_LEVEL");
+	const char *lvl = secure_getenv("VSHARE_LOG_LEVEL");
 
 	if (lvl != NULL && *lvl != '\0' && log_level_parse(lvl) < 0)
 		log_warn("VSHARE_LOG_LEVEL=\"%s\" is not error, warn, info or "
 			 "debug; using warn", lvl);
+	/* The node's settings first: the environment may only make them
+	 * stricter. */
+	shim_node_read();
 	mem_conf_read();
 	shim_libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
 }

@@ -137,6 +137,12 @@ static void cb_footprint(void *arg, int dev, uint64_t *managed,
 	mreg_usage(dev, managed, pinned);
 }
 
+static void cb_policy(void *arg, uint64_t mem_limit)
+{
+	(void)arg;
+	mem_set_policy_limit(mem_limit);
+}
+
 void shim_gpu_opened(int dev)
 {
 	if (gate_prepare(dev) == 0)
@@ -147,4 +153,5 @@ const struct client_callbacks shim_client_cbs = {
 	.granted = cb_granted,
 	.released = cb_released,
 	.footprint = cb_footprint,
+	.policy = cb_policy,
 };

@@ -165,6 +165,7 @@ void conf_free(struct conf *c)
 	c->gpus = NULL;
 	c->n_gpus = 0;
 	conf_weights_free(c);
+	conf_policy_free(c);
 }
 
 /* An integer JSON number in [lo, hi]. */
@@ -398,6 +399,10 @@ static int parse_key(struct conf *c, const cJSON *it, char *err, size_t errlen)
 		return parse_gpus(c, it, err, errlen);
 	if (strcmp(it->string, "weights") == 0)
 		return conf_weights_parse(c, it, err, errlen);
+	if (strcmp(it->string, "policy_users") == 0 ||
+	    strcmp(it->string, "policy_groups") == 0)
+		return conf_policy_parse(c, it, strcmp(it->string,
+					 "policy_groups") == 0, err, errlen);
 	ERR("%s: unknown key", it->string);
 }
 
@@ -648,7 +653,8 @@ char *conf_to_json(const struct conf *c, const char *socket_path)
 		if (e != NULL)
 			gpu_json(e, &c->gpus[i]);
 	}
-	text = conf_weights_json(o, c) == 0 ? cJSON_Print(o) : NULL;
+	text = conf_weights_json(o, c) == 0 && conf_policy_json(o, c) == 0 ?
+	       cJSON_Print(o) : NULL;
 	cJSON_Delete(o);
 	return text;
 }

@@ -24,16 +24,38 @@
 #define CONF_ADDR_MAX         64       /* "[v6 address]:port" and its NUL */
 #define CONF_DEF_SLICE_MS     500
 
-/* A weight of the fair share: for a user, or for the members of a group
- * (its members as /etc/group lists them, and whoever has it as primary
- * group). Names are resolved when the file is read. */
-struct conf_weight {
+/* A user, or the members of a group (its members as the group database
+ * lists them, and whoever has it as primary group), as the configuration
+ * names them. Names are resolved when the file is read (conf_who.c). */
+struct conf_who {
 	int      group;             /* 0: a user, 1: a group */
 	uint32_t id;                /* uid or gid */
-	uint32_t weight;            /* 1..SCHED_WEIGHT_MAX */
 	uint32_t *members;          /* a group's member uids */
 	size_t   n_members;
 	char     name[CONF_NAME_MAX]; /* as written, for --print-config */
+};
+
+/* A weight of the fair share. */
+struct conf_weight {
+	struct conf_who who;
+	uint32_t weight;            /* 1..SCHED_WEIGHT_MAX */
+};
+
+/* An entry of "policy_users" or "policy_groups": what it sets. */
+struct conf_pol {
+	struct conf_who who;
+	uint64_t mem_limit;         /* bytes per GPU, 0: none */
+	int      has_limit;
+	int      require;           /* the scheduler is required */
+	int      has_require;
+	uint32_t weight;            /* 0: not set */
+};
+
+/* What the policy gives one peer (conf_policy_of). */
+struct conf_policy {
+	uint64_t mem_limit;         /* 0: none */
+	int      require;
+	uint32_t weight;            /* the policy's, else "weights", else 1 */
 };
 
 struct conf {
@@ -68,6 +90,8 @@ struct conf {
 	size_t   n_gpus;
 	struct conf_weight *weights; /* users first, then groups, file order */
 	size_t   n_weights;
+	struct conf_pol *pols;      /* policy_users, then policy_groups */
+	size_t   n_pols;
 };
 
 /* How a key's value is written in the file. */
@@ -149,5 +173,27 @@ int  conf_weights_json(struct cJSON *o, const struct conf *c);
 /* The weight of a peer: its user's entry, else the largest of its groups'
  * (primary gid, or listed as a member), else SCHED_WEIGHT_DEFAULT. */
 uint32_t conf_weight_of(const struct conf *c, uint32_t uid, uint32_t gid);
+
+/* conf_who.c: a user or group by name or id ("1001"), resolved now;
+ * 0, or -1 with err ("KEY: no user ..."). */
+int  conf_who_set(struct conf_who *w, const char *name, int group,
+		  const char *key, char *err, size_t errlen);
+void conf_who_free(struct conf_who *w);
+/* Whether a peer (uid, primary gid) is w, or a member of w. */
+int  conf_who_match(const struct conf_who *w, uint32_t uid, uint32_t gid);
+
+/* conf_policy.c: the keys "policy_users" and "policy_groups", each
+ * {NAME or ID: {"mem_limit": SIZE, "require": BOOL, "weight": N}}. */
+int  conf_policy_parse(struct conf *c, const struct cJSON *obj, int group,
+		       char *err, size_t errlen);
+void conf_policy_free(struct conf *c);
+/* Add both keys to a --print-config object; 0 or -1. */
+int  conf_policy_json(struct cJSON *o, const struct conf *c);
+/* A peer's policy: what its user's entry sets, and for what that entry
+ * leaves unset, its groups' entries: the lowest memory limit, require
+ * if any requires it, the largest weight. A weight set nowhere in the
+ * policy comes from "weights" (conf_weight_of). */
+void conf_policy_of(const struct conf *c, uint32_t uid, uint32_t gid,
+		    struct conf_policy *out);
 
 #endif

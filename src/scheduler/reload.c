@@ -22,7 +22,10 @@ static void keep_socket_settings(const struct conf *old, struct conf *nc)
 
 static uint32_t weight_of(void *arg, uint32_t uid, uint32_t gid)
 {
-	return conf_weight_of(arg, uid, gid);
+	struct conf_policy p;
+
+	conf_policy_of(arg, uid, gid, &p);
+	return p.weight;
 }
 
 int reload_conf(struct srv *s)

@@ -163,8 +163,26 @@ static void peer_gone(struct conn *c)
 	c->client = NULL;
 }
 
+/* The policy of the peer's user (SO_PEERCRED, never the payload), to a
+ * client that speaks version 3 or later; older ones hear none. */
+static void send_policy(struct conn *c)
+{
+	struct conf_policy p;
+	struct vs_policy m;
+
+	if (c->client == NULL || c->closing || c->rx.version < 3)
+		return;
+	conf_policy_of(c->srv->conf, c->cred.uid, c->cred.gid, &p);
+	memset(&m, 0, sizeof(m));
+	m.mem_limit = p.mem_limit;
+	m.flags = p.require ? VS_POLICYF_REQUIRE : 0;
+	m.weight = p.weight;
+	conn_send(c, VS_MSG_POLICY, &m, sizeof(m));
+}
+
 static void on_hello(struct conn *c, const struct vs_hello *m)
 {
+	struct conf_policy pol;
 	struct vs_welcome w;
 	struct sched_uid_info ui;
 	char label[VS_LABEL_MAX + 1];
@@ -194,17 +212,20 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	}
 	/* The first client of a user brings the configured weight; later
 	 * ones keep the user's (vsharectl set-weight may have changed it). */
+	conf_policy_of(c->srv->conf, c->cred.uid, c->cred.gid, &pol);
 	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
 	    ui.n_clients == 1)
-		sched_client_set_weight(c->srv->sched, c->client,
-			conf_weight_of(c->srv->conf, c->cred.uid, c->cred.gid));
-	log_info("client %u \"%s\" registered: pid %d, uid %u, protocol %u",
+		sched_client_set_weight(c->srv->sched, c->client, pol.weight);
+	log_info("client %u \"%s\" registered: pid %d, uid %u, protocol %u; "
+		 "policy: limit %llu bytes per GPU (0: none)%s, weight %u",
 		 sched_client_id(c->client), label, c->cred.pid, c->cred.uid,
-		 c->rx.version);
+		 c->rx.version, (unsigned long long)pol.mem_limit,
+		 pol.require ? ", scheduler required" : "", pol.weight);
 	memset(&w, 0, sizeof(w));
 	w.proto_version = c->rx.version;
 	w.client_id = sched_client_id(c->client);
 	conn_send(c, VS_MSG_WELCOME, &w, sizeof(w));
+	send_policy(c);
 }
 
 static void log_new_gpu(const struct sched_gpu *g)
@@ -379,8 +400,15 @@ static void on_signal(uv_signal_t *sig, int signum)
 
 	if (signum == SIGHUP) {
 		log_info("SIGHUP: reloading %s", s->conf_path);
-		if (reload_conf(s) == 0)
-			srv_flush(s);
+		if (reload_conf(s) != 0)
+			return;
+		/* Running programs take the new policy at once: a lower
+		 * limit refuses their next allocations. */
+		for (struct conn *c = s->conns, *next; c != NULL; c = next) {
+			next = c->next;
+			send_policy(c);
+		}
+		srv_flush(s);
 		return;
 	}
 	log_info("%s: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");

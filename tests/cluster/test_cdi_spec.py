@@ -72,6 +72,29 @@ def main():
         check(env == want[:2] + ["VSHARE_REQUIRE_SCHEDULER=1"],
               "--no-framework-defaults and --env")
 
+        # Mandatory sharing: the node's client.conf and a preload list
+        # mounted read-only; without --mandatory neither is.
+        cconf = sess.path("client.conf")
+        plist = sess.path("container.preload")
+        open(cconf, "w").close()
+        r = gen("--dev-dir", dev, "--lib", lib, "--mandatory",
+                "--client-conf", cconf, "--preload-list", plist)
+        mounts = {m["containerPath"]: m for m in
+                  json.loads(r.stdout)["containerEdits"]["mounts"]}
+        check(mounts["/etc/vshare/client.conf"]["hostPath"] == cconf and
+              mounts["/etc/ld.so.preload"]["hostPath"] == plist and
+              all("ro" in m["options"] for m in mounts.values()),
+              "--mandatory: client.conf and /etc/ld.so.preload, read-only")
+        check(r.returncode == 0 and plist in r.stderr and
+              "warning" in r.stderr and cconf not in r.stderr,
+              "--mandatory: a missing preload list is a warning")
+        r = gen("--dev-dir", dev, "--lib", lib, "--client-conf", cconf)
+        check("/etc/ld.so.preload" not in r.stdout,
+              "no preload list without --mandatory")
+        r = gen("--dev-dir", dev, "--mandatory", "--client-conf", "rel")
+        check(r.returncode == 2 and "absolute" in r.stderr,
+              "--client-conf takes an absolute path")
+
         out = sess.path("cdi", "vshare.json")
         os.makedirs(os.path.dirname(out))
         r = gen("--dev-dir", dev, "--lib", lib, "-o", out, "--kind",

@@ -35,9 +35,17 @@ class Scheduler:
         self.conf = os.path.join(tmp, "sched.json")
         self.log = os.path.join(tmp, "sched.log")
         conf.setdefault("log_level", "debug")
+        self.conf_write(**conf)
+        self.proc = None
+
+    def conf_write(self, **conf):
+        """A new configuration file (taken at the next start or reload)."""
+        conf.setdefault("log_level", "debug")
         with open(self.conf, "w") as f:
             json.dump(conf, f)
-        self.proc = None
+
+    def reload(self):
+        self.proc.send_signal(signal.SIGHUP)
 
     def start(self):
         logf = open(self.log, "a")

@@ -41,6 +41,8 @@ struct fake_state {
 					   * ATTACH and FOOTPRINT */
 	uint64_t managed[FAKE_GPUS], pinned[FAKE_GPUS];
 	int grants[FAKE_GPUS];            /* granted callbacks */
+	int policies;                     /* policy callbacks */
+	uint64_t policy_limit;            /* the last one's limit */
 	int wanted_calls;                 /* gate_events.wanted, in ... */
 	int wanted_returns;               /* ... and out again */
 	int wanted_probe;                 /* set by tests: the callback takes

@@ -121,10 +121,19 @@ static void released(void *arg, int dev, int swap_out)
 	INC(&fk.prefetch_out[dev]);
 }
 
+/* The scheduler's memory limit: recorded for the tests. */
+static void policy(void *arg, uint64_t mem_limit)
+{
+	(void)arg;
+	__atomic_store_n(&fk.policy_limit, mem_limit, __ATOMIC_SEQ_CST);
+	INC(&fk.policies);
+}
+
 const struct client_callbacks fake_cbs = {
 	.granted = granted,
 	.released = released,
 	.footprint = footprint,
+	.policy = policy,
 };
 
 static void wanted(void *arg, int dev)

@@ -5,9 +5,12 @@
  * shim's hooks. Kernels are the test driver's built-in vs_sleep (and
  * vs_sleep_ts after a growth, so the log tells the phases apart).
  *   gate_cuprog [-n KERNELS] [-k KERNEL_US] [-g GAP_MS] [-m ALLOC_MB]
- *               [-M GROW_MB] [-P PAUSE_MS] [-d DEVICE] [-c] [-a]
+ *               [-M GROW_MB] [-P PAUSE_MS] [-d DEVICE] [-c] [-a] [-F]
  * -c: also capture three kernels into a graph and launch it;
- * -a: check results with vs_add after the kernels.
+ * -a: check results with vs_add after the kernels;
+ * -F: after the kernels, write and read back the first allocation
+ *     ("buf ok") and try one more of ALLOC_MB ("late alloc RESULT"):
+ *     what a memory limit lowered meanwhile does to old and new memory.
  * Prints "first NS" (CLOCK_MONOTONIC) just before its first launch.
  */
 #include <dlfcn.h>
@@ -123,15 +126,32 @@ static void add_check(void)
 	printf("add ok\n");
 }
 
+static void late_check(CUdeviceptr buf, long mb)
+{
+	unsigned char b[16] = { 0 };
+	CUdeviceptr extra = 0;
+	CUresult r;
+
+	if (buf) {
+		CK(p_cuMemsetD8_v2(buf, 0x5a, sizeof(b)));
+		CK(p_cuMemcpyDtoH_v2(b, buf, sizeof(b)));
+		printf("buf %s\n", b[0] == 0x5a && b[15] == 0x5a ? "ok" : "bad");
+	}
+	r = p_cuMemAlloc_v2(&extra, (size_t)mb << 20);
+	printf("late alloc %d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CK(p_cuMemFree_v2(extra));
+}
+
 int main(int argc, char **argv)
 {
 	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0, before = 0;
-	int opt, capture = 0, add = 0, ordinal = 0;
+	int opt, capture = 0, add = 0, ordinal = 0, late = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr buf = 0, big = 0;
 
-	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:ca")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:caF")) != -1) {
 		switch (opt) {
 		case 'n': n = atol(optarg); break;
 		case 'k': us = atol(optarg); break;
@@ -143,6 +163,7 @@ int main(int argc, char **argv)
 		case 'd': ordinal = atoi(optarg); break;
 		case 'c': capture = 1; break;
 		case 'a': add = 1; break;
+		case 'F': late = 1; break;
 		default: return 2;
 		}
 	}
@@ -173,6 +194,8 @@ int main(int argc, char **argv)
 		graph();
 	if (add)
 		add_check();
+	if (late)
+		late_check(buf, alloc);
 	if (buf)
 		CK(p_cuMemFree_v2(buf));
 	if (big)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "client_int.h"
 #include "gate_int.h"
 #include "helpers.h"
 
@@ -366,6 +367,67 @@ void require_scheduler_lost_waits(void **state)
 	assert_int_equal(LD(&fk.violations), 0);
 	fake_shutdown();
 	fs_stop();
+}
+
+static void send_policy(uint64_t limit, uint32_t flags)
+{
+	struct vs_policy p;
+	struct vs_hdr h;
+
+	memset(&p, 0, sizeof(p));
+	p.mem_limit = limit;
+	p.flags = flags;
+	p.weight = 2;
+	vs_hdr_init(&h, VS_MSG_POLICY, sizeof(p));
+	fs_send_raw(&h, &p);
+}
+
+/* The scheduler's policy: its limit goes to the memory layer (the
+ * callback), again at each new one; its require keeps GPU work waiting
+ * through an outage although the environment does not require it. */
+void policy_limit_and_require(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	setenv("VSHARE_REQUIRE_SCHEDULER", "0", 1);
+	granted_start(0);
+	send_policy(8u << 20, VS_POLICYF_REQUIRE);
+	assert_int_equal(wait_at_least(&fk.policies, 1, 2000), 0);
+	assert_int_equal(LD(&fk.policy_limit), 8u << 20);
+	send_policy(4u << 20, VS_POLICYF_REQUIRE);
+	assert_int_equal(wait_at_least(&fk.policies, 2, 2000), 0);
+	assert_int_equal(LD(&fk.policy_limit), 4u << 20);
+	fs_stop();
+	assert_int_equal(wait_at_least(&fk.syncs[0], 1, 2000), 0);
+	entrant_start(&e, 0, NULL, 0);
+	sleep_ms(300);
+	assert_int_equal(LD(&e.done), 0);
+	/* The limit outlives the outage: no callback lifts it. */
+	assert_int_equal(LD(&fk.policy_limit), 4u << 20);
+	fs_start();
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 4000), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(LD(&fk.violations), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* client_policy_wait: returns once the policy is heard, and at once
+ * without a scheduler (no waiting for one that is not there). */
+void policy_wait_settles(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	env_init();
+	t0 = now_ms();
+	client_policy_wait();
+	assert_true(now_ms() - t0 < 1000);
+	assert_true(client_settled());
+	fake_shutdown();
 }
 
 /* An oversubscribed grant swaps in; the client reports what it cost

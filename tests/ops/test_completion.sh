@@ -53,6 +53,7 @@ expect _vsharectl "set-slice set-tq set-weight status" "$ctl" s
 expect _vsharectl "$all" /nonexistent/vsharectl ""
 expect _vsharectl "generate" "$ctl" cdi ""
 expect _vsharectl "--no-framework-defaults" "$ctl" cdi generate --no
+expect _vsharectl "--mandatory" "$ctl" cdi generate --man
 contains _vsharectl "--output" "$ctl" cdi generate -
 expect _vsharectl "set-slice set-tq set-weight status" "$ctl" --json s
 expect _vsharectl "fair fcfs" "$ctl" policy ""

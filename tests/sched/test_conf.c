@@ -412,7 +412,9 @@ static void test_table_round_trip(void **state)
 	json = conf_to_json(&a, a.socket);
 	assert_non_null(json);
 	root = cJSON_Parse(json);
-	assert_int_equal(cJSON_GetArraySize(root), (int)n + 2);
+	/* The table's keys, "gpus", "weights", "policy_users" and
+	 * "policy_groups". */
+	assert_int_equal(cJSON_GetArraySize(root), (int)n + 4);
 	for (size_t i = 0; i < n; i++)
 		if (!cJSON_HasObjectItem(root, k[i].name))
 			fail_msg("--print-config has no %s", k[i].name);
@@ -524,6 +526,117 @@ static void test_keep_restart(void **state)
 	assert_int_equal(nc.tq_s, 5);
 }
 
+/* The admin's policy: bad entries are refused with the key named. */
+static void test_policy_bad(void **state)
+{
+	(void)state;
+	bad("{\"policy_users\": []}", "policy_users: must be an object");
+	bad("{\"policy_users\": {\"0\": 3}}", "policy_users.0: must be an object");
+	bad("{\"policy_users\": {\"0\": {\"limit\": 3}}}",
+	    "policy_users.0.limit: unknown key");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"8X\"}}}",
+	    "policy_users.0.mem_limit: bad size");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": -1}}}",
+	    "policy_users.0.mem_limit: must be bytes");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": 1.5}}}",
+	    "policy_users.0.mem_limit");
+	bad("{\"policy_users\": {\"0\": {\"require\": 1}}}",
+	    "policy_users.0.require: must be true or false");
+	bad("{\"policy_users\": {\"0\": {\"weight\": 0}}}",
+	    "policy_users.0.weight: must be a whole number from 1 to 1000");
+	bad("{\"policy_users\": {\"0\": {\"weight\": 2, \"weight\": 3}}}",
+	    "policy_users.0.weight: given twice");
+	bad("{\"policy_users\": {\"0\": {}, \"root\": {}}}",
+	    "policy_users.root: the same user as \"0\"");
+	bad("{\"policy_users\": {\"no-such-user-vshare\": {}}}",
+	    "policy_users: no user \"no-such-user-vshare\"");
+	bad("{\"policy_groups\": {\"no-such-group-vshare\": {}}}",
+	    "policy_groups: no group \"no-such-group-vshare\"");
+}
+
+/* Precedence: a user's entry wins for what it sets; among its groups the
+ * lowest limit, require if any requires, the largest weight; a weight
+ * set nowhere in the policy comes from "weights". */
+static void test_policy_of(void **state)
+{
+	static const char text[] =
+		"{\"weights\": {\"users\": {\"5003\": 7}},"
+		" \"policy_groups\": {"
+		"  \"4242\": {\"mem_limit\": \"8G\", \"weight\": 3},"
+		"  \"4343\": {\"mem_limit\": \"4G\", \"require\": true},"
+		"  \"4444\": {\"mem_limit\": 0, \"weight\": 2}},"
+		" \"policy_users\": {"
+		"  \"5001\": {\"mem_limit\": 0},"
+		"  \"5002\": {\"require\": false, \"weight\": 9}}}";
+	uint32_t both[] = { 5000, 5001, 5002, 5003 };
+	struct conf c;
+	struct conf_policy p;
+	char err[256] = "", *json;
+
+	(void)state;
+	conf_defaults(&c);
+	if (conf_parse(&c, text, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(c.n_pols, 5);
+	/* Groups 4242 and 4343 list users 5000 to 5003 as members (the
+	 * gids have no entry here, so the test sets the lists). */
+	for (size_t i = 0; i < c.n_pols; i++) {
+		struct conf_who *w = &c.pols[i].who;
+
+		if (!w->group || w->id == 4444)
+			continue;
+		w->members = malloc(sizeof(both));
+		assert_non_null(w->members);
+		memcpy(w->members, both, sizeof(both));
+		w->n_members = 4;
+	}
+	/* Nobody's: no limit, not required, weight 1. */
+	conf_policy_of(&c, 6000, 6000, &p);
+	assert_int_equal(p.mem_limit, 0);
+	assert_int_equal(p.require, 0);
+	assert_int_equal(p.weight, 1);
+	/* One group by primary gid. */
+	conf_policy_of(&c, 6000, 4242, &p);
+	assert_int_equal(p.mem_limit, 8ull << 30);
+	assert_int_equal(p.weight, 3);
+	/* Both groups as a member, a third (no limit) as primary: the
+	 * lowest limit, require from 4343, the largest weight. */
+	conf_policy_of(&c, 5000, 4444, &p);
+	assert_int_equal(p.mem_limit, 4ull << 30);
+	assert_int_equal(p.require, 1);
+	assert_int_equal(p.weight, 3);
+	/* A user's own mem_limit 0 lifts the groups' limits; the rest
+	 * still comes from the groups. */
+	conf_policy_of(&c, 5001, 6000, &p);
+	assert_int_equal(p.mem_limit, 0);
+	assert_int_equal(p.require, 1);
+	assert_int_equal(p.weight, 3);
+	/* A user's require false and weight win over the groups'. */
+	conf_policy_of(&c, 5002, 6000, &p);
+	assert_int_equal(p.mem_limit, 4ull << 30);
+	assert_int_equal(p.require, 0);
+	assert_int_equal(p.weight, 9);
+	/* A weight the policy sets for a group wins over "weights". */
+	conf_policy_of(&c, 5003, 6000, &p);
+	assert_int_equal(p.weight, 3);
+	conf_policy_of(&c, 5003, 4444, &p);
+	assert_int_equal(p.weight, 3);
+	/* --print-config writes what each entry sets, and reads back. */
+	json = conf_to_json(&c, "/run/x.sock");
+	assert_non_null(json);
+	assert_non_null(strstr(json, "\"mem_limit\":\t4294967296"));
+	conf_free(&c);
+	conf_defaults(&c);
+	if (conf_parse(&c, json, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", json, err);
+	assert_int_equal(c.n_pols, 5);
+	conf_policy_of(&c, 6000, 4343, &p);
+	assert_int_equal(p.mem_limit, 4ull << 30);
+	assert_int_equal(p.require, 1);
+	free(json);
+	conf_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +652,8 @@ int main(void)
 		cmocka_unit_test(test_table_round_trip),
 		cmocka_unit_test(test_table_ranges),
 		cmocka_unit_test(test_keep_restart),
+		cmocka_unit_test(test_policy_bad),
+		cmocka_unit_test(test_policy_of),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,11 @@ void client_atfork_child(void)
 {
 }
 
+/* No scheduler here: no policy to wait for. */
+void client_policy_wait(void)
+{
+}
+
 void client_stop(void)
 {
 }

@@ -98,9 +98,11 @@ static void test_versions(void **state)
 		{ VS_MSG_SET_WEIGHT, sizeof(struct vs_admin_set), 2 },
 		{ VS_MSG_METRICS, sizeof(struct vs_status_req), 3 },
 		{ VS_MSG_SET_TQ, sizeof(struct vs_admin_set), 1 },
+		{ VS_MSG_POLICY, sizeof(struct vs_policy), 3 },
 	};
 	const char *why = NULL;
 	struct vs_hdr h;
+	uint32_t role;
 	(void)state;
 
 	assert_int_equal(VS_PROTO_VERSION, 3);
@@ -108,15 +110,19 @@ static void test_versions(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
 				 rows[i].since);
+		/* As the receiver checks it: the scheduler takes both
+		 * other roles (0), a client hears the scheduler. */
+		role = vs_msg_lookup(rows[i].type)->role == VS_ROLE_SCHEDULER ?
+		       VS_ROLE_SCHEDULER : 0;
 		for (uint16_t v = VS_PROTO_VERSION_MIN; v <= VS_PROTO_VERSION; v++) {
 			vs_hdr_init_v(&h, v, rows[i].type, rows[i].len);
 			why = NULL;
 			if (v >= rows[i].since) {
-				assert_int_equal(vs_check_hdr_why(&h, 0, &why),
+				assert_int_equal(vs_check_hdr_why(&h, role, &why),
 						 VS_OK);
 				continue;
 			}
-			assert_int_equal(vs_check_hdr_why(&h, 0, &why),
+			assert_int_equal(vs_check_hdr_why(&h, role, &why),
 					 VS_E_PROTO);
 			assert_string_equal(why, "message type newer than the "
 					    "sender's protocol version");
@@ -266,7 +272,7 @@ static void test_every_type_has_a_row(void **state)
 		VS_MSG_MODE, VS_MSG_ERROR, VS_MSG_STATUS, VS_MSG_SET_TQ,
 		VS_MSG_SET_MODE, VS_MSG_REPLY, VS_MSG_SWAPPED,
 		VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT,
-		VS_MSG_METRICS,
+		VS_MSG_METRICS, VS_MSG_POLICY,
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
@@ -286,6 +292,7 @@ static void test_payload_rules(void **state)
 	struct vs_gpu_ref ref;
 	struct vs_admin_set set;
 	struct vs_reply reply;
+	struct vs_policy pol;
 	const char *why = NULL;
 	(void)state;
 
@@ -322,6 +329,24 @@ static void test_payload_rules(void **state)
 	assert_int_equal(vs_check_payload(&h, &set, NULL), VS_E_PROTO);
 	set.target = 0; /* by UUID, but the UUID is empty */
 	assert_int_equal(vs_check_payload(&h, &set, NULL), VS_E_PROTO);
+
+	memset(&pol, 0, sizeof(pol));
+	h = hdr_for(VS_MSG_POLICY, sizeof(pol));
+	pol.weight = 1;
+	pol.mem_limit = 8ull << 30;
+	pol.flags = VS_POLICYF_REQUIRE;
+	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_OK);
+	pol.weight = 0; /* every user has a weight */
+	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_E_PROTO);
+	pol.weight = VS_WEIGHT_MAX + 1;
+	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_E_PROTO);
+	pol.weight = VS_WEIGHT_MAX;
+	pol.flags = 0x2;
+	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_E_PROTO);
+	pol.flags = 0;
+	pol.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &pol, &why), VS_E_PROTO);
+	assert_string_equal(why, "policy: bad flags, weight or reserved field");
 
 	reply.status = 0;
 	reply.json_len = 10;

@@ -140,6 +140,7 @@ void client_lost(const char *why)
 		return;
 	}
 	client_c.downgrade = 0;
+	client_settle_mark();
 	/* A scheduler that served us may come back upgraded: the next
 	 * connection starts in our own version again. */
 	if (client_c.welcomed)
@@ -202,6 +203,7 @@ void client_lost(const char *why)
 
 static void connect_failed(int err)
 {
+	client_settle_mark();
 	schedule_retry();
 	if (client_c.warned)
 		return;
@@ -269,6 +271,9 @@ static void client_welcomed(void)
 	client_c.version_seen = 0;
 	client_c.welcomed = 1;
 	client_c.welcome_ms = gate_now_ms();
+	/* A scheduler older than version 3 has no policy to send. */
+	if (client_version() < 3)
+		client_settle_mark();
 	rejoin();
 }
 
@@ -443,6 +448,19 @@ void client_prepare(int dev)
 	client_wake();
 }
 
+void client_policy_wait(void)
+{
+	/* The client thread itself must not wait for what it is to do,
+	 * and with VSHARE_DISABLE nothing connects. */
+	if (client_settled() || !gate_enabled() || client_stopping() ||
+	    (client_started() && pthread_equal(pthread_self(), thread)))
+		return;
+	client_start();
+	client_wake();
+	/* A version downgrade takes a second connection: room for both. */
+	client_settle_wait(2 * CLIENT_WELCOME_MS + 100);
+}
+
 void client_footprint_changed(int dev)
 {
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
@@ -499,6 +517,7 @@ void client_atfork_child(void)
 	memset(client_g.gpu, 0, sizeof(client_g.gpu));
 	pthread_mutex_init(&done_mu, NULL);
 	pthread_cond_init(&done_cv, NULL);
+	client_settle_atfork_child();
 	thread_done = 0;
 	A_STORE(&client_g.stop_asked, 0);
 	A_STORE(&run_state, RUN_NONE);

@@ -35,11 +35,18 @@ struct client_callbacks {
 	/* This process's footprint on dev, in bytes. */
 	void (*footprint)(void *arg, int dev, uint64_t *managed,
 			  uint64_t *pinned);
+	/* The scheduler's memory limit for this process's user (bytes per
+	 * GPU, 0: none), from its VS_MSG_POLICY (protocol version 3): at
+	 * registration and after each reload. Kept while the scheduler is
+	 * away: an outage does not lift the admin's limit. */
+	void (*policy)(void *arg, uint64_t mem_limit);
 };
 
-/* Called once from the shim's init, after gate_init: reads the client's
- * settings (socket, label, idle time, swap mode, VSHARE_REQUIRE_SCHEDULER,
- * footprint step). The thread starts at the first client_prepare or
+/* Called once from the shim's init, after gate_init and shim_node_read:
+ * reads the client's settings (socket, label, idle time, swap mode,
+ * VSHARE_REQUIRE_SCHEDULER, footprint step; the node's client
+ * configuration over the environment for the socket and require). The
+ * thread starts at the first client_prepare, client_policy_wait or
  * client_wanted. */
 void client_init(const struct client_callbacks *cb);
 
@@ -59,6 +66,15 @@ void client_wanted(void *arg, int dev);
  * for no lock: nothing is requested until a thread waits at the gate.
  */
 void client_prepare(int dev);
+
+/*
+ * Before the process's first allocation: start the client thread and
+ * wait (at most CLIENT_WELCOME_MS and a little) until the scheduler's
+ * policy is known, or known to be absent (no scheduler, or one older
+ * than protocol version 3), so that the admin's memory limit binds the
+ * first allocation too. Later calls return at once.
+ */
+void client_policy_wait(void);
 
 /* The memory layer changed this process's footprint on dev (any thread,
  * no lock): the client reports it when it moved enough. */

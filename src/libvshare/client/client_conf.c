@@ -1,16 +1,20 @@
 /*
  * The scheduler client's VSHARE_* settings, read once at client_init. A
  * bad value is logged and the default used (shim_env.c); docs/gate.md
- * lists them all.
+ * lists them all. The node's client configuration (shim_node.h) fixes
+ * the socket and can require the scheduler.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "client_int.h"
 #include "label.h"
 #include "log.h"
 #include "shim_env.h"
+#include "shim_node.h"
 
 /* The client's state is defined here, with its settings, in the object
  * that every other part of the client builds on. */
@@ -39,9 +43,38 @@ static void default_label(char *out, size_t n)
 		snprintf(out, n, "%s", program_invocation_short_name);
 }
 
+/* The socket: the node's, over VSHARE_SOCKET, which would otherwise let
+ * a user pick a scheduler of their own with no limits. */
+static const char *socket_path(void)
+{
+	const char *env = shim_env_str("VSHARE_SOCKET", NULL);
+
+	if (shim_node.socket[0] == '\0')
+		return env != NULL ? env : VS_DEFAULT_SOCKET;
+	if (env != NULL && strcmp(env, shim_node.socket) != 0)
+		log_warn("VSHARE_SOCKET is ignored: %s sets the socket %s",
+			 VSHARE_CLIENT_CONF, shim_node.socket);
+	return shim_node.socket;
+}
+
+/* Required when the node says so, whatever the environment says; the
+ * environment may require it where the node does not. */
+static int require_local(void)
+{
+	int env = shim_env_str("VSHARE_REQUIRE_SCHEDULER", NULL) == NULL ? -1 :
+		  shim_env_bool("VSHARE_REQUIRE_SCHEDULER", 0);
+
+	if (shim_node.require != 1)
+		return env == 1;
+	if (env == 0)
+		log_warn("VSHARE_REQUIRE_SCHEDULER=0 is ignored: %s requires "
+			 "the scheduler", VSHARE_CLIENT_CONF);
+	return 1;
+}
+
 void client_conf_read(struct client_conf *c)
 {
-	const char *sock = shim_env_str("VSHARE_SOCKET", VS_DEFAULT_SOCKET);
+	const char *sock = socket_path();
 	const char *label = shim_env_str("VSHARE_LABEL", NULL);
 	const char *swap = shim_env_str("VSHARE_SWAP_OUT", "lazy");
 
@@ -67,7 +100,56 @@ void client_conf_read(struct client_conf *c)
 		log_warn("VSHARE_SWAP_OUT=\"%s\" is not lazy or eager; using lazy",
 			 swap);
 	}
-	c->require_sched = shim_env_bool("VSHARE_REQUIRE_SCHEDULER", 0);
+	c->require_local = require_local();
+	c->require_sched = c->require_local;
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  CLIENT_FP_STEP_DEFAULT);
+}
+
+/*
+ * Whether the first connection attempt has an outcome: the scheduler's
+ * policy arrived, or a scheduler of an older version welcomed us (it
+ * sends none), or there is no scheduler. Allocating threads wait for it
+ * (client_policy_wait), the client thread marks it; it stays marked.
+ */
+static int settled;          /* atomic */
+static pthread_mutex_t settle_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t settle_cv = PTHREAD_COND_INITIALIZER;
+
+void client_settle_mark(void)
+{
+	if (__atomic_load_n(&settled, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&settle_mu);
+	__atomic_store_n(&settled, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&settle_cv);
+	pthread_mutex_unlock(&settle_mu);
+}
+
+int client_settled(void)
+{
+	return __atomic_load_n(&settled, __ATOMIC_ACQUIRE);
+}
+
+void client_settle_wait(unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000u;
+	ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&settle_mu);
+	while (!__atomic_load_n(&settled, __ATOMIC_ACQUIRE) &&
+	       pthread_cond_timedwait(&settle_cv, &settle_mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&settle_mu);
+}
+
+/* The fork child keeps what its parent learned; the primitives are new. */
+void client_settle_atfork_child(void)
+{
+	pthread_mutex_init(&settle_mu, NULL);
+	pthread_cond_init(&settle_cv, NULL);
 }

@@ -77,7 +77,10 @@ struct client_conf {
 	char     label[VS_LABEL_MAX + 1];
 	uint64_t idle_ms;
 	int      swap_eager;
-	int      require_sched;
+	int      require_sched;    /* in force: require_local, or the
+				    * scheduler's policy said so */
+	int      require_local;    /* the node's client configuration or
+				    * VSHARE_REQUIRE_SCHEDULER */
 	uint64_t footprint_step;
 };
 
@@ -131,6 +134,12 @@ extern struct client_global client_g;
 
 /* client_conf.c */
 void client_conf_read(struct client_conf *c);
+/* The first connection attempt's outcome is known (client.h:
+ * client_policy_wait); waiting for it at most ms. */
+void client_settle_mark(void);
+int  client_settled(void);
+void client_settle_wait(unsigned ms);
+void client_settle_atfork_child(void);
 
 /* client_fd.c: remember fd (-1: none), check that the number still names
  * it, close it only if it does. */

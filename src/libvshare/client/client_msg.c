@@ -252,6 +252,27 @@ static void on_error(const struct vs_error *m)
 	log_warn("the scheduler reports %s: %s", vs_err_name(m->code), m->msg);
 }
 
+/* The admin's policy for this process's user. A required scheduler
+ * makes GPU work wait through an outage rather than run unshared; the
+ * policy can add that, never take away what the node or the environment
+ * require. The limit goes to the memory layer, which keeps it through an
+ * outage. */
+static void on_policy(const struct vs_policy *m)
+{
+	int req = client_g.conf.require_local ||
+		  (m->flags & VS_POLICYF_REQUIRE) != 0;
+
+	if (req != client_g.conf.require_sched)
+		log_info("the scheduler's policy %s the scheduler", req ?
+			 "requires" : "no longer requires");
+	client_g.conf.require_sched = req;
+	client_g.cb->policy(client_g.cb->arg, m->mem_limit);
+	client_settle_mark();
+	log_debug("policy: memory limit %llu bytes per GPU%s, weight %u",
+		  (unsigned long long)m->mem_limit,
+		  req ? ", scheduler required" : "", m->weight);
+}
+
 /* Returns -1 if the frame ends the connection. */
 static int dispatch(const struct vs_hdr *h, const void *p)
 {
@@ -264,6 +285,9 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		client_c.welcome_new = 1;
 		return 0;
 	}
+	case VS_MSG_POLICY:
+		on_policy(p);
+		return 0;
 	case VS_MSG_GRANT:
 		on_grant(p);
 		return 0;

@@ -11,6 +11,7 @@
 #include "gate_int.h"
 #include "log.h"
 #include "shim_env.h"
+#include "shim_node.h"
 
 #define GATE_SPIN_US_DEFAULT  200u
 #define GATE_SPIN_MIN_CPUS    4
@@ -31,6 +32,13 @@ void gate_conf_read(struct gate_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->disabled = shim_env_bool("VSHARE_DISABLE", 0);
+	/* Where the admin configured the node (shim_node.h), sharing is
+	 * theirs to decide: a user's variable must not turn it off. */
+	if (c->disabled && shim_node.loaded) {
+		log_warn("VSHARE_DISABLE is ignored: %s configures this node",
+			 VSHARE_CLIENT_CONF);
+		c->disabled = 0;
+	}
 	/* Spinning pays only where the spinners leave CPUs to those they
 	 * wait for (the waiter spins, the client thread polls, the scheduler
 	 * answers): by default it is off below GATE_SPIN_MIN_CPUS usable CPUs

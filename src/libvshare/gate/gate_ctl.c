@@ -156,3 +156,8 @@ int gate_shutting(void)
 {
 	return A_LOAD(&gate_g.shutting);
 }
+
+int gate_enabled(void)
+{
+	return A_LOAD(&gate_g.enabled);
+}

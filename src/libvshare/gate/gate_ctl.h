@@ -51,6 +51,8 @@ int  gate_waiting(int dev);
 void gate_activity(int dev, long *inflight, uint64_t *last_ms);
 /* Whether gate_shutdown began. */
 int  gate_shutting(void);
+/* Whether the gate is active at all (not VSHARE_DISABLE). */
+int  gate_enabled(void);
 /* How long to busy-poll for a grant after a REQUEST (ns), 0 if not now:
  * spinning off, or the CPUs too busy for it (checked at most every
  * 100 ms). */

@@ -8,17 +8,52 @@
 #include "mem_cache.h"
 #include "mem_reg.h"
 #include "shim_env.h"
+#include "shim_node.h"
 
 struct mem_conf mem_conf = { .convert = 1, .async_cache = MEM_CACHE_AUTO,
 			      .stage_copies = 1,
 			      .swap_streams = MEM_SWAP_STREAMS };
 
+/* The scheduler's limit for this process's user (VS_MSG_POLICY), set on
+ * the client thread and read by allocating threads; 0: none. */
+static uint64_t mem_policy_limit;
+
+/* The stricter of two limits, where 0 is none. */
+static uint64_t lower(uint64_t a, uint64_t b)
+{
+	if (a == 0)
+		return b;
+	return b != 0 && b < a ? b : a;
+}
+
+void mem_set_policy_limit(uint64_t limit)
+{
+	__atomic_store_n(&mem_policy_limit, limit, __ATOMIC_RELAXED);
+}
+
+uint64_t mem_limit_now(void)
+{
+	/* The scheduler's limit binds the first allocation too. */
+	client_policy_wait();
+	return lower(mem_conf.mem_limit,
+		     __atomic_load_n(&mem_policy_limit, __ATOMIC_RELAXED));
+}
+
 void mem_conf_read(void)
 {
+	uint64_t env_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
+
+
 	mem_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);
 	mem_conf.allow_single_oversub =
 		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
-	mem_conf.mem_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
+	/* The environment may lower the node's limit, never raise it. */
+	mem_conf.mem_limit = lower(env_limit, shim_node.mem_limit);
+	if (shim_node.mem_limit != 0 && env_limit > shim_node.mem_limit)
+		log_warn("VSHARE_MEM_LIMIT is above the node's limit of %llu "
+			 "bytes (%s): the node's applies",
+			 (unsigned long long)shim_node.mem_limit,
+			 VSHARE_CLIENT_CONF);
 	mem_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
 	mem_conf.async_cache = shim_env_size("VSHARE_ASYNC_CACHE",
 					     MEM_CACHE_AUTO);
@@ -31,13 +66,14 @@ void mem_conf_read(void)
  * every GPU's texture pitch alignment. */
 #define MEM_PITCH_ALIGN 512
 
-/* The most this process may have on dev: VSHARE_MEM_LIMIT, and the
- * physical memory unless VSHARE_ALLOW_SINGLE_OVERSUB (one process
- * oversubscribing itself only thrashes). 0 = no limit. */
+/* The most this process may have on dev: the lowest of VSHARE_MEM_LIMIT,
+ * the node's and the scheduler's limits, and the physical memory unless
+ * VSHARE_ALLOW_SINGLE_OVERSUB (one process oversubscribing itself only
+ * thrashes). 0 = no limit. */
 static uint64_t dev_limit(int dev)
 {
 	uint64_t phys = cuq_device_total(dev);
-	uint64_t lim = mem_conf.mem_limit;
+	uint64_t lim = mem_limit_now();
 
 	if (!mem_conf.allow_single_oversub && phys != 0 &&
 	    (lim == 0 || phys < lim))
@@ -84,8 +120,8 @@ static CUresult reserve_within(int dev, int kind, uint64_t size, uint64_t lim)
 		return CUDA_SUCCESS;
 	log_once(LOG_LVL_WARN, "an allocation of %llu bytes on GPU %d is "
 		 "refused: this process would pass its limit of %llu bytes "
-		 "(VSHARE_MEM_LIMIT, or the GPU's memory unless "
-		 "VSHARE_ALLOW_SINGLE_OVERSUB=1)", (unsigned long long)size,
+		 "(VSHARE_MEM_LIMIT, the admin's policy, or the GPU's memory "
+		 "unless VSHARE_ALLOW_SINGLE_OVERSUB=1)", (unsigned long long)size,
 		 dev, (unsigned long long)lim);
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -231,8 +267,9 @@ CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags)
 	if (dev < 0 || dptr == NULL || size == 0)
 		return MEM_PASS;
 	/* The program asked for managed memory itself, oversubscription
-	 * included: only an explicit VSHARE_MEM_LIMIT bounds it. */
-	return alloc_managed(dptr, size, dev, flags, mem_conf.mem_limit);
+	 * included: only an explicit limit (VSHARE_MEM_LIMIT, the
+	 * admin's) bounds it. */
+	return alloc_managed(dptr, size, dev, flags, mem_limit_now());
 }
 
 CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
@@ -383,8 +420,7 @@ CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes)
 	total = t;
 	if (mem_conf.capacity != 0 && mem_conf.capacity < total)
 		total = mem_conf.capacity;
-	if (mem_conf.mem_limit != 0 && mem_conf.mem_limit < total)
-		total = mem_conf.mem_limit;
+	total = lower(total, mem_limit_now());
 	mreg_usage(dev, &managed, &pinned);
 	used = managed + pinned;
 	*total_bytes = (size_t)total;

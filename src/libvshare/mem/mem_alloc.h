@@ -15,7 +15,7 @@
 struct mem_conf {
 	int convert;              /* VSHARE_CONVERT, default 1 */
 	int allow_single_oversub; /* VSHARE_ALLOW_SINGLE_OVERSUB, default 0 */
-	uint64_t mem_limit;       /* VSHARE_MEM_LIMIT, 0 = none */
+	uint64_t mem_limit;       /* VSHARE_MEM_LIMIT and the node's, 0 = none */
 	uint64_t capacity;        /* VSHARE_CAPACITY, 0 = none */
 	/* VSHARE_ASYNC_CACHE: most bytes of stream-ordered memory kept for
 	 * reuse per device (mem_cache.h); 0 = no cache; MEM_CACHE_AUTO (the
@@ -37,7 +37,15 @@ struct mem_conf {
 #define MEM_CACHE_AUTO UINT64_MAX
 
 extern struct mem_conf mem_conf;
+/* The environment's settings, and the node's limit (shim_node.h), which
+ * the environment may lower only. After shim_node_read. */
 void mem_conf_read(void);
+/* The scheduler's limit (VS_MSG_POLICY; 0: none), on top of the others:
+ * new allocations beyond the lowest limit fail with
+ * CUDA_ERROR_OUT_OF_MEMORY, memory already allocated stays. */
+void mem_set_policy_limit(uint64_t limit);
+/* The lowest of the limits in force, 0 if none. */
+uint64_t mem_limit_now(void);
 
 /* Returned by a mem_* function that leaves the call to the real driver
  * function of the hook (whichever variant the hook is). Never a CUDA

@@ -9,7 +9,7 @@
 
 uint64_t shim_env_size(const char *name, uint64_t dflt)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 	uint64_t v;
 
 	if (s == NULL || *s == '\0')
@@ -24,7 +24,7 @@ uint64_t shim_env_size(const char *name, uint64_t dflt)
 
 uint64_t shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 	char *end;
 	unsigned long long v;
 
@@ -46,7 +46,7 @@ uint64_t shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t ma
 
 int shim_env_bool(const char *name, int dflt)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 
 	if (s == NULL || *s == '\0')
 		return dflt;
@@ -63,7 +63,7 @@ int shim_env_bool(const char *name, int dflt)
 
 const char *shim_env_str(const char *name, const char *dflt)
 {
-	const char *s = getenv(name);
+	const char *s = secure_getenv(name);
 
 	return (s == NULL || *s == '\0') ? dflt : s;
 }
