@@ -112,8 +112,8 @@ void version_mismatch(void **state)
 	sleep_ms(500);
 	dup2(saved, 2);
 	assert_int_equal(fs_connections(), 1);
-	assert_int_equal(file_count(logpath, "protocol version 3"), 1);
-	assert_int_equal(file_count(logpath, "speaks version 2"), 1);
+	assert_int_equal(file_count(logpath, "protocol version 4"), 1);
+	assert_int_equal(file_count(logpath, "speaks version 3"), 1);
 	assert_int_equal(file_count(logpath, "lost the scheduler"), 0);
 	unlink(logpath);
 	fake_shutdown();

@@ -17,10 +17,13 @@ HDR = struct.Struct("<IHHII")
 T = dict(HELLO=0x1, ATTACH=0x2, FOOTPRINT=0x3, REQUEST=0x4, RELEASED=0x5,
          WELCOME=0x101, GRANT=0x102, DROP=0x103, MODE=0x104, ERROR=0x105,
          STATUS=0x201, SET_TQ=0x202, SET_MODE=0x203, REPLY=0x301,
-         SWAPPED=0x6, SET_SLICE=0x204, SET_POLICY=0x205, SET_WEIGHT=0x206)
+         SWAPPED=0x6, SET_SLICE=0x204, SET_POLICY=0x205, SET_WEIGHT=0x206,
+         WAIT_QUERY=0x8, WAITING=0x106)
 # VERSION is the oldest protocol version, which the daemon still serves;
 # VERSION2 has the fair share's messages (T's last row).
 VERSION2 = 2
+# VERSION3 has the wait queries (WAIT_QUERY, WAITING).
+VERSION3 = 3
 E_INVAL = -22
 E_VERSION = -95
 E_PROTO = -71
