@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,9 @@ enum log_level log_get_level(void)
  * notebook's capture of its kernel's stderr), so only a stderr that is
  * still that very stream counts. Asked at each line, not once: a program
  * may move its stderr after the shim's constructor ran (ipykernel does).
+ * fstat through the system call: the shim links this file, and glibc's
+ * fstat symbol (2.33) is newer than the containers it loads into
+ * (src/libvshare/interpose/glibc_compat.h).
  */
 int log_to_journal(void)
 {
@@ -49,7 +53,7 @@ int log_to_journal(void)
 	int used = 0;
 
 	if (js == NULL || sscanf(js, "%llu:%llu%n", &dev, &ino, &used) != 2 ||
-	    js[used] != '\0' || fstat(STDERR_FILENO, &st) != 0)
+	    js[used] != '\0' || syscall(SYS_fstat, STDERR_FILENO, &st) != 0)
 		return 0;
 	return (unsigned long long)st.st_dev == dev &&
 	       (unsigned long long)st.st_ino == ino;
