@@ -369,6 +369,38 @@ def t_fuzz(b):
         finish(c, "client after fuzzing")
 
 
+def t_wide_status(b):
+    """The status table cuts long labels to its column; --wide shows them
+    whole, in a column as wide as the longest."""
+    long_a = "jupyter:python3-vshare:1a2b3c4d"
+    long_b = "jupyter:python3-vshare:9f8e7d6c"
+    with Daemon(b, {"tq_s": 30}) as d:
+        cs = [d.client("--label", lb, "--cycles", 0, "--stay",
+                       stdin=subprocess.PIPE) for lb in (long_a, long_b, "x")]
+        wait_for(lambda: len(d.status()["clients"]) == 3, 5, "3 clients")
+        rc, out, err = d.ctl("status")
+        check(rc == 0 and "jupyter:python3~" in out and long_a not in out,
+              "the table cuts a long label: " + out)
+        rc, out, err = d.ctl("--wide", "status")
+        check(rc == 0, "status --wide: rc %d %s" % (rc, err))
+        rows = out.splitlines()
+        head = [l for l in rows if l.lstrip().startswith("ID")][0]
+        ra = [l for l in rows if long_a in l]
+        rb = [l for l in rows if long_b in l]
+        rx = [l for l in rows if " x " in l]
+        check(len(ra) == 1 and len(rb) == 1 and len(rx) == 1,
+              "every label whole: " + out)
+        # The columns after LABEL line up under the header.
+        col = head.index("GPU")
+        for r in (ra[0], rb[0], rx[0]):
+            check(r[col - 1] == " " and r[col:col + 3].strip() in ("0", "-"),
+                  "GPU column at %d: %r / %r" % (col, head, r))
+        rc, out, err = d.ctl("-w", "enable")
+        check(rc == 2 and "--wide is for status" in err, "-w enable: " + err)
+        for c in cs:
+            finish(c, "client")
+
+
 def t_nonadmin(b):
     """A non-root user outside the admin group is refused admin requests."""
     if os.geteuid() != 0:
