@@ -18,9 +18,35 @@ static const char *const level_names[] = { "error", "warn", "info", "debug" };
 static const char *const level_prio[] = { "<3>", "<4>", "<6>", "<7>" };
 #define LOG_PRIO_NOTICE "<5>"
 
+/*
+ * systemd sets JOURNAL_STREAM to "device:inode" of the stream it connects
+ * to stdout and stderr. The variable is inherited by every child, whose
+ * stderr may have been redirected since (a job's log file, a pipe, a
+ * notebook's capture of its kernel's stderr), so only a stderr that is
+ * still that very stream counts. The variable is read once, at log_init
+ * (getenv beside a program's own setenv on another thread is not safe);
+ * stderr is looked at for each line: a program may move it after the
+ * shim's constructor ran (ipykernel does). fstat through the system call:
+ * the shim links this file, and glibc's fstat symbol (2.33) is newer than
+ * the containers it loads into (src/libvshare/interpose/glibc_compat.h).
+ */
+static int journal_set;
+static unsigned long long journal_dev, journal_ino;
+
+static void journal_read(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	int used = 0;
+
+	journal_set = js != NULL &&
+		      sscanf(js, "%llu:%llu%n", &journal_dev, &journal_ino,
+			     &used) == 2 && js[used] == '\0';
+}
+
 void log_init(const char *progname, enum log_level level)
 {
 	log_prog = progname;
+	journal_read();
 	__atomic_store_n(&log_level, (int)level, __ATOMIC_RELAXED);
 }
 
@@ -34,29 +60,14 @@ enum log_level log_get_level(void)
 	return (enum log_level)__atomic_load_n(&log_level, __ATOMIC_RELAXED);
 }
 
-/*
- * systemd sets JOURNAL_STREAM to "device:inode" of the stream it connects
- * to stdout and stderr. The variable is inherited by every child, whose
- * stderr may have been redirected since (a job's log file, a pipe, a
- * notebook's capture of its kernel's stderr), so only a stderr that is
- * still that very stream counts. Asked at each line, not once: a program
- * may move its stderr after the shim's constructor ran (ipykernel does).
- * fstat through the system call: the shim links this file, and glibc's
- * fstat symbol (2.33) is newer than the containers it loads into
- * (src/libvshare/interpose/glibc_compat.h).
- */
 int log_to_journal(void)
 {
-	const char *js = getenv("JOURNAL_STREAM");
-	unsigned long long dev, ino;
 	struct stat st;
-	int used = 0;
 
-	if (js == NULL || sscanf(js, "%llu:%llu%n", &dev, &ino, &used) != 2 ||
-	    js[used] != '\0' || syscall(SYS_fstat, STDERR_FILENO, &st) != 0)
+	if (!journal_set || syscall(SYS_fstat, STDERR_FILENO, &st) != 0)
 		return 0;
-	return (unsigned long long)st.st_dev == dev &&
-	       (unsigned long long)st.st_ino == ino;
+	return (unsigned long long)st.st_dev == journal_dev &&
+	       (unsigned long long)st.st_ino == journal_ino;
 }
 
 /* The start of every line: a priority for the journal, or the program's

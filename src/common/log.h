@@ -8,7 +8,7 @@
  * sd-daemon priority ("<3>" error, "<4>" warn, "<5>" notice, "<6>" info,
  * "<7>" debug), so that `journalctl -p` filters, and without the name and
  * pid, which the journal records itself (a name other than the process's
- * own, the shim's "vshare", stays).
+ * own, the shim's "vshare", stays). JOURNAL_STREAM is read by log_init.
  */
 #ifndef VSHARE_LOG_H
 #define VSHARE_LOG_H

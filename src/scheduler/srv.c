@@ -87,14 +87,14 @@ static void log_out(struct srv *s, const struct sched_out *o)
 	/* Debug: a busy node grants and drops many times a second. */
 	if (o->type == VS_MSG_GRANT)
 		log_debug("grant %s to %s: %s, quantum %u s%s", uuid, name,
-			 g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
-			 g->tq_ms / 1000, g->flags & VS_GRANTF_OVERSUB ?
-			 ", oversubscribed (it prefetches)" : "");
+			  g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
+			  g->tq_ms / 1000, g->flags & VS_GRANTF_OVERSUB ?
+			  ", oversubscribed (it prefetches)" : "");
 	else if (o->type == VS_MSG_DROP)
 		log_debug("drop request to %s for %s: %s", name, uuid,
-			 o->fair ? "fair share, a waiter with much less recent "
-			 "GPU time (release now)" :
-			 vs_drop_reason_name(o->u.drop.reason));
+			  o->fair ? "fair share, a waiter with much less recent "
+			  "GPU time (release now)" :
+			  vs_drop_reason_name(o->u.drop.reason));
 }
 
 static void deliver(struct srv *s, const struct sched_out *o)

@@ -89,14 +89,43 @@ static void test_plain(void **state)
 	assert_false(log_to_journal());
 }
 
+static void test_stderr_moved(void **state)
+{
+	struct cap *c = *state;
+	char buf[512], want[128];
+	int pipefd[2], saved;
+	ssize_t r;
+
+	/* The journal's stream at start; then the program puts a pipe on
+	 * stderr (as ipykernel does): the pipe gets plain lines. */
+	journal_is_stderr(1);
+	log_init("vshare", LOG_LVL_WARN);
+	assert_true(log_to_journal());
+	assert_int_equal(pipe(pipefd), 0);
+	saved = dup(STDERR_FILENO);
+	dup2(pipefd[1], STDERR_FILENO);
+	log_warn("moved");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(pipefd[1]);
+	r = read(pipefd[0], buf, sizeof(buf) - 1);
+	close(pipefd[0]);
+	assert_true(r > 0);
+	buf[r] = '\0';
+	snprintf(want, sizeof(want), "vshare[%d]: warn: test_stderr_moved: moved\n",
+		 (int)getpid());
+	assert_string_equal(buf, want);
+	(void)c;
+}
+
 static void test_journal_priorities(void **state)
 {
 	struct cap *c = *state;
 	char buf[512];
 
 	/* The process's own name: the journal records it, not repeated. */
-	log_init(program_invocation_short_name, LOG_LVL_DEBUG);
 	journal_is_stderr(1);
+	log_init(program_invocation_short_name, LOG_LVL_DEBUG);
 	assert_true(log_to_journal());
 	log_error("e");
 	log_warn("w");
@@ -119,8 +148,8 @@ static void test_journal_other_name(void **state)
 
 	/* The shim inside somebody's program: "vshare" is worth keeping,
 	 * the pid is not. */
-	log_init("vshare", LOG_LVL_WARN);
 	journal_is_stderr(1);
+	log_init("vshare", LOG_LVL_WARN);
 	log_warn("lost the scheduler");
 	log_info("filtered by level");
 	cap_read(c, buf, sizeof(buf));
@@ -136,8 +165,8 @@ static void test_journal_not_stderr(void **state)
 
 	/* Inherited from a service whose child moved its stderr: no
 	 * prefixes in a file that is not the journal. */
-	log_init("vshare", LOG_LVL_WARN);
 	journal_is_stderr(0);
+	log_init("vshare", LOG_LVL_WARN);
 	assert_false(log_to_journal());
 	log_notice("waiting");
 	cap_read(c, buf, sizeof(buf));
@@ -146,6 +175,7 @@ static void test_journal_not_stderr(void **state)
 	/* Malformed values count as no journal. */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		setenv("JOURNAL_STREAM", bad[i], 1);
+		log_init("vshare", LOG_LVL_WARN);
 		assert_false(log_to_journal());
 	}
 }
@@ -155,8 +185,8 @@ static void test_long_line_is_one_line(void **state)
 	struct cap *c = *state;
 	char buf[4096], big[2000];
 
-	log_init("vshare", LOG_LVL_INFO);
 	journal_is_stderr(1);
+	log_init("vshare", LOG_LVL_INFO);
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	log_info("%s", big);
@@ -175,6 +205,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_journal_other_name, cap_setup, cap_teardown),
 		cmocka_unit_test_setup_teardown(test_journal_not_stderr, cap_setup, cap_teardown),
 		cmocka_unit_test_setup_teardown(test_long_line_is_one_line, cap_setup, cap_teardown),
+		cmocka_unit_test_setup_teardown(test_stderr_moved, cap_setup, cap_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
