@@ -15,9 +15,11 @@
  *   3  VS_MSG_METRICS (the Prometheus text exposition of the scheduler's
  *      metrics, in a VS_MSG_REPLY); admin policy: VS_MSG_POLICY (the
  *      memory limit, require flag and weight the configuration gives the
- *      peer's user, after WELCOME and at each reload). The scheduler
- *      serves peers of versions 1 and 2 in their versions; they hear no
- *      policy.
+ *      peer's user, after WELCOME and at each reload); VS_MSG_WAIT_QUERY
+ *      and VS_MSG_WAITING (a client that has waited for a GPU a while
+ *      asks who holds it and its place in the queue, to tell its user).
+ *      The scheduler serves peers of versions 1 and 2 in their versions;
+ *      they hear no policy.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -90,12 +92,14 @@ struct vs_hdr {
 #define VS_MSG_REQUEST     0x0004
 #define VS_MSG_RELEASED    0x0005
 #define VS_MSG_SWAPPED     0x0006   /* since version 2 */
+#define VS_MSG_WAIT_QUERY  0x0008   /* since version 3 */
 /* scheduler -> client */
 #define VS_MSG_WELCOME     0x0101
 #define VS_MSG_GRANT       0x0102
 #define VS_MSG_DROP        0x0103
 #define VS_MSG_MODE        0x0104
 #define VS_MSG_ERROR       0x0105
+#define VS_MSG_WAITING     0x0106   /* since version 3 */
 #define VS_MSG_POLICY      0x0107   /* since version 3 */
 /* admin -> scheduler */
 #define VS_MSG_STATUS      0x0201
@@ -194,6 +198,18 @@ struct vs_swapped {
 	uint64_t bytes;          /* bytes prefetched, > 0 */
 };
 
+/* VS_MSG_WAIT_QUERY: who holds this GPU, and where am I in its queue?
+ * The scheduler answers with VS_MSG_WAITING, at most
+ * VS_WAIT_QUERIES_PER_S a second per connection (more are not answered). */
+struct vs_wait_query {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint32_t flags;          /* none defined: must be zero */
+	uint32_t reserved;
+};
+
+#define VS_WAIT_QUERIES_PER_S 4u
+#define VS_WAIT_HIDDEN        UINT32_MAX
+
 /* --- scheduler payloads --- */
 struct vs_welcome {
 	uint32_t proto_version;  /* the version spoken on this connection */
@@ -239,6 +255,26 @@ struct vs_policy {
 	uint64_t reserved;
 };
 
+/* VS_MSG_WAITING: the answer to a VS_MSG_WAIT_QUERY, as the scheduler
+ * sees the GPU when it answers. position 0: the asker does not wait for
+ * that GPU (granted meanwhile, or never asked); the rest is then zero. */
+struct vs_waiting {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint32_t position;       /* place in the queue, 1 first; 0 not waiting */
+	uint32_t n_waiting;      /* waiters of this GPU, the asker included */
+	uint32_t gpu_index;      /* the scheduler's index (vsharectl status) */
+	uint32_t n_holders;      /* holders now, 0 if none */
+	uint32_t holder_uid;     /* of the first holder (grant order);
+				  * VS_WAIT_HIDDEN, label empty: the
+				  * status is for admins only */
+	uint32_t reserved;
+	uint64_t held_ms;        /* how long the first holder has held it */
+	uint64_t waited_ms;      /* how long the asker has waited */
+	uint64_t eta_ms;         /* rough bound on the wait left; UINT64_MAX:
+				  * nothing bounds it */
+	char     holder_label[VS_LABEL_MAX]; /* NUL-padded, clean text */
+};
+
 /* --- admin payloads --- */
 /* VS_MSG_STATUS and VS_MSG_METRICS: no options yet. */
 struct vs_status_req {
@@ -275,6 +311,7 @@ _Static_assert(sizeof(struct vs_footprint) == 32, "vs_footprint size");
 _Static_assert(sizeof(struct vs_gpu_ref) == 16, "vs_gpu_ref size");
 _Static_assert(sizeof(struct vs_swapped) == 32, "vs_swapped size");
 _Static_assert(offsetof(struct vs_swapped, us) == 16, "vs_swapped layout");
+_Static_assert(sizeof(struct vs_wait_query) == 24, "vs_wait_query size");
 _Static_assert(sizeof(struct vs_welcome) == 8, "vs_welcome size");
 _Static_assert(sizeof(struct vs_grant) == 32, "vs_grant size");
 _Static_assert(sizeof(struct vs_drop) == 24, "vs_drop size");
@@ -282,6 +319,8 @@ _Static_assert(sizeof(struct vs_mode) == 24, "vs_mode size");
 _Static_assert(sizeof(struct vs_error) == 136, "vs_error size");
 _Static_assert(sizeof(struct vs_policy) == 24, "vs_policy size");
 _Static_assert(offsetof(struct vs_policy, weight) == 12, "vs_policy layout");
+_Static_assert(sizeof(struct vs_waiting) == 128, "vs_waiting size");
+_Static_assert(offsetof(struct vs_waiting, held_ms) == 40, "vs_waiting layout");
 _Static_assert(sizeof(struct vs_status_req) == 8, "vs_status_req size");
 _Static_assert(sizeof(struct vs_admin_set) == 32, "vs_admin_set size");
 _Static_assert(sizeof(struct vs_reply) == 8, "vs_reply size");

@@ -1,7 +1,14 @@
 /*
  * One logging API for every vshare program: printf-checked, with levels and
- * the calling function's name. Output goes to stderr (the journal under
- * systemd). Each program calls log_init() once with its name.
+ * the calling function's name. Output goes to stderr, one write per line,
+ * never raising SIGPIPE. Each program calls log_init() once with its name.
+ *
+ * A line starts with "name[pid]: ", unless stderr is the journal (systemd's
+ * JOURNAL_STREAM names stderr's device and inode): there it starts with an
+ * sd-daemon priority ("<3>" error, "<4>" warn, "<5>" notice, "<6>" info,
+ * "<7>" debug), so that `journalctl -p` filters, and without the name and
+ * pid, which the journal records itself (a name other than the process's
+ * own, the shim's "vshare", stays). JOURNAL_STREAM is read by log_init.
  */
 #ifndef VSHARE_LOG_H
 #define VSHARE_LOG_H
@@ -15,6 +22,14 @@ void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
 /* "error", "warn", "info", "debug" -> level; -1 if unknown. */
 int  log_level_parse(const char *s);
+
+/* Whether stderr is the journal now (the rule above). */
+int  log_to_journal(void);
+
+/* A line for the person who runs the program, whatever the log level:
+ * no level name or function, journald priority notice. Its callers limit
+ * how often it is said. */
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void log_msg(enum log_level level, const char *func, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

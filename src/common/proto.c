@@ -15,12 +15,14 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_REQUEST,   VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "request", 1 },
 	{ VS_MSG_RELEASED,  VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "released", 1 },
 	{ VS_MSG_SWAPPED,   VS_ROLE_CLIENT,    sizeof(struct vs_swapped),    0, "swapped", 2 },
+	{ VS_MSG_WAIT_QUERY, VS_ROLE_CLIENT,   sizeof(struct vs_wait_query), 0, "wait-query", 3 },
 	{ VS_MSG_WELCOME,   VS_ROLE_SCHEDULER, sizeof(struct vs_welcome),    0, "welcome", 1 },
 	{ VS_MSG_GRANT,     VS_ROLE_SCHEDULER, sizeof(struct vs_grant),      0, "grant", 1 },
 	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop", 1 },
 	{ VS_MSG_MODE,      VS_ROLE_SCHEDULER, sizeof(struct vs_mode),       0, "mode", 1 },
 	{ VS_MSG_ERROR,     VS_ROLE_SCHEDULER, sizeof(struct vs_error),      0, "error", 1 },
 	{ VS_MSG_POLICY,    VS_ROLE_SCHEDULER, sizeof(struct vs_policy),     0, "policy", 3 },
+	{ VS_MSG_WAITING,   VS_ROLE_SCHEDULER, sizeof(struct vs_waiting),    0, "waiting", 3 },
 	{ VS_MSG_STATUS,    VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "status", 1 },
 	{ VS_MSG_SET_TQ,    VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-tq", 1 },
 	{ VS_MSG_SET_MODE,  VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-mode", 1 },
@@ -130,6 +132,14 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 			FAIL("swapped: no bytes, or longer than an hour");
 		break;
 	}
+	case VS_MSG_WAIT_QUERY: {
+		const struct vs_wait_query *m = payload;
+		if (all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("wait-query: empty UUID");
+		if (m->flags || m->reserved)
+			FAIL("wait-query: flags or reserved field not zero");
+		break;
+	}
 	case VS_MSG_WELCOME:
 		break;
 	case VS_MSG_POLICY: {
@@ -137,6 +147,17 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 		if (m->reserved || (m->flags & ~VS_POLICYF_REQUIRE) ||
 		    m->weight < VS_WEIGHT_MIN || m->weight > VS_WEIGHT_MAX)
 			FAIL("policy: bad flags, weight or reserved field");
+		break;
+	}
+	case VS_MSG_WAITING: {
+		const struct vs_waiting *m = payload;
+		if (m->reserved)
+			FAIL("waiting: reserved field not zero");
+		if (m->position > m->n_waiting || (m->position == 0 &&
+		    !all_zero(&m->n_waiting, sizeof(*m) - offsetof(struct vs_waiting, n_waiting))))
+			FAIL("waiting: place past the queue, or data when not waiting");
+		if (!text_ok(m->holder_label, sizeof(m->holder_label), 0))
+			FAIL("waiting: label has control characters or junk after NUL");
 		break;
 	}
 	case VS_MSG_GRANT: {

@@ -34,8 +34,9 @@ struct vc_reply {
 int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	    struct vc_reply *out);
 
-/* Print a status JSON document for people; 0 or VC_EXIT_ERROR. */
-int vc_print_status(const char *json);
+/* Print a status JSON document for people; 0 or VC_EXIT_ERROR. wide:
+ * labels and user names whole, the table as wide as they need. */
+int vc_print_status(const char *json, int wide);
 
 /* The most words a command's argument has. */
 #define VC_ARGS_MAX 2
@@ -44,6 +45,7 @@ int vc_print_status(const char *json);
 struct vc_args {
 	const char *socket;
 	int json;
+	int wide;              /* status: whole labels (--wide) */
 	const char *gpu;
 	const struct vc_cmd *cmd;
 	const char *args[VC_ARGS_MAX]; /* the command's argument, its words */

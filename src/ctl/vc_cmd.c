@@ -88,6 +88,7 @@ struct vc_opt {
 static int opt_socket(struct vc_args *a, const char *arg);
 static int opt_json(struct vc_args *a, const char *arg);
 static int opt_gpu(struct vc_args *a, const char *arg);
+static int opt_wide(struct vc_args *a, const char *arg);
 static int opt_help(struct vc_args *a, const char *arg);
 static int opt_version(struct vc_args *a, const char *arg);
 
@@ -98,6 +99,8 @@ static const struct vc_opt opts[] = {
 	{ "gpu", 'g', "G", "a GPU by UUID or by index (order of first "
 	  "attach);\ndefault: every GPU, and the default for new ones",
 	  opt_gpu },
+	{ "wide", 'w', NULL, "status: whole labels and user names, however "
+	  "wide\nthe table gets", opt_wide },
 	{ "help", 'h', NULL, "this help", opt_help },
 	{ "version", 'V', NULL, "the version of vsharectl and its protocol",
 	  opt_version },
@@ -134,7 +137,7 @@ static void usage_opt(FILE *f, const struct vc_opt *o)
 
 void vc_usage(FILE *f)
 {
-	fprintf(f, "usage: vsharectl [-s PATH] [--json] COMMAND\ncommands:\n");
+	fprintf(f, "usage: vsharectl [-s PATH] [--json] [--wide] COMMAND\ncommands:\n");
 	for (size_t i = 0; i < N_CMDS; i++)
 		usage_cmd(f, &cmds[i]);
 	fprintf(f, "  (* needs root or the admin group)\noptions:\n");
@@ -195,6 +198,13 @@ static int opt_json(struct vc_args *a, const char *arg)
 static int opt_gpu(struct vc_args *a, const char *arg)
 {
 	a->gpu = arg;
+	return 0;
+}
+
+static int opt_wide(struct vc_args *a, const char *arg)
+{
+	(void)arg;
+	a->wide = 1;
 	return 0;
 }
 
@@ -302,6 +312,8 @@ int vc_parse_args(int argc, char **argv, struct vc_args *a)
 		return bad("unexpected argument \"%s\"", argv[optind]);
 	if (a->gpu && !a->cmd->gpu)
 		return bad("%s shows every GPU: no --gpu", name);
+	if (a->wide && a->cmd->show != show_status)
+		return bad("--wide is for status, not %s", name);
 	return 0;
 }
 
@@ -417,7 +429,7 @@ static int show_status(const struct vc_args *a, const struct vc_reply *r)
 	if (r->status != VS_OK)
 		return show_reply(a, r);
 	if (!a->json)
-		return vc_print_status(r->text);
+		return vc_print_status(r->text, a->wide);
 	doc = cJSON_Parse(r->text);
 	text = doc ? cJSON_Print(doc) : NULL;
 	cJSON_Delete(doc);

@@ -45,11 +45,14 @@ struct client {
 	struct vs_st_val v[VS_SC__N];
 };
 
-/* The document, read through its tables. */
+/* The document, read through its tables, and the table's widths. */
 struct doc {
 	struct vs_st_val v[VS_SD__N];
 	struct client   *clients;
 	size_t           n_clients;
+	int              wide;       /* whole labels and user names */
+	size_t           label_cols; /* of the LABEL column */
+	int              user_cols;  /* of the USER column */
 };
 
 static const struct client *find_client(const struct doc *d, double id)
@@ -201,29 +204,53 @@ static void print_wait(const struct vs_st_val *m, const struct doc *d)
 }
 
 /* The user's name when this machine knows the uid, else the number;
- * at most 8 characters, as ps does. */
-static void fmt_user(double uid, char *out, size_t n)
+ * at most 8 characters, as ps does, unless the table is wide. */
+static void fmt_user(double uid, int wide, char *out, size_t n)
 {
 	const struct passwd *pw = getpwuid((uid_t)uid);
 
-	if (pw != NULL && strlen(pw->pw_name) <= 8)
+	if (pw != NULL && (wide || strlen(pw->pw_name) <= 8))
 		snprintf(out, n, "%s", pw->pw_name);
 	else
 		snprintf(out, n, "%.0f", uid);
 }
 
 #define LABEL_COLS 16
+/* A label's bytes (VS_LABEL_MAX) and padding to the widest (as many). */
+#define LABEL_BUF  (2 * VS_LABEL_MAX + 1)
+#define USER_BUF   64
 
 /* The label column: cut to its width, then padded by characters (printf
- * pads by bytes). */
-static void fmt_label(const char *label, char *out, size_t n)
+ * pads by bytes). A wide table's column fits its longest label. */
+static void fmt_label(const char *label, size_t width, char *out, size_t n)
 {
-	size_t cols = vs_label_fit(label, LABEL_COLS, out, n), len;
+	size_t cols = vs_label_fit(label, width, out, n), len;
 
 	len = strlen(out);
-	while (cols++ < LABEL_COLS && len + 1 < n)
+	while (cols++ < width && len + 1 < n)
 		out[len++] = ' ';
 	out[len] = '\0';
+}
+
+/* The columns' widths: fixed, or for --wide the longest label and user
+ * name among the clients. */
+static void fit_columns(struct doc *d)
+{
+	char user[USER_BUF];
+	size_t cols;
+	int len;
+
+	d->label_cols = LABEL_COLS;
+	d->user_cols = 8;
+	for (size_t i = 0; d->wide && i < d->n_clients; i++) {
+		cols = vs_label_cols(d->clients[i].v[VS_SC_label].str);
+		if (cols > d->label_cols)
+			d->label_cols = cols;
+		fmt_user(d->clients[i].v[VS_SC_uid].num, 1, user, sizeof(user));
+		len = (int)strlen(user);
+		if (len > d->user_cols)
+			d->user_cols = len;
+	}
 }
 
 static void print_member(const struct client *c, const char *user,
@@ -241,8 +268,8 @@ static void print_member(const struct client *c, const char *user,
 	fmt_bytes(m[VS_SM_pinned].num, pn, sizeof(pn));
 	fmt_ms(m[VS_SM_held_ms].num, held, sizeof(held));
 	fmt_ms(m[VS_SM_waited_ms].num, waited, sizeof(waited));
-	printf("%5.0f %8.0f %-8s  %s %3s  %10s %10s  %-8s %9s %9s\n",
-	       c->v[VS_SC_id].num, c->v[VS_SC_pid].num, user, lb,
+	printf("%5.0f %8.0f %-*s  %s %3s  %10s %10s  %-8s %9s %9s\n",
+	       c->v[VS_SC_id].num, c->v[VS_SC_pid].num, d->user_cols, user, lb,
 	       gpu_index(d, m[VS_SM_uuid].str, idx, sizeof(idx)), mg, pn, st,
 	       strcmp(st, VS_STATUS_HOLDING) ? "-" : held,
 	       strcmp(st, VS_STATUS_WAITING) ? "-" : waited);
@@ -253,13 +280,13 @@ static void print_member(const struct client *c, const char *user,
 static void print_client(const struct client *c, const struct doc *d)
 {
 	const cJSON *m, *gpus = c->v[VS_SC_gpus].arr;
-	char user[16], lb[LABEL_COLS * 4 + 1];
+	char user[USER_BUF], lb[LABEL_BUF];
 
-	fmt_user(c->v[VS_SC_uid].num, user, sizeof(user));
-	fmt_label(c->v[VS_SC_label].str, lb, sizeof(lb));
+	fmt_user(c->v[VS_SC_uid].num, d->wide, user, sizeof(user));
+	fmt_label(c->v[VS_SC_label].str, d->label_cols, lb, sizeof(lb));
 	if (cJSON_GetArraySize(gpus) == 0)
-		printf("%5.0f %8.0f %-8s  %s %3s\n", c->v[VS_SC_id].num,
-		       c->v[VS_SC_pid].num, user, lb, "-");
+		printf("%5.0f %8.0f %-*s  %s %3s\n", c->v[VS_SC_id].num,
+		       c->v[VS_SC_pid].num, d->user_cols, user, lb, "-");
 	cJSON_ArrayForEach(m, gpus)
 		print_member(c, user, lb, m, d);
 }
@@ -276,8 +303,9 @@ static void print_doc(const struct doc *d)
 	if (d->n_clients == 0) {
 		printf("no clients\n");
 	} else {
-		printf("%5s %8s %-8s  %-16s %3s  %10s %10s  %-8s %9s %9s\n",
-		       "ID", "PID", "USER", "LABEL", "GPU", "MANAGED", "PINNED",
+		printf("%5s %8s %-*s  %-*s %3s  %10s %10s  %-8s %9s %9s\n",
+		       "ID", "PID", d->user_cols, "USER", (int)d->label_cols,
+		       "LABEL", "GPU", "MANAGED", "PINNED",
 		       "STATE", "HELD", "WAITED");
 		for (size_t i = 0; i < d->n_clients; i++)
 			print_client(&d->clients[i], d);
@@ -287,7 +315,7 @@ static void print_doc(const struct doc *d)
 		       "show them all)\n", d->v[VS_SD_clients_omitted].num);
 }
 
-int vc_print_status(const char *json)
+int vc_print_status(const char *json, int wide)
 {
 	cJSON *root = cJSON_Parse(json);
 	const cJSON *it;
@@ -299,6 +327,7 @@ int vc_print_status(const char *json)
 		return VC_EXIT_ERROR;
 	}
 	memset(&d, 0, sizeof(d));
+	d.wide = wide;
 	vs_status_get(root, &vs_status_doc, d.v);
 	n = (size_t)cJSON_GetArraySize(d.v[VS_SD_clients].arr);
 	d.clients = n ? calloc(n, sizeof(*d.clients)) : NULL;
@@ -309,6 +338,7 @@ int vc_print_status(const char *json)
 	}
 	cJSON_ArrayForEach(it, d.v[VS_SD_clients].arr)
 		vs_status_get(it, &vs_status_client, d.clients[d.n_clients++].v);
+	fit_columns(&d);
 	print_doc(&d);
 	free(d.clients);
 	cJSON_Delete(root);

@@ -1,7 +1,7 @@
 /*
  * vsharectl: show and change the state of vshare-scheduler.
  *
- *   vsharectl [-s PATH] [--json] COMMAND [ARGUMENT] [--gpu UUID|INDEX]
+ *   vsharectl [-s PATH] [--json] [--wide] COMMAND [ARGUMENT] [--gpu UUID|INDEX]
  *
  * The commands are the table of vc_cmd.c. Exit codes: 0 ok, 1 the daemon
  * refused or failed, 2 bad usage, 3 the daemon is not running.

@@ -370,6 +370,22 @@ const char *sched_why_name(uint32_t why);
 /* -1 past the end. */
 int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 		     size_t i, struct sched_member_info *out);
+/* What a waiting client is told of its wait (VS_MSG_WAITING): its place
+ * and the bound of sched_member_info, and who holds the GPU (the first
+ * holder in grant order, NULL if none). All zero when c does not wait for
+ * the GPU; VS_E_NOGPU when c has not attached it. */
+struct sched_wait_info {
+	uint32_t position;
+	uint32_t n_waiting;
+	uint32_t gpu_index;
+	uint32_t n_holders;
+	const struct sched_client *holder;
+	uint64_t held_ms;
+	uint64_t waited_ms;
+	uint64_t eta_ms;
+};
+int sched_wait_info(const struct sched *s, const struct sched_client *c,
+		    const uint8_t uuid[VS_UUID_LEN], struct sched_wait_info *out);
 /* State of a client on a GPU (SCHED_ST_IDLE if not attached). */
 enum sched_state sched_state_of(const struct sched_client *c,
 				const uint8_t uuid[VS_UUID_LEN]);

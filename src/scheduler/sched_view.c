@@ -254,6 +254,38 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	return 0;
 }
 
+/* The same view as a status report's, for the waiter alone: the first
+ * holder in grant order is the one named. */
+int sched_wait_info(const struct sched *s, const struct sched_client *c,
+		    const uint8_t uuid[VS_UUID_LEN], struct sched_wait_info *out)
+{
+	const struct sched_member *m = NULL, *h;
+	struct sched_member_info mi;
+	uint64_t now = sched_now(s);
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < c->n_m && m == NULL; i++)
+		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
+			m = c->m[i];
+	if (m == NULL)
+		return VS_E_NOGPU;
+	if (m->state != SCHED_ST_WAITING)
+		return 0;
+	wait_view(s, m, now, &mi);
+	out->position = mi.position;
+	out->eta_ms = mi.eta_ms;
+	out->n_waiting = (uint32_t)m->g->n_waiting;
+	out->gpu_index = m->g->index;
+	out->n_holders = (uint32_t)m->g->n_holders;
+	out->waited_ms = now - m->since;
+	if (!dl_empty(&m->g->holders)) {
+		h = dl_entry(m->g->holders.next, const struct sched_member, h_link);
+		out->holder = h->c;
+		out->held_ms = now - h->since;
+	}
+	return 0;
+}
+
 enum sched_state sched_state_of(const struct sched_client *c,
 				const uint8_t uuid[VS_UUID_LEN])
 {

@@ -84,16 +84,17 @@ static void log_out(struct srv *s, const struct sched_out *o)
 			 ": the others wait (skip_unresponsive is off)");
 		return;
 	}
+	/* Debug: a busy node grants and drops many times a second. */
 	if (o->type == VS_MSG_GRANT)
-		log_info("grant %s to %s: %s, quantum %u s%s", uuid, name,
-			 g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
-			 g->tq_ms / 1000, g->flags & VS_GRANTF_OVERSUB ?
-			 ", oversubscribed (it prefetches)" : "");
+		log_debug("grant %s to %s: %s, quantum %u s%s", uuid, name,
+			  g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
+			  g->tq_ms / 1000, g->flags & VS_GRANTF_OVERSUB ?
+			  ", oversubscribed (it prefetches)" : "");
 	else if (o->type == VS_MSG_DROP)
-		log_info("drop request to %s for %s: %s", name, uuid,
-			 o->fair ? "fair share, a waiter with much less recent "
-			 "GPU time (release now)" :
-			 vs_drop_reason_name(o->u.drop.reason));
+		log_debug("drop request to %s for %s: %s", name, uuid,
+			  o->fair ? "fair share, a waiter with much less recent "
+			  "GPU time (release now)" :
+			  vs_drop_reason_name(o->u.drop.reason));
 }
 
 static void deliver(struct srv *s, const struct sched_out *o)
@@ -101,7 +102,7 @@ static void deliver(struct srv *s, const struct sched_out *o)
 	struct conn *c = o->user;
 
 	/* Formatting costs more than the rest of a grant: only for logs. */
-	if (o->kind == SCHED_OUT_UNRESPONSIVE || log_get_level() >= LOG_LVL_INFO)
+	if (o->kind == SCHED_OUT_UNRESPONSIVE || log_get_level() >= LOG_LVL_DEBUG)
 		log_out(s, o);
 	if (o->kind == SCHED_OUT_UNRESPONSIVE || c == NULL)
 		return;
@@ -302,6 +303,55 @@ static void refuse(struct conn *c, uint16_t type, const void *payload, int rc)
 			value);
 }
 
+/*
+ * WAIT_QUERY: the asker's place and who holds the GPU, for the line its
+ * shim prints. The holder's label and uid are what every member of the
+ * socket's group reads in the status already (status_public, the
+ * default); where only admins may read it, they stay hidden. A client
+ * asks once per wait; one that asks in a loop is answered
+ * VS_WAIT_QUERIES_PER_S times a second and then hears nothing, which
+ * costs the loop a comparison.
+ */
+static int on_wait_query(struct conn *c, const struct vs_wait_query *q)
+{
+	struct sched_wait_info wi;
+	struct sched_client_info ci;
+	struct vs_waiting w;
+	uint64_t now = uv_now(c->srv->loop);
+	int rc;
+
+	if (now - c->wq_window >= 1000) {
+		c->wq_window = now;
+		c->wq_n = 0;
+	}
+	if (c->wq_n >= VS_WAIT_QUERIES_PER_S)
+		return 0;
+	c->wq_n++;
+	rc = sched_wait_info(c->srv->sched, c->client, q->uuid, &wi);
+	if (rc < 0)
+		return rc;
+	memset(&w, 0, sizeof(w));
+	memcpy(w.uuid, q->uuid, VS_UUID_LEN);
+	if (wi.position != 0) {
+		w.position = wi.position;
+		w.n_waiting = wi.n_waiting;
+		w.gpu_index = wi.gpu_index;
+		w.n_holders = wi.n_holders;
+		w.held_ms = wi.held_ms;
+		w.waited_ms = wi.waited_ms;
+		w.eta_ms = wi.eta_ms;
+	}
+	if (wi.holder != NULL && c->srv->conf->status_public) {
+		sched_client_info(wi.holder, &ci);
+		w.holder_uid = ci.cred.uid;
+		memcpy(w.holder_label, ci.label, strnlen(ci.label, VS_LABEL_MAX));
+	} else if (wi.holder != NULL) {
+		w.holder_uid = VS_WAIT_HIDDEN;
+	}
+	conn_send(c, VS_MSG_WAITING, &w, sizeof(w));
+	return 0;
+}
+
 /* A client request; the policy answers through the outbox, or with an
  * error code that the client hears as VS_MSG_ERROR. */
 static void on_client_msg(struct conn *c, const struct vs_hdr *h,
@@ -357,6 +407,9 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 		rc = sched_swapped(sc, c->client, m->uuid, m->us, m->bytes);
 		break;
 	}
+	case VS_MSG_WAIT_QUERY:
+		rc = on_wait_query(c, payload);
+		break;
 	default:
 		rc = VS_E_PROTO;
 		break;

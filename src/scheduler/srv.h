@@ -57,6 +57,8 @@ struct conn {
 	int paused;                  /* reading stopped: output backed up */
 	int refused_once;            /* a limit refusal was logged */
 	int counted;                 /* in its uid's connection count */
+	uint64_t wq_window;          /* start of this second of WAIT_QUERYs */
+	uint32_t wq_n;               /* answered in it */
 	uint64_t t_idle;             /* accept or last whole frame, ms */
 	uint64_t t_frame;            /* first byte of a partial frame, or 0 */
 	uint64_t outq;               /* bytes queued, with their overhead */

@@ -68,11 +68,17 @@ expect _vsharectl "--gpu" "$ctl" enable --g
 expect _vsharectl "" "$ctl" status --g
 expect _vsharectl "" "$ctl" metrics --g
 expect _vsharectl "metrics" "$ctl" me
+expect _vsharectl "--wide" "$ctl" status --w
+expect _vsharectl "--wide" "$ctl" --w
+expect _vsharectl "" "$ctl" enable --w
 expect _vsharectl "" "$ctl" set-tq ""
 expect _vsharectl "" "$ctl" status ""
 contains _vsharectl "$dir/vsharectl" "$ctl" --socket "$dir/vsh"
 for opt in $("$ctl" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
-	contains _vsharectl "$opt" "$ctl" enable -
+	case $opt in
+	--wide) contains _vsharectl "$opt" "$ctl" status - ;; # status alone
+	*) contains _vsharectl "$opt" "$ctl" enable - ;;
+	esac
 done
 while read -r cmd; do
 	contains _vsharectl "$cmd" "$ctl" ""
@@ -84,6 +90,9 @@ expect _vshare_run "debug" vshare-run --log-level d
 expect _vshare_run "--no-convert" vshare-run --no-c
 expect _vshare_run "--mem-limit" vshare-run --label x --mem
 expect _vshare_run "" vshare-run --mem-limit ""
+expect _vshare_run "--jupyter-kernel" vshare-run --jup
+expect _vshare_run "" vshare-run --jupyter-kernel ""
+contains _vshare_run ls vshare-run --jupyter-kernel k l
 expect _vshare_run "--system" vshare-run --install-kernel --sy
 contains _vshare_run "$dir/vshare-run" vshare-run --lib "$dir/vshare-r"
 contains _vshare_run ls vshare-run -- ls

@@ -8,7 +8,7 @@ import sys
 import tempfile
 import unittest
 
-from opsutil import BIN, VSHARE_RUN, base_env, main, run
+from opsutil import BIN, VSHARE_RUN, base_env, main, parse_env_lines, run
 
 
 class Kernelspec(unittest.TestCase):
@@ -49,7 +49,7 @@ class Kernelspec(unittest.TestCase):
         sep = argv.index("--")
         opts, inner = argv[1:sep], argv[sep + 1:]
         self.assertEqual(opts, ["--socket", "/tmp/vs.sock", "--mem-limit", "2G",
-                                "--label", "jupyter:vs-test"])
+                                "--jupyter-kernel", "vs-test"])
         self.assertIn("ipykernel_launcher", inner)
         self.assertEqual(inner[-1], "{connection_file}")
         self.assertEqual(spec["display_name"], "VS Test")
@@ -64,7 +64,7 @@ class Kernelspec(unittest.TestCase):
         spec = self.spec(self.env["JUPYTER_DATA_DIR"], "kernels", "python3-vshare")
         self.assertIn("python3-vshare", r.stdout)
         self.assertTrue(spec["display_name"].endswith("(vshare)"))
-        self.assertIn("--label", spec["argv"])
+        self.assertIn("--jupyter-kernel", spec["argv"])
         # A clean install says what it did and nothing else.
         self.assertEqual(r.stderr, "")
 
@@ -85,6 +85,52 @@ class Kernelspec(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         argv = self.spec(self.prefix, "share", "jupyter", "kernels", "c")["argv"]
         self.assertEqual(argv[1:3], ["--idle-ms", "20"])
+
+    def label(self, *args):
+        """The label vshare-run gives a command: args are its options,
+        then the command after "--"."""
+        r = run([VSHARE_RUN] + list(args[:args.index("--")]) +
+                ["--print-env"] + list(args[args.index("--"):]),
+                env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return parse_env_lines(r.stdout).get("VSHARE_LABEL")
+
+    def test_kernel_labels_tell_notebooks_apart(self):
+        # Each kernel of one kernelspec: jupyter, its kernel id's start,
+        # the kernelspec's name. The id comes first so that it survives
+        # the status table's 16 columns.
+        kernel = ["python3", "-m", "ipykernel_launcher", "-f"]
+        rt = "/run/user/1000/jupyter/runtime/"
+        a = self.label("--jupyter-kernel", "python3-vshare", "--", *kernel,
+                       rt + "kernel-1a2b3c4d-0000-4000-8000-000000000001.json")
+        b = self.label("--jupyter-kernel", "python3-vshare", "--", *kernel,
+                       rt + "kernel-9f8e7d6c-0000-4000-8000-000000000002.json")
+        self.assertEqual(a, "jupyter:1a2b3c4d:python3-vshare")
+        self.assertEqual(b, "jupyter:9f8e7d6c:python3-vshare")
+        self.assertNotEqual(a[:15], b[:15])
+        # --f=PATH, as some kernels take it.
+        self.assertEqual(self.label("--jupyter-kernel=k", "--", "ipykernel",
+                                    "--f=/tmp/kernel-abc.json"),
+                         "jupyter:abc:k")
+        # A connection file named otherwise: the start of its name.
+        self.assertEqual(self.label("--jupyter-kernel", "k", "--", "x", "-f",
+                                    "/tmp/tmp40h0ofzr.json"),
+                         "jupyter:tmp40h0o:k")
+        # No connection file among the arguments: the name alone.
+        self.assertEqual(self.label("--jupyter-kernel", "k", "--", "python3"),
+                         "jupyter:k")
+        # --label wins; a long name is cut to the 63 bytes of a label.
+        self.assertEqual(self.label("--label", "mine", "--jupyter-kernel", "k",
+                                    "--", "x", rt + "kernel-12345678.json"),
+                         "mine")
+        long = self.label("--jupyter-kernel", "n" * 80, "--", "x",
+                          rt + "kernel-12345678-aaaa.json")
+        self.assertEqual(long, "jupyter:12345678:" + "n" * 46)
+        self.assertEqual(len(long), 63)
+        r = run([VSHARE_RUN, "--jupyter-kernel", "", "--print-env"],
+                env=self.env)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--jupyter-kernel needs a kernel name", r.stderr)
 
     def test_errors(self):
         r = self.install("--install-kernel", "--prefix", self.prefix,

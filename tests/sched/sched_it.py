@@ -16,7 +16,7 @@ import subprocess
 import time
 
 from schedtest import (Daemon, Fail, T, UUID, E_INVAL, E_PROTO, E_VERSION,
-                       VERSION, VERSION2, attach, check, closed_by_peer,
+                       VERSION, VERSION2, VERSION3, attach, check, closed_by_peer,
                        events, frame, gpu_ref, hello, main, recv_frame,
                        recv_frame_v, scenarios, wait_for)
 
@@ -76,16 +76,133 @@ def t_alternate(b):
                   % (e - s))
         drops = [kv["reason"] for t, w, e, kv in evs if e == "drop"]
         check("1" in drops and "2" in drops, "quantum and idle drops expected")
-        # The log at the default level tells who came, got the GPU and why
-        # it was asked to give it back.
+        # The log at the default level tells who came and went; each
+        # grant and drop is a debug line (a busy node has many a second).
         log = d.logtext()
         for want in ("listening on %s (mode 0660, group " % d.sock,
                      "admin requests from root",
                      'client 1 "A" registered: pid', 'client 2 "B" registered',
-                     "first attach of GPU 0, GPU-", 'to client 1 "A" (pid',
-                     "exclusive, quantum 1 s", "drop request to client",
-                     ": quantum over", 'client 1 "A" (pid'):
+                     "first attach of GPU 0, GPU-", 'client 1 "A" (pid'):
             check(want in log, "log lacks %r:\n%s" % (want, log[-2000:]))
+        for chatty in ("exclusive, quantum 1 s", "drop request to client"):
+            check(chatty not in log, "%r logged at info" % chatty)
+
+
+def t_debug_log(b):
+    """At log level debug the daemon tells each grant and drop and why."""
+    with Daemon(b, {"mode": "on", "tq_s": 1, "policy": "fcfs",
+                    "log_level": "debug"}) as d:
+        a = d.client("--label", "A", "--hold-ms", 1500)
+        wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
+        bb = d.client("--label", "B", "--hold-ms", 100)
+        finish(a, "A")
+        finish(bb, "B")
+        log = d.logtext()
+        for want in ('to client 1 "A" (pid', "exclusive, quantum 1 s",
+                     "drop request to client", ": quantum over"):
+            check(want in log, "log lacks %r:\n%s" % (want, log[-2000:]))
+
+
+WAITING = struct.Struct("<16s6I3Q64s")
+
+
+def v3_client(d, label):
+    """A raw version-3 client with the GPU attached, after its WELCOME."""
+    s = d.raw()
+    s.sendall(frame(T["HELLO"], struct.pack("<II64s", VERSION3, 0, label),
+                    version=VERSION3) +
+              frame(T["ATTACH"], UUID + struct.pack("<Q", 16 << 30),
+                    version=VERSION3))
+    check(recv_frame(s)[0] == T["WELCOME"], "welcome of " + repr(label))
+    # A version-3 peer hears its user's policy right after its WELCOME.
+    check(recv_frame(s)[0] == T["POLICY"], "policy of " + repr(label))
+    return s
+
+
+def wait_query(uuid=UUID, flags=0):
+    return frame(T["WAIT_QUERY"], uuid + struct.pack("<II", flags, 0),
+                 version=VERSION3)
+
+
+def t_wait_query(b):
+    """A waiter asks who holds the GPU and where it stands: the holder's
+    label and uid, its place; a holder hears that it does not wait; a
+    query loop is answered a few times a second and costs nothing else;
+    a version-2 peer may not ask."""
+    with Daemon(b, {"mode": "on", "tq_s": 30}) as d:
+        a = v3_client(d, b"holder-A")
+        a.sendall(frame(T["REQUEST"], UUID, version=VERSION3))
+        check(recv_frame(a)[0] == T["GRANT"], "A's grant")
+        w = v3_client(d, b"waiter-W")
+        w.sendall(frame(T["REQUEST"], UUID, version=VERSION3))
+        wait_for(lambda: len(queue_of(d)) == 1, 5, "W in the queue")
+        time.sleep(0.3)
+        w.sendall(wait_query())
+        ver, mtype, p = recv_frame_v(w)
+        check(ver == VERSION3 and mtype == T["WAITING"], "WAITING %d %x" %
+              (ver, mtype))
+        (uuid, pos, n_wait, index, n_hold, uid, res, held, waited, eta,
+         label) = WAITING.unpack(p)
+        check(uuid == UUID and pos == 1 and n_wait == 1 and index == 0 and
+              n_hold == 1 and res == 0, "waiting fields: %r" %
+              (WAITING.unpack(p)[:7],))
+        check(uid == os.getuid(), "holder uid %d" % uid)
+        check(label.rstrip(b"\0") == b"holder-A", "holder label %r" % label)
+        check(held >= 300 and waited >= 250 and eta <= 30000,
+              "times: held %d waited %d eta %d" % (held, waited, eta))
+        # The holder does not wait: all zero but the GPU (after the DROP
+        # that W's request brought it).
+        a.sendall(wait_query())
+        mtype, p = recv_frame(a)
+        while mtype == T["DROP"]:
+            mtype, p = recv_frame(a)
+        check(mtype == T["WAITING"] and p == UUID + bytes(112),
+              "holder's answer %r" % p)
+        # A loop of queries: a few answers a second, no error, no close.
+        w.sendall(wait_query() * 50)
+        n = 0
+        w.settimeout(0.5)
+        try:
+            while recv_frame(w)[0] == T["WAITING"]:
+                n += 1
+        except socket.timeout:
+            pass
+        check(1 <= n <= 8, "%d answers to 50 queries" % n)
+        w.settimeout(5)
+        check(d.alive() and len(queue_of(d)) == 1, "W lost its place")
+        # A GPU it has not attached: an error, the connection stays.
+        w.sendall(wait_query(uuid=b"\x02" * 16))
+        time.sleep(1.1)
+        w.sendall(wait_query(uuid=b"\x02" * 16))
+        mtype, p = recv_frame(w)
+        check(mtype == T["ERROR"] and struct.unpack("<i", p[:4])[0] == -2,
+              "unattached GPU: %x %r" % (mtype, p[:8]))
+        # Bad flags: malformed, the connection ends.
+        w.sendall(wait_query(flags=1))
+        check(recv_frame(w)[0] == T["ERROR"], "bad flags: no ERROR")
+        check(closed_by_peer(w), "bad flags: not closed")
+        # Version 2 has no WAIT_QUERY.
+        s = d.raw()
+        s.sendall(frame(T["HELLO"], struct.pack("<II64s", VERSION2, 0, b"v2"),
+                        version=VERSION2) +
+                  frame(T["WAIT_QUERY"], UUID + bytes(8), version=VERSION2))
+        check(recv_frame(s)[0] == T["WELCOME"], "v2 welcome")
+        check(recv_frame(s)[0] == T["ERROR"], "v2 WAIT_QUERY: no ERROR")
+        check(closed_by_peer(s), "v2 WAIT_QUERY: not closed")
+        for c in (a, s):
+            c.close()
+    with Daemon(b, {"mode": "on", "status_public": False}) as d:
+        a = v3_client(d, b"secret-A")
+        a.sendall(frame(T["REQUEST"], UUID, version=VERSION3))
+        check(recv_frame(a)[0] == T["GRANT"], "A's grant")
+        w = v3_client(d, b"waiter-W")
+        w.sendall(frame(T["REQUEST"], UUID, version=VERSION3) + wait_query())
+        mtype, p = recv_frame(w)
+        f = WAITING.unpack(p)
+        check(mtype == T["WAITING"] and f[1] == 1 and f[5] == 0xffffffff and
+              f[10] == bytes(64), "status not public: %r" % (f,))
+        a.close()
+        w.close()
 
 
 def t_kill_holder(b):
@@ -173,7 +290,7 @@ def t_garbage(b):
             "reserved field")
         expect_error_then_close(d, gpu_ref("REQUEST"), -16, "hello first")
         detail, msg = expect_error_then_close(
-            d, frame(T["HELLO"], b"\0" * 72, version=4), E_VERSION,
+            d, frame(T["HELLO"], b"\0" * 72, version=9), E_VERSION,
             "header version")
         check(detail == 3 and "version" in msg, "version error: %d %s" %
               (detail, msg))
@@ -252,6 +369,38 @@ def t_fuzz(b):
         check(d.ctl("set-tq", "30")[0] == 0, "set-tq")
         c = d.client("--label", "after", "--hold-ms", 10, "--cycles", 3)
         finish(c, "client after fuzzing")
+
+
+def t_wide_status(b):
+    """The status table cuts long labels to its column; --wide shows them
+    whole, in a column as wide as the longest."""
+    long_a = "jupyter:python3-vshare:1a2b3c4d"
+    long_b = "jupyter:python3-vshare:9f8e7d6c"
+    with Daemon(b, {"tq_s": 30}) as d:
+        cs = [d.client("--label", lb, "--cycles", 0, "--stay",
+                       stdin=subprocess.PIPE) for lb in (long_a, long_b, "x")]
+        wait_for(lambda: len(d.status()["clients"]) == 3, 5, "3 clients")
+        rc, out, err = d.ctl("status")
+        check(rc == 0 and "jupyter:python3~" in out and long_a not in out,
+              "the table cuts a long label: " + out)
+        rc, out, err = d.ctl("--wide", "status")
+        check(rc == 0, "status --wide: rc %d %s" % (rc, err))
+        rows = out.splitlines()
+        head = [l for l in rows if l.lstrip().startswith("ID")][0]
+        ra = [l for l in rows if long_a in l]
+        rb = [l for l in rows if long_b in l]
+        rx = [l for l in rows if " x " in l]
+        check(len(ra) == 1 and len(rb) == 1 and len(rx) == 1,
+              "every label whole: " + out)
+        # The columns after LABEL line up under the header.
+        col = head.index("GPU")
+        for r in (ra[0], rb[0], rx[0]):
+            check(r[col - 1] == " " and r[col:col + 3].strip() in ("0", "-"),
+                  "GPU column at %d: %r / %r" % (col, head, r))
+        rc, out, err = d.ctl("-w", "enable")
+        check(rc == 2 and "--wide is for status" in err, "-w enable: " + err)
+        for c in cs:
+            finish(c, "client")
 
 
 def t_nonadmin(b):

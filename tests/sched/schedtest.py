@@ -18,9 +18,10 @@ T = dict(HELLO=0x1, ATTACH=0x2, FOOTPRINT=0x3, REQUEST=0x4, RELEASED=0x5,
          WELCOME=0x101, GRANT=0x102, DROP=0x103, MODE=0x104, ERROR=0x105,
          STATUS=0x201, SET_TQ=0x202, SET_MODE=0x203, REPLY=0x301,
          SWAPPED=0x6, SET_SLICE=0x204, SET_POLICY=0x205, SET_WEIGHT=0x206,
-         METRICS=0x207)
+         METRICS=0x207, WAIT_QUERY=0x8, WAITING=0x106, POLICY=0x107)
 # VERSION is the oldest protocol version, which the daemon still serves;
-# VERSION2 has the fair share's messages, VERSION3 the metrics request.
+# VERSION2 has the fair share's messages, VERSION3 the metrics request,
+# the wait queries (WAIT_QUERY, WAITING) and the admin policy (POLICY).
 VERSION2 = 2
 VERSION3 = 3
 E_INVAL = -22

@@ -162,6 +162,7 @@ static void test_bad_arguments(void **state)
 		{ "set-weight", "", "2", NULL },
 		{ "set-weight", "0", "2", "--gpu", "0", NULL },
 		{ "set-weight", "0", "2", "3", NULL },
+		{ "--wide", "set-tq", "5", NULL }, { "-w", "enable", NULL },
 	};
 	FILE *saved = stderr;
 	(void)state;
@@ -174,6 +175,23 @@ static void test_bad_arguments(void **state)
 				 VC_EXIT_USAGE);
 	fclose(stderr);
 	stderr = saved;
+}
+
+/* --wide: for status alone, short or long, beside --json. */
+static void test_wide(void **state)
+{
+	static const char *wide[] = { "--wide", "status", NULL };
+	static const char *w_json[] = { "-w", "--json", "status", NULL };
+	static const char *plain[] = { "status", NULL };
+	struct vc_args a;
+	(void)state;
+
+	assert_int_equal(parse(&a, wide), 0);
+	assert_int_equal(a.wide, 1);
+	assert_int_equal(parse(&a, w_json), 0);
+	assert_true(a.wide && a.json);
+	assert_int_equal(parse(&a, plain), 0);
+	assert_int_equal(a.wide, 0);
 }
 
 /* A local command (cdi) runs during parsing, with vsharectl's options
@@ -231,6 +249,7 @@ int main(void)
 		cmocka_unit_test(test_every_command_builds),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_wide),
 		cmocka_unit_test(test_gpu_target),
 		cmocka_unit_test(test_local_command),
 	};

@@ -99,6 +99,7 @@ static void test_versions(void **state)
 		{ VS_MSG_METRICS, sizeof(struct vs_status_req), 3 },
 		{ VS_MSG_SET_TQ, sizeof(struct vs_admin_set), 1 },
 		{ VS_MSG_POLICY, sizeof(struct vs_policy), 3 },
+		{ VS_MSG_WAIT_QUERY, sizeof(struct vs_wait_query), 3 },
 	};
 	const char *why = NULL;
 	struct vs_hdr h;
@@ -169,6 +170,59 @@ static void test_swapped(void **state)
 	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
 	h = hdr_for(VS_MSG_SWAPPED, sizeof(m) + 8);
 	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+}
+
+/* WAIT_QUERY: a client's, a GPU, nothing else set. WAITING: the
+ * scheduler's, a place within the queue, all zero when not waiting. */
+static void test_wait_frames(void **state)
+{
+	struct vs_wait_query q;
+	struct vs_waiting w;
+	struct vs_hdr h;
+	const char *why = NULL;
+	(void)state;
+
+	memset(&q, 0, sizeof(q));
+	q.uuid[3] = 9;
+	h = hdr_for(VS_MSG_WAIT_QUERY, sizeof(q));
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_CLIENT), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_E_PROTO);
+	assert_int_equal(vs_check_payload(&h, &q, &why), VS_OK);
+	q.flags = 1;
+	assert_int_equal(vs_check_payload(&h, &q, &why), VS_E_PROTO);
+	q.flags = 0;
+	q.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &q, &why), VS_E_PROTO);
+	memset(&q, 0, sizeof(q));
+	assert_int_equal(vs_check_payload(&h, &q, &why), VS_E_PROTO);
+	assert_string_equal(why, "wait-query: empty UUID");
+	h = hdr_for(VS_MSG_WAIT_QUERY, sizeof(q) - 8);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+
+	memset(&w, 0, sizeof(w));
+	w.uuid[0] = 1;
+	h = hdr_for(VS_MSG_WAITING, sizeof(w));
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_SCHEDULER), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+	assert_int_equal(vs_check_payload(&h, &w, &why), VS_OK); /* not waiting */
+	w.eta_ms = 5;
+	assert_int_equal(vs_check_payload(&h, &w, &why), VS_E_PROTO);
+	w.position = 2;
+	w.n_waiting = 2;
+	w.n_holders = 1;
+	w.holder_uid = 1000;
+	w.held_ms = 7000;
+	w.eta_ms = UINT64_MAX;
+	strcpy(w.holder_label, "jupyter:python3-vshare:1a2b3c4d");
+	assert_int_equal(vs_check_payload(&h, &w, &why), VS_OK);
+	w.position = 3;
+	assert_int_equal(vs_check_payload(&h, &w, &why), VS_E_PROTO);
+	w.position = 1;
+	w.holder_label[3] = '\x1b';
+	assert_int_equal(vs_check_payload(&h, &w, &why), VS_E_PROTO);
+	w.holder_label[3] = 'y';
+	w.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &w, &why), VS_E_PROTO);
 }
 
 /* METRICS (version 3) is an admin request shaped like STATUS: no flags,
@@ -273,6 +327,7 @@ static void test_every_type_has_a_row(void **state)
 		VS_MSG_SET_MODE, VS_MSG_REPLY, VS_MSG_SWAPPED,
 		VS_MSG_SET_SLICE, VS_MSG_SET_POLICY, VS_MSG_SET_WEIGHT,
 		VS_MSG_METRICS, VS_MSG_POLICY,
+		VS_MSG_WAIT_QUERY, VS_MSG_WAITING,
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
@@ -399,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_swapped),
 		cmocka_unit_test(test_metrics_request),
+		cmocka_unit_test(test_wait_frames),
 		cmocka_unit_test(test_admin_sets),
 		cmocka_unit_test(test_policy_names),
 	};

@@ -515,6 +515,7 @@ void client_atfork_child(void)
 	client_c.sock = -1;
 	client_c.sock_id.fd = -1;
 	memset(client_g.gpu, 0, sizeof(client_g.gpu));
+	client_wait_atfork_child();
 	pthread_mutex_init(&done_mu, NULL);
 	pthread_cond_init(&done_cv, NULL);
 	client_settle_atfork_child();

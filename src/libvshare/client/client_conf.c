@@ -23,6 +23,9 @@ struct client_global client_g;
 
 #define CLIENT_IDLE_MS_DEFAULT  100u
 #define CLIENT_FP_STEP_DEFAULT  (64ull << 20)
+/* A wait this long is worth a line: well past a normal hand-off (idle_ms
+ * plus a drain), well short of what looks like a hang. */
+#define CLIENT_WAIT_NOTICE_MS_DEFAULT 1000u
 
 /* The program's name for the scheduler's status: its comm, which is what
  * ps shows and is set before any constructor runs. */
@@ -104,6 +107,10 @@ void client_conf_read(struct client_conf *c)
 	c->require_sched = c->require_local;
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  CLIENT_FP_STEP_DEFAULT);
+	c->wait_notice = shim_env_bool("VSHARE_WAIT_NOTICE", 1);
+	c->wait_notice_ms = shim_env_u64("VSHARE_WAIT_NOTICE_MS",
+					 CLIENT_WAIT_NOTICE_MS_DEFAULT, 0,
+					 3600u * 1000u);
 }
 
 /*

@@ -82,6 +82,16 @@ struct client_conf {
 	int      require_local;    /* the node's client configuration or
 				    * VSHARE_REQUIRE_SCHEDULER */
 	uint64_t footprint_step;
+	int      wait_notice;      /* VSHARE_WAIT_NOTICE: tell long waits */
+	uint64_t wait_notice_ms;   /* VSHARE_WAIT_NOTICE_MS: how long is long */
+};
+
+/* One wait for a GPU, as the user is told of it (client_wait.c). */
+struct client_wait {
+	uint64_t since_ms;         /* the REQUEST went out */
+	int      asked;            /* past the threshold: asked (or chose not
+				    * to) once in this wait */
+	int      told;             /* the "waiting" line was printed */
 };
 
 /* What the client knows and owes the scheduler about one GPU. */
@@ -110,6 +120,7 @@ struct client_gpu {
 	uint64_t retry_ms;
 	uint64_t retry_step_ms;    /* the next wait after a refusal */
 	int      fast;             /* atomic: CLIENT_FAST_* (client_work.c) */
+	struct client_wait wait;
 };
 
 /* Who may send this GPU's REQUEST (client_work.c: the fast request). */
@@ -189,6 +200,19 @@ int  client_fast_request(int dev);
 int  client_take(int dev);
 /* Read what arrived and handle each frame; -1 if the connection ended. */
 int  client_read(void);
+/* client_wait.c: the lines that tell a long wait. */
+/* A REQUEST for g went out: a wait begins. */
+void client_wait_begin(struct client_gpu *g);
+/* 1 when a VS_MSG_WAIT_QUERY for dev should go out now (once per wait);
+ * else lowers *timeout to when it may. Prints the line itself for a
+ * scheduler too old to be asked. */
+int  client_wait_due(int dev, struct client_gpu *g, int *timeout);
+/* The scheduler's answer: the "waiting" line. */
+void client_wait_answer(int dev, const struct vs_waiting *m);
+/* dev was granted: the "got the GPU" line if a wait was told; the wait
+ * ends. */
+void client_wait_granted(int dev);
+void client_wait_atfork_child(void);
 /* The first and the longest wait before a refused GPU is asked for again
  * (VSHARE_REQUIRE_SCHEDULER): limits free up as other programs end. */
 #define CLIENT_REFUSED_RETRY_MIN_MS 1000u

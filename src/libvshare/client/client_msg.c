@@ -126,6 +126,7 @@ static void on_grant(const struct vs_grant *m)
 	c->want = 0;
 	c->drop = 0;
 	gate_grant(dev);
+	client_wait_granted(dev);
 	log_debug("GPU %d granted (%s, quantum %u ms%s)", dev,
 		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
 		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "");
@@ -300,6 +301,13 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 
 		vs_uuid_format(m->uuid, u);
 		log_debug("%s: mode %s", u, vs_mode_name(m->mode));
+		return 0;
+	}
+	case VS_MSG_WAITING: {
+		int dev = gpu_by_uuid(((const struct vs_waiting *)p)->uuid);
+
+		if (dev >= 0)
+			client_wait_answer(dev, p);
 		return 0;
 	}
 	case VS_MSG_ERROR:

@@ -94,6 +94,7 @@ int client_fast_adopt(void)
 			sched_yield();
 		if (st == CLIENT_FAST_SENT) {
 			g->requested = 1;
+			client_wait_begin(g);
 			if (gate_spin_window_ns() != 0)
 				client_c.spin_until_ns = gate_now_ns() +
 							 gate_spin_window_ns();
@@ -125,13 +126,23 @@ int client_fast_request(int dev)
 
 /* A REQUEST; then, if the waiters spin, the client thread polls for the
  * GRANT without sleeping for spin_ns (client.c, spin_poll). */
-static int send_request(const struct client_gpu *c, uint64_t spin_ns)
+static int send_request(struct client_gpu *c, uint64_t spin_ns)
 {
 	if (send_ref(VS_MSG_REQUEST, c->uuid))
 		return -1;
+	client_wait_begin(c);
 	if (spin_ns != 0)
 		client_c.spin_until_ns = gate_now_ns() + spin_ns;
 	return 0;
+}
+
+static int wait_query(const struct client_gpu *g)
+{
+	struct vs_wait_query m;
+
+	memset(&m, 0, sizeof(m));
+	memcpy(m.uuid, g->uuid, VS_UUID_LEN);
+	return client_send(VS_MSG_WAIT_QUERY, &m, sizeof(m));
 }
 
 static uint64_t absdiff(uint64_t a, uint64_t b)
@@ -260,11 +271,14 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		return -1;
 	if (t >= 0 && (*timeout < 0 || t < *timeout))
 		*timeout = t;
-	if (g->held || g->requested || (!g->want && gate_waiting(dev) == 0))
-		return 0;
-	if (send_request(g, gate_spin_window_ns()))
+	if (!g->held && !g->requested && (g->want || gate_waiting(dev) > 0)) {
+		if (send_request(g, gate_spin_window_ns()))
+			return -1;
+		g->requested = 1;
+	}
+	/* After the REQUEST: its wait sets the time to look again. */
+	if (client_wait_due(dev, g, timeout) && wait_query(g))
 		return -1;
-	g->requested = 1;
 	return 0;
 }
 
