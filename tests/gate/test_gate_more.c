@@ -126,6 +126,38 @@ void fast_request_scheduler_gone(void **state)
 	fake_shutdown();
 }
 
+/* A footprint that changed since it was sent reaches the scheduler
+ * before the REQUEST that follows, fast REQUEST or not: in mode auto the
+ * grant depends on it. */
+void fast_request_footprint_first(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+
+	(void)state;
+	fk.managed[0] = 0;
+	granted_start(0);
+	for (int r = 0; r < 20; r++) {
+		fs_drop(0, VS_DROP_QUANTUM);
+		assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+		sleep_ms(20);      /* armed */
+		fk.managed[0] = (r % 2 ? 0u : 7u) << 20;
+		client_footprint_changed(0);
+		entrant_start(&e, 0, NULL, 0);
+		/* fs_wait skips other frames: a REQUEST before the FOOTPRINT
+		 * would be skipped here and the second wait would fail. */
+		assert_int_equal(fs_wait(VS_MSG_FOOTPRINT, &m, 2000), 0);
+		assert_int_equal(m.u.fp.managed, fk.managed[0]);
+		assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+		fs_grant(0, 0);
+		assert_int_equal(entrant_wait(&e, 2000), 0);
+		entrant_join(&e);
+	}
+	assert_int_equal(LD(&fk.bad_order), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
 static int file_count(const char *path, const char *needle)
 {
 	char buf[8192];

@@ -111,7 +111,12 @@ int client_fast_request(int dev)
 	struct client_gpu *g = &client_g.gpu[dev];
 	int ready = CLIENT_FAST_READY;
 
-	if (A_LOAD_RLX(&g->fast) != CLIENT_FAST_READY ||
+	/* A footprint that moved since it was sent goes first, from the
+	 * client thread: the scheduler decides the grant by it (in mode
+	 * auto, whether this process fits beside the holders). The thread
+	 * that allocated is usually the one that now waits, so it sees its
+	 * own change here. */
+	if (A_LOAD_RLX(&g->fast) != CLIENT_FAST_READY || A_LOAD(&g->fp_dirty) ||
 	    !__atomic_compare_exchange_n(&g->fast, &ready, CLIENT_FAST_CLAIMED,
 					 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return -1;
