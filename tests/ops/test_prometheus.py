@@ -150,7 +150,7 @@ class PrometheusScrape(unittest.TestCase):
         conf = os.path.join(self.tmp, "scheduler.json")
         with open(conf, "w") as f:
             json.dump({"mode": "on", "tq_s": 1, "policy": "fcfs",
-                       "capacity": "%dM" % CAPACITY_MB, "log_level": "info",
+                       "capacity": "%dM" % CAPACITY_MB, "log_level": "debug",
                        "metrics_listen": "127.0.0.1:%d" % self.mport}, f)
         self.sched = Scheduler(self.tmp, config=conf)
         self.addCleanup(self.sched.stop)
