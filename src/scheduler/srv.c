@@ -318,7 +318,7 @@ static int on_wait_query(struct conn *c, const struct vs_wait_query *q)
 	struct sched_client_info ci;
 	struct vs_waiting w;
 	uint64_t now = uv_now(c->srv->loop);
-	int rc;
+	int rc, see;
 
 	if (now - c->wq_window >= 1000) {
 		c->wq_window = now;
@@ -332,16 +332,20 @@ static int on_wait_query(struct conn *c, const struct vs_wait_query *q)
 		return rc;
 	memset(&w, 0, sizeof(w));
 	memcpy(w.uuid, q->uuid, VS_UUID_LEN);
+	/* Who holds the GPU, since when and what that makes of the wait are
+	 * what vsharectl status shows: a peer that may not read the status
+	 * hears only its own place. */
+	see = c->is_admin || c->srv->conf->status_public;
 	if (wi.position != 0) {
 		w.position = wi.position;
 		w.n_waiting = wi.n_waiting;
-		w.gpu_index = wi.gpu_index;
-		w.n_holders = wi.n_holders;
-		w.held_ms = wi.held_ms;
 		w.waited_ms = wi.waited_ms;
-		w.eta_ms = wi.eta_ms;
+		w.n_holders = see ? wi.n_holders : wi.n_holders != 0;
+		w.gpu_index = see ? wi.gpu_index : 0;
+		w.held_ms = see ? wi.held_ms : 0;
+		w.eta_ms = see ? wi.eta_ms : UINT64_MAX;
 	}
-	if (wi.holder != NULL && c->srv->conf->status_public) {
+	if (wi.holder != NULL && see) {
 		sched_client_info(wi.holder, &ci);
 		w.holder_uid = ci.cred.uid;
 		memcpy(w.holder_label, ci.label, strnlen(ci.label, VS_LABEL_MAX));

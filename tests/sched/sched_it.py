@@ -106,9 +106,36 @@ def t_debug_log(b):
 WAITING = struct.Struct("<16s6I3Q64s")
 
 
-def v3_client(d, label):
+def raw_as(d, uid, gid):
+    """A connection to the daemon made by a child running as uid:gid, so
+    that the daemon's peer credentials are theirs; the child hands the
+    socket back over a socket pair."""
+    here, there = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(d.sock)
+            socket.send_fds(there, [b"s"], [s.fileno()])
+        finally:
+            os._exit(0)
+    _, fds, _, _ = socket.recv_fds(here, 1, 1)
+    os.waitpid(pid, 0)
+    here.close()
+    there.close()
+    if not fds:
+        raise Fail("no connection from uid %d" % uid)
+    s = socket.socket(fileno=fds[0])
+    s.settimeout(5)
+    return s
+
+
+def v3_client(d, label, sock=None):
     """A raw version-3 client with the GPU attached, after its WELCOME."""
-    s = d.raw()
+    s = sock or d.raw()
     s.sendall(frame(T["HELLO"], struct.pack("<II64s", VERSION3, 0, label),
                     version=VERSION3) +
               frame(T["ATTACH"], UUID + struct.pack("<Q", 16 << 30),
@@ -191,18 +218,34 @@ def t_wait_query(b):
         check(closed_by_peer(s), "v2 WAIT_QUERY: not closed")
         for c in (a, s):
             c.close()
-    with Daemon(b, {"mode": "on", "status_public": False}) as d:
+    # Status for admins only: an admin waiter hears it all, another user
+    # only its own place (no holder, no times, no bound).
+    with Daemon(b, {"mode": "on", "status_public": False,
+                    "socket_mode": "0666"}) as d:
         a = v3_client(d, b"secret-A")
         a.sendall(frame(T["REQUEST"], UUID, version=VERSION3))
         check(recv_frame(a)[0] == T["GRANT"], "A's grant")
-        w = v3_client(d, b"waiter-W")
+        w = v3_client(d, b"admin-W")
         w.sendall(frame(T["REQUEST"], UUID, version=VERSION3) + wait_query())
         mtype, p = recv_frame(w)
         f = WAITING.unpack(p)
-        check(mtype == T["WAITING"] and f[1] == 1 and f[5] == 0xffffffff and
-              f[10] == bytes(64), "status not public: %r" % (f,))
-        a.close()
-        w.close()
+        check(mtype == T["WAITING"] and f[1] == 1 and f[5] == os.getuid() and
+              f[10].rstrip(b"\0") == b"secret-A", "admin waiter: %r" % (f,))
+        u = v3_client(d, b"user-U", sock=raw_as(d, 65534, 65534))
+        u.sendall(frame(T["REQUEST"], UUID, version=VERSION3))
+        wait_for(lambda: len(queue_of(d)) == 2, 5, "U in the queue")
+        time.sleep(0.2)
+        u.sendall(wait_query())
+        mtype, p = recv_frame(u)
+        (uuid, pos, n_wait, index, n_hold, uid, res, held, waited, eta,
+         label) = WAITING.unpack(p)
+        # (Its place may be first: the fair share puts a new user ahead.)
+        check(mtype == T["WAITING"] and pos in (1, 2) and n_wait == 2 and
+              n_hold == 1 and uid == 0xffffffff and held == 0 and
+              eta == 2 ** 64 - 1 and label == bytes(64) and waited >= 150,
+              "non-admin waiter: %r" % (WAITING.unpack(p),))
+        for c in (a, w, u):
+            c.close()
 
 
 def t_kill_holder(b):

@@ -108,8 +108,10 @@ void client_conf_read(struct client_conf *c)
 	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
 					  CLIENT_FP_STEP_DEFAULT);
 	c->wait_notice = shim_env_bool("VSHARE_WAIT_NOTICE", 1);
+	/* At least 100 ms: a query right behind each REQUEST would double
+	 * the traffic of every hand-off. */
 	c->wait_notice_ms = shim_env_u64("VSHARE_WAIT_NOTICE_MS",
-					 CLIENT_WAIT_NOTICE_MS_DEFAULT, 0,
+					 CLIENT_WAIT_NOTICE_MS_DEFAULT, 100,
 					 3600u * 1000u);
 }
 

@@ -89,6 +89,7 @@ struct client_conf {
 /* One wait for a GPU, as the user is told of it (client_wait.c). */
 struct client_wait {
 	uint64_t since_ms;         /* the REQUEST went out */
+	uint64_t waiter_ms;        /* a thread was first seen waiting */
 	int      asked;            /* past the threshold: asked (or chose not
 				    * to) once in this wait */
 	int      told;             /* the "waiting" line was printed */

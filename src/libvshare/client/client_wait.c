@@ -28,6 +28,7 @@ static uint64_t last_told_ms; /* client thread only */
 void client_wait_begin(struct client_gpu *g)
 {
 	g->wait.since_ms = gate_now_ms();
+	g->wait.waiter_ms = 0;
 	g->wait.asked = 0;
 	g->wait.told = 0;
 }
@@ -42,6 +43,14 @@ static void gpu_name(int dev, const struct client_gpu *g, char *out, size_t n)
 	snprintf(out, n, "GPU %d (%.12s)", dev, u);
 }
 
+/* When the wait began: the REQUEST, or the first waiting thread if it
+ * came later. */
+static uint64_t wait_start(const struct client_gpu *g)
+{
+	return g->wait.since_ms > g->wait.waiter_ms ? g->wait.since_ms
+						    : g->wait.waiter_ms;
+}
+
 int client_wait_due(int dev, struct client_gpu *g, int *timeout)
 {
 	uint64_t now = gate_now_ms(), at;
@@ -50,22 +59,29 @@ int client_wait_due(int dev, struct client_gpu *g, int *timeout)
 	if (!client_g.conf.wait_notice || g->wait.asked || g->held ||
 	    !g->requested || gate_waiting(dev) == 0)
 		return 0;
-	at = g->wait.since_ms + client_g.conf.wait_notice_ms;
+	/* The wait is a thread's: a REQUEST may have gone out before any
+	 * thread waited (a reconnection asks for the GPUs it used). */
+	if (g->wait.waiter_ms == 0)
+		g->wait.waiter_ms = now;
+	at = wait_start(g) + client_g.conf.wait_notice_ms;
+	/* Within the gap after the last line the wait is told later, once
+	 * the gap has passed, not never: a long wait after a short one is
+	 * the one that looks hung. */
+	if (last_told_ms != 0 && at < last_told_ms + CLIENT_WAIT_GAP_MS)
+		at = last_told_ms + CLIENT_WAIT_GAP_MS;
 	if (now < at) {
 		if (*timeout < 0 || at - now < (uint64_t)*timeout)
 			*timeout = (int)(at - now);
 		return 0;
 	}
 	g->wait.asked = 1;
-	if (last_told_ms != 0 && now - last_told_ms < CLIENT_WAIT_GAP_MS)
-		return 0;
 	if (client_version() >= 3)
 		return 1;
 	/* A scheduler older than the query: say what this side knows. */
 	gpu_name(dev, g, name, sizeof(name));
 	log_notice("%s is busy: GPU work waits for it (%.1f s so far; this "
 		   "scheduler does not say who holds it)", name,
-		   (double)(now - g->wait.since_ms) / 1000.0);
+		   (double)(now - wait_start(g)) / 1000.0);
 	g->wait.told = 1;
 	last_told_ms = now;
 	return 0;
@@ -98,9 +114,10 @@ static void holder_text(const struct vs_waiting *m, char *out, size_t n)
 	if (m->n_holders > 1)
 		snprintf(others, sizeof(others), " and %u other%s",
 			 m->n_holders - 1, m->n_holders > 2 ? "s" : "");
+	/* A scheduler whose status is for admins only says neither who
+	 * holds the GPU nor for how long. */
 	if (m->holder_uid == VS_WAIT_HIDDEN) {
-		snprintf(out, n, "held by another program%s for %.1f s", others,
-			 (double)m->held_ms / 1000.0);
+		snprintf(out, n, "held by another program");
 		return;
 	}
 	memcpy(label, m->holder_label, VS_LABEL_MAX);
@@ -118,6 +135,13 @@ void client_wait_answer(int dev, const struct vs_waiting *m)
 	/* Granted meanwhile (position 0), or an answer nobody waits for. */
 	if (m->position == 0 || !g->wait.asked || g->wait.told || g->held)
 		return;
+	/* Another GPU's line went out since this one was asked: this wait
+	 * is told after the gap (client_wait_due asks again). */
+	if (last_told_ms != 0 &&
+	    gate_now_ms() < last_told_ms + CLIENT_WAIT_GAP_MS) {
+		g->wait.asked = 0;
+		return;
+	}
 	if (m->eta_ms != UINT64_MAX)
 		snprintf(eta, sizeof(eta), ", its turn within about %llu s",
 			 (unsigned long long)(m->eta_ms + 999) / 1000);
@@ -125,7 +149,7 @@ void client_wait_answer(int dev, const struct vs_waiting *m)
 	holder_text(m, holder, sizeof(holder));
 	log_notice("%s is busy, %s: GPU work waits (%.1f s so far), place %u "
 		   "of %u in the queue%s", name, holder,
-		   (double)(gate_now_ms() - g->wait.since_ms) / 1000.0,
+		   (double)(gate_now_ms() - wait_start(g)) / 1000.0,
 		   m->position, m->n_waiting, eta);
 	g->wait.told = 1;
 	last_told_ms = gate_now_ms();
@@ -139,7 +163,7 @@ void client_wait_granted(int dev)
 	if (g->wait.told) {
 		gpu_name(dev, g, name, sizeof(name));
 		log_notice("%s: got the GPU after %.1f s", name,
-			   (double)(gate_now_ms() - g->wait.since_ms) / 1000.0);
+			   (double)(gate_now_ms() - wait_start(g)) / 1000.0);
 	}
 	memset(&g->wait, 0, sizeof(g->wait));
 }
