@@ -302,7 +302,7 @@ static const struct counter counters[] = {
 	  1 },
 	{ "vshare_swapin_bytes_total", "Bytes the holders reported "
 	  "prefetching to the GPU on oversubscribed grants (each report at "
-	  "most the holder's footprint).", ST(swap_bytes), 1, NULL, NULL, 1 },
+	  "most 16 TiB).", ST(swap_bytes), 1, NULL, NULL, 1 },
 	{ "vshare_swapin_seconds_total", "Time the holders reported "
 	  "prefetching (each report at most a quantum).", ST(swap_us),
 	  1000000, NULL, NULL, 1 },

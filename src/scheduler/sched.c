@@ -555,15 +555,14 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 		return VS_E_STATE;
 	/* One report per oversubscribed grant: others are no swap-in of
 	 * ours, and are ignored (a holder must not inflate the counters or
-	 * the slice). A report longer than a quantum, or of more bytes than
-	 * the holder's footprint, is clamped to those. */
+	 * the slice). A report longer than a quantum is clamped to it. */
 	if (!m->swap_due)
 		return 0;
 	m->swap_due = 0;
 	if (us > (uint64_t)m->g->tq_ms * 1000u)
 		us = (uint64_t)m->g->tq_ms * 1000u;
 	sched_fair_swapped(m->g, us);
-	sched_stat_swapped(m->g, us, bytes < m->fp ? bytes : m->fp);
+	sched_stat_swapped(m->g, us, bytes);
 	m->g->slice_ms = sched_fair_slice(s, m->g);
 	return 0;
 }

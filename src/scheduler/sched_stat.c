@@ -55,10 +55,14 @@ void sched_stat_unheld(struct sched_gpu *g, const struct sched_member *m,
 	sched_stat_hist(&g->st.hold, now > m->since ? now - m->since : 0);
 }
 
-/* Taken once per oversubscribed grant, already clamped (sched_swapped):
- * the sums cannot wrap in any lifetime. */
+/* Taken once per oversubscribed grant (sched_swapped), its time clamped
+ * to the quantum there, its bytes to SCHED_FP_MAX here: not to the
+ * footprint, which a client reports in steps, so that its prefetch may
+ * exceed the last report. */
 void sched_stat_swapped(struct sched_gpu *g, uint64_t us, uint64_t bytes)
 {
+	if (bytes > SCHED_FP_MAX)
+		bytes = SCHED_FP_MAX;
 	g->st.swapins++;
 	g->st.swap_us += us;
 	g->st.swap_bytes += bytes;

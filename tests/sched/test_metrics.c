@@ -434,8 +434,8 @@ static void has_swaps(const struct sched *s, const char *n, const char *bytes)
 	free(t);
 }
 
-/* One swap-in report per oversubscribed grant, its bytes at most the
- * holder's footprint: a holder cannot inflate the counters (nor the fair
+/* One swap-in report per oversubscribed grant, its bytes at most
+ * SCHED_FP_MAX: a holder cannot inflate the counters (nor the fair
  * share's measured swap-in). */
 static void test_swap_once(void **state)
 {
@@ -452,7 +452,7 @@ static void test_swap_once(void **state)
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(sched_swapped(s, a, GPU_A, 900000,
 					       UINT64_MAX), 0);
-	has_swaps(s, "1", "536870912");
+	has_swaps(s, "1", "17592186044416"); /* SCHED_FP_MAX */
 	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
 	assert_int_equal(gi.swap_us, 1000);
 	/* A new oversubscribed grant: one report more. */
@@ -460,13 +460,13 @@ static void test_swap_once(void **state)
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
 	assert_int_equal(sched_swapped(s, b, GPU_A, 1000, 4096), 0);
 	assert_int_equal(sched_swapped(s, b, GPU_A, 1000, 4096), 0);
-	has_swaps(s, "2", "536875008");
+	has_swaps(s, "2", "17592186048512");
 	/* A grant that fits: no report is taken. */
 	assert_int_equal(sched_released(s, b, GPU_A), 0);
 	assert_int_equal(sched_footprint(s, a, GPU_A, 0, 0), 0);
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
 	assert_int_equal(sched_swapped(s, b, GPU_A, 1000, 4096), 0);
-	has_swaps(s, "2", "536875008");
+	has_swaps(s, "2", "17592186048512");
 	/* Not holding: refused as before. */
 	assert_int_equal(sched_swapped(s, a, GPU_A, 1000, 4096), VS_E_STATE);
 	sched_free(s);
