@@ -188,6 +188,32 @@ def t_unverified(b):
               "the configured GPU's grant")
 
 
+def t_log_flood(b):
+    """A peer cannot flood the log through the HTTP server: connections
+    past the 4 per address that libmicrohttpd refuses make one line, not
+    one each."""
+    port = free_port()
+    with Daemon(b, {"metrics_listen": "127.0.0.1:%d" % port}) as d:
+        socks = []
+        for _ in range(40):
+            socks.append(socket.create_connection(("127.0.0.1", port),
+                                                  timeout=5))
+        # Each refused one is closed by the server: wait for all 36.
+        closed = 0
+        for s in socks[4:]:
+            try:
+                closed += s.recv(1) == b""
+            except OSError:
+                closed += 1
+        for s in socks:
+            s.close()
+        check(closed == 36, "%d of 36 connections refused" % closed)
+        check(get(port)[0] == 200, "the server still answers")
+        lines = [l for l in d.logtext().splitlines() if "metrics http:" in l]
+        check(len(lines) == 1 and "connection limit" in lines[0],
+              "one line for 36 refusals: %r" % lines)
+
+
 def t_socket_request(b):
     """VS_MSG_METRICS: a version-3 request; version 2 has no such type;
     a non-admin reads it only while status_public is on."""
