@@ -18,6 +18,17 @@
 
 static uint64_t fake_now;
 
+/* Linked with -Wl,--wrap=realloc (tests/sched/CMakeLists.txt): a
+ * realloc to fail_size bytes fails (0: none does), so that one table of
+ * the policy cannot grow while the others can. */
+static size_t fail_size;
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n)
+{
+	return fail_size != 0 && n == fail_size ? NULL : __real_realloc(p, n);
+}
+
 static uint64_t fake_clock(void *arg)
 {
 	(void)arg;
@@ -320,6 +331,39 @@ static void test_fair_drop(void **state)
 	sched_free(s);
 }
 
+/* A drop that could not be queued (out of memory) was not sent: it is
+ * not counted, under any reason. */
+static void test_drop_not_queued(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FAIR);
+	struct sched_client *a = client(s, 1000), *b = client(s, 1001);
+	struct sched_client *c = client(s, 1002);
+	char *t;
+	(void)state;
+
+	/* The outbox holds 16 before it grows: 14 grants on another GPU,
+	 * then a's grant and the idle drop that b's request sends. */
+	assert_int_equal(sched_attach(s, c, GPU_B, 1ull << 30), 0);
+	for (int i = 0; i < 14; i++) {
+		assert_int_equal(sched_request(s, c, GPU_B), 0);
+		assert_int_equal(sched_released(s, c, GPU_B), 0);
+	}
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_out_count(s), 16);
+	fail_size = 32 * sizeof(struct sched_out); /* its growth from 16 */
+	fake_now = 100;
+	sched_tick(s); /* the fair preemption of a finds no room */
+	fail_size = 0;
+	assert_int_equal(sched_out_count(s), 16);
+	t = render(s, NULL);
+	has_line(t, "vshare_drops_total{" GA ",reason=\"fair\"} 0");
+	has_line(t, "vshare_drops_total{" GA ",reason=\"quantum\"} 0");
+	has_line(t, "vshare_drops_total{" GA ",reason=\"idle\"} 1");
+	free(t);
+	sched_free(s);
+}
+
 /* Users past SCHED_STAT_USERS share the series uid="other". */
 static void test_user_fold(void **state)
 {
@@ -509,6 +553,7 @@ int main(void)
 		cmocka_unit_test(test_shape),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_fair_drop),
+		cmocka_unit_test(test_drop_not_queued),
 		cmocka_unit_test(test_user_fold),
 		cmocka_unit_test(test_daemon),
 		cmocka_unit_test(test_unverified),
