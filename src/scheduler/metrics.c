@@ -51,6 +51,7 @@ static void put(struct metrics_buf *b, const char *p, size_t n)
 		return;
 	memcpy(b->p + b->len, p, n);
 	b->len += n;
+	b->p[b->len] = '\0'; /* a string at every step, as vsnprintf leaves it */
 }
 
 void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
