@@ -438,10 +438,13 @@ void conn_on_connection(uv_stream_t *server, int status)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
-	s->mx.conns_total++;
 	c->t_idle = uv_now(s->loop);
-	if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0 ||
-	    uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
+	if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+		conn_close(c);
+		return;
+	}
+	s->mx.conns_total++; /* accepted, whether admitted or not */
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
 	    sock_peer(fd, &c->cred, s, &c->is_admin) != 0 ||
 	    admit_peer(c) != 0) {
 		conn_close(c);

@@ -335,7 +335,8 @@ static void on_status(struct conn *c)
 char *ctl_metrics_text(struct srv *s, size_t *len)
 {
 	s->mx.conns = s->n_conns;
-	return metrics_render(s->sched, &s->mx, len);
+	return metrics_cached(&s->mcache, s->sched, &s->mx, uv_now(s->loop),
+			      len);
 }
 
 /* The metrics, for node_exporter's textfile collector: the same text as

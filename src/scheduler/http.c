@@ -3,16 +3,17 @@
  * daemon's libuv loop. MHD gathers its sockets in one epoll descriptor,
  * which a uv_poll watches; MHD's own timeouts become a uv_timer. So every
  * MHD callback runs on the loop thread, between two policy calls, and
- * the answer is rendered from the policy's live state with no lock and no
- * copy: MHD never runs beside the policy. The rendering is a pass over
- * the GPUs (not over the clients), far shorter than a status document,
- * so it may run on the loop; the server's limits below bound how often.
+ * the answer is read from the policy's live state with no lock: MHD
+ * never runs beside the policy. The text is rendered at most once a
+ * second (metrics_cached) whoever asks, and each answer is a copy of it,
+ * so scrapes cost the loop little however many come.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
@@ -28,6 +29,12 @@
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+/* MHD's messages are mostly about peers (a refused connection, a bad
+ * request): any host that reaches the port could fill the log with them.
+ * One line per this long at most, the next one saying how many were
+ * left out. */
+#define HTTP_LOG_EVERY_MS 60000u
+
 struct http {
 	struct MHD_Daemon *d;
 	uv_poll_t poll;
@@ -35,6 +42,9 @@ struct http {
 	int open_handles;
 	http_render_fn render;
 	void *arg;
+	uint64_t log_at;        /* when the last MHD message was logged, ms */
+	int logged;             /* one was */
+	uint64_t log_dropped;   /* messages since then, not logged */
 };
 
 static void run(struct http *h);
@@ -121,17 +131,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 	return answer(con, MHD_HTTP_OK, text, len);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Also called before the loop's handles exist (MHD logs its options'
+ * errors as it starts): the monotonic clock, not the loop's. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct http *h = cls;
+	uint64_t now = mono_ms();
 	char buf[256];
 	size_t n;
 
-	(void)cls;
+	if (h->logged && now - h->log_at < HTTP_LOG_EVERY_MS) {
+		h->log_dropped++;
+		return;
+	}
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	n = strlen(buf);
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
-	log_warn("metrics http: %s", buf);
+	if (h->log_dropped)
+		log_warn("metrics http: %s (and %llu messages since the "
+			 "last one, not logged)", buf,
+			 (unsigned long long)h->log_dropped);
+	else
+		log_warn("metrics http: %s", buf);
+	h->logged = 1;
+	h->log_at = now;
+	h->log_dropped = 0;
 }
 
 static struct MHD_Daemon *mhd_start(struct http *h, const struct sockaddr *sa)
@@ -142,7 +175,7 @@ static struct MHD_Daemon *mhd_start(struct http *h, const struct sockaddr *sa)
 		flags |= MHD_USE_IPv6;
 	/* The logger first: MHD logs its options' errors as it reads them. */
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 		MHD_OPTION_SOCK_ADDR, sa,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_PER_IP,

@@ -2,9 +2,15 @@
  * The Prometheus text exposition (format 0.0.4) of the scheduler: every
  * family once, its HELP and TYPE lines, then its samples. The families
  * are tables (per-GPU gauges from the views, per-GPU counters from the
- * policy's counters); labels are bounded by construction: GPUs (at most
- * SCHED_MAX_GPUS), users (SCHED_STAT_USERS slots and "other"), and fixed
- * words (kinds, reasons, modes). Nothing here is per client or per pid.
+ * policy's counters); labels are bounded by construction: GPUs that NVML
+ * or the configuration vouch for (a made-up UUID adds no series: those
+ * GPUs are only counted, in vshare_gpus_unverified), users
+ * (SCHED_STAT_USERS slots and "other"), and fixed words (kinds, reasons,
+ * modes). Nothing here is per client or per pid.
+ *
+ * A render may be large (hundreds of GPUs): each GPU's label prefix is
+ * built once per render and copied, and nothing is formatted a character
+ * at a time. metrics_cached serves every reader from one render a second.
  *
  * Times are counted in ms (us for swap-ins) and written in seconds from
  * those integers, so a sum never loses a count to rounding.
@@ -39,6 +45,15 @@ static int grow(struct metrics_buf *b, size_t more)
 	return 0;
 }
 
+static void put(struct metrics_buf *b, const char *p, size_t n)
+{
+	if (grow(b, n) != 0)
+		return;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0'; /* a string at every step, as vsnprintf leaves it */
+}
+
 void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -55,17 +70,31 @@ void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+static void put_str(struct metrics_buf *b, const char *v)
+{
+	put(b, v, strlen(v));
+}
+
+/* Runs of plain characters are copied whole; only the few that the
+ * format escapes are written one at a time. */
 static void put_escaped(struct metrics_buf *b, const char *v, int quote)
 {
-	for (; *v; v++) {
+	const char *special = quote ? "\\\n\"" : "\\\n";
+
+	while (*v) {
+		size_t n = strcspn(v, special);
+
+		put(b, v, n);
+		v += n;
 		if (*v == '\\')
-			metrics_printf(b, "\\\\");
+			put_str(b, "\\\\");
 		else if (*v == '\n')
-			metrics_printf(b, "\\n");
-		else if (*v == '"' && quote)
-			metrics_printf(b, "\\\"");
+			put_str(b, "\\n");
+		else if (*v == '"')
+			put_str(b, "\\\"");
 		else
-			metrics_printf(b, "%c", *v);
+			break;
+		v++;
 	}
 }
 
@@ -82,43 +111,91 @@ void metrics_help_text(struct metrics_buf *b, const char *v)
 static void family(struct metrics_buf *b, const char *name, const char *type,
 		   const char *help)
 {
-	metrics_printf(b, "# HELP %s ", name);
+	put_str(b, "# HELP ");
+	put_str(b, name);
+	put(b, " ", 1);
 	metrics_help_text(b, help);
-	metrics_printf(b, "\n# TYPE %s %s\n", name, type);
+	put_str(b, "\n# TYPE ");
+	put_str(b, name);
+	put(b, " ", 1);
+	put_str(b, type);
+	put(b, "\n", 1);
 }
 
 /* A value from an integer count of units: 1 (a count), 1000 (ms) or
  * 1000000 (us), written exactly. */
 static void value(struct metrics_buf *b, uint64_t v, uint64_t per_unit)
 {
+	char t[48];
+	int n;
+
 	if (per_unit == 1)
-		metrics_printf(b, " %llu\n", (unsigned long long)v);
+		n = snprintf(t, sizeof(t), " %llu\n", (unsigned long long)v);
 	else
-		metrics_printf(b, " %llu.%0*llu\n",
-			       (unsigned long long)(v / per_unit),
-			       per_unit == 1000 ? 3 : 6,
-			       (unsigned long long)(v % per_unit));
+		n = snprintf(t, sizeof(t), " %llu.%0*llu\n",
+			     (unsigned long long)(v / per_unit),
+			     per_unit == 1000 ? 3 : 6,
+			     (unsigned long long)(v % per_unit));
+	put(b, t, (size_t)n);
 }
 
-/* `name{gpu="...",index="N"` with the closing brace left to the caller,
- * who may add labels. */
-static void gpu_labels(struct metrics_buf *b, const char *name,
-		       const struct sched_gpu_info *gi)
+/* ---- one render ---- */
+
+/* What a render reads of one GPU, taken once: its views, its counters,
+ * and its label prefix `{gpu="...",index="N"` (the closing brace left to
+ * the caller, who may add labels). */
+struct row {
+	struct sched_gpu_info gi;
+	struct sched_gpu_stats st;
+	char lab[96];
+	size_t lab_len;
+};
+
+struct render {
+	struct metrics_buf b;
+	const struct sched *s;
+	struct row *rows;           /* the vouched GPUs */
+	size_t n, unverified;
+	char le[SCHED_HIST_N + 1][16];
+};
+
+static void row_init(struct row *r, const struct sched *s,
+		     const struct sched_gpu *g)
 {
 	char uuid[VS_UUID_STR_LEN];
+	int n;
 
-	vs_uuid_format(gi->uuid, uuid);
-	metrics_printf(b, "%s{gpu=\"", name);
-	metrics_label_value(b, uuid);
-	metrics_printf(b, "\",index=\"%u\"", gi->index);
+	sched_gpu_info(g, &r->gi);
+	sched_gpu_stats(s, g, &r->st);
+	/* Hex digits and dashes: nothing to escape. */
+	vs_uuid_format(r->gi.uuid, uuid);
+	n = snprintf(r->lab, sizeof(r->lab), "{gpu=\"%s\",index=\"%u\"",
+		     uuid, r->gi.index);
+	r->lab_len = n > 0 && (size_t)n < sizeof(r->lab) ? (size_t)n : 0;
+}
+
+/* `name{gpu="...",index="N"`, the brace left open. */
+static void gpu_labels(struct metrics_buf *b, const char *name,
+		       const struct row *r)
+{
+	put_str(b, name);
+	put(b, r->lab, r->lab_len);
 }
 
 /* One label more: `,key="value"`. */
 static void label(struct metrics_buf *b, const char *key, const char *v)
 {
-	metrics_printf(b, ",%s=\"", key);
+	put(b, ",", 1);
+	put_str(b, key);
+	put(b, "=\"", 2);
 	metrics_label_value(b, v);
-	metrics_printf(b, "\"");
+	put(b, "\"", 1);
+}
+
+static void close_value(struct metrics_buf *b, uint64_t v, uint64_t per_unit)
+{
+	put(b, "}", 1);
+	value(b, v, per_unit);
 }
 
 /* ---- per-GPU gauges, from the views ---- */
@@ -156,36 +233,29 @@ static const struct gauge gauges[] = {
 	  g_members, 1 },
 };
 
-static void gpu_modes(struct metrics_buf *b, const struct sched *s)
+static void gpu_modes(struct render *r)
 {
 	static const uint32_t modes[] = { VS_MODE_AUTO, VS_MODE_ON, VS_MODE_OFF };
-	struct sched_gpu_info gi;
 
-	family(b, "vshare_gpu_mode", "gauge", "Mode of the GPU: 1 for the "
+	family(&r->b, "vshare_gpu_mode", "gauge", "Mode of the GPU: 1 for the "
 	       "mode in force, 0 for the others.");
-	for (size_t i = 0; i < sched_gpu_count(s); i++) {
-		sched_gpu_info(sched_gpu_at(s, i), &gi);
+	for (size_t i = 0; i < r->n; i++)
 		for (size_t k = 0; k < sizeof(modes) / sizeof(modes[0]); k++) {
-			gpu_labels(b, "vshare_gpu_mode", &gi);
-			label(b, "mode", vs_mode_name(modes[k]));
-			metrics_printf(b, "}");
-			value(b, gi.mode == modes[k], 1);
+			gpu_labels(&r->b, "vshare_gpu_mode", &r->rows[i]);
+			label(&r->b, "mode", vs_mode_name(modes[k]));
+			close_value(&r->b, r->rows[i].gi.mode == modes[k], 1);
 		}
-	}
 }
 
-static void gpu_gauges(struct metrics_buf *b, const struct sched *s)
+static void gpu_gauges(struct render *r)
 {
-	struct sched_gpu_info gi;
-
-	gpu_modes(b, s);
+	gpu_modes(r);
 	for (size_t f = 0; f < sizeof(gauges) / sizeof(gauges[0]); f++) {
-		family(b, gauges[f].name, "gauge", gauges[f].help);
-		for (size_t i = 0; i < sched_gpu_count(s); i++) {
-			sched_gpu_info(sched_gpu_at(s, i), &gi);
-			gpu_labels(b, gauges[f].name, &gi);
-			metrics_printf(b, "}");
-			value(b, gauges[f].get(&gi), gauges[f].per_unit);
+		family(&r->b, gauges[f].name, "gauge", gauges[f].help);
+		for (size_t i = 0; i < r->n; i++) {
+			gpu_labels(&r->b, gauges[f].name, &r->rows[i]);
+			close_value(&r->b, gauges[f].get(&r->rows[i].gi),
+				    gauges[f].per_unit);
 		}
 	}
 }
@@ -229,121 +299,106 @@ static const struct counter counters[] = {
 	{ "vshare_revocations_total", "Grants taken back from unresponsive "
 	  "holders (skip_unresponsive).", ST(revocations), 1, NULL, NULL, 1 },
 	{ "vshare_swapins_total", "Swap-ins reported by holders after an "
-	  "oversubscribed grant.", ST(swapins), 1, NULL, NULL, 1 },
+	  "oversubscribed grant (one per grant).", ST(swapins), 1, NULL, NULL,
+	  1 },
 	{ "vshare_swapin_bytes_total", "Bytes the holders reported "
-	  "prefetching to the GPU on oversubscribed grants.", ST(swap_bytes),
-	  1, NULL, NULL, 1 },
+	  "prefetching to the GPU on oversubscribed grants (each report at "
+	  "most 16 TiB).", ST(swap_bytes), 1, NULL, NULL, 1 },
 	{ "vshare_swapin_seconds_total", "Time the holders reported "
 	  "prefetching (each report at most a quantum).", ST(swap_us),
 	  1000000, NULL, NULL, 1 },
 };
 
 static void gpu_counter(struct metrics_buf *b, const struct counter *c,
-			const struct sched_gpu_info *gi,
-			const struct sched_gpu_stats *st)
+			const struct row *r)
 {
 	const uint64_t *v = (const uint64_t *)(const void *)
-			    ((const char *)st + c->off);
+			    ((const char *)&r->st + c->off);
 
 	for (size_t k = 0; k < c->n; k++) {
 		if (c->key != NULL && c->names[k] == NULL)
 			continue;
-		gpu_labels(b, c->name, gi);
+		gpu_labels(b, c->name, r);
 		if (c->key != NULL)
 			label(b, c->key, c->names[k]);
-		metrics_printf(b, "}");
-		value(b, v[k], c->per_unit);
+		close_value(b, v[k], c->per_unit);
 	}
 }
 
-static void gpu_counters(struct metrics_buf *b, const struct sched *s,
-			 const struct sched_gpu_stats *st)
+static void gpu_counters(struct render *r)
 {
-	struct sched_gpu_info gi;
-
 	for (size_t f = 0; f < sizeof(counters) / sizeof(counters[0]); f++) {
-		family(b, counters[f].name, "counter", counters[f].help);
-		for (size_t i = 0; i < sched_gpu_count(s); i++) {
-			sched_gpu_info(sched_gpu_at(s, i), &gi);
-			gpu_counter(b, &counters[f], &gi, &st[i]);
-		}
+		family(&r->b, counters[f].name, "counter", counters[f].help);
+		for (size_t i = 0; i < r->n; i++)
+			gpu_counter(&r->b, &counters[f], &r->rows[i]);
 	}
 }
 
-static void hist(struct metrics_buf *b, const char *name,
-		 const struct sched_gpu_info *gi, const struct sched_hist *h)
+/* `name_suffix{gpu="...",index="N"`. */
+static void hist_labels(struct metrics_buf *b, const char *name,
+			const char *suffix, const struct row *row)
+{
+	put_str(b, name);
+	gpu_labels(b, suffix, row);
+}
+
+static void hist(struct render *r, const char *name, const struct row *row,
+		 const struct sched_hist *h)
 {
 	uint64_t cum = 0;
-	char le[32];
 
 	for (size_t k = 0; k <= SCHED_HIST_N; k++) {
 		cum += h->bucket[k];
-		if (k < SCHED_HIST_N)
-			snprintf(le, sizeof(le), "%g",
-				 sched_hist_le_ms[k] / 1000.0);
-		else
-			snprintf(le, sizeof(le), "+Inf");
-		metrics_printf(b, "%s_bucket", name);
-		gpu_labels(b, "", gi);
-		label(b, "le", le);
-		metrics_printf(b, "}");
-		value(b, cum, 1);
+		hist_labels(&r->b, name, "_bucket", row);
+		label(&r->b, "le", r->le[k]);
+		close_value(&r->b, cum, 1);
 	}
-	metrics_printf(b, "%s_sum", name);
-	gpu_labels(b, "", gi);
-	metrics_printf(b, "}");
-	value(b, h->sum_ms, 1000);
-	metrics_printf(b, "%s_count", name);
-	gpu_labels(b, "", gi);
-	metrics_printf(b, "}");
-	value(b, h->count, 1);
+	hist_labels(&r->b, name, "_sum", row);
+	close_value(&r->b, h->sum_ms, 1000);
+	hist_labels(&r->b, name, "_count", row);
+	close_value(&r->b, h->count, 1);
 }
 
-static void gpu_hists(struct metrics_buf *b, const struct sched *s,
-		      const struct sched_gpu_stats *st)
+static void gpu_hists(struct render *r)
 {
-	struct sched_gpu_info gi;
-
-	family(b, "vshare_wait_seconds", "histogram", "Time from a request to "
-	       "its grant.");
-	for (size_t i = 0; i < sched_gpu_count(s); i++) {
-		sched_gpu_info(sched_gpu_at(s, i), &gi);
-		hist(b, "vshare_wait_seconds", &gi, &st[i].wait);
-	}
-	family(b, "vshare_hold_seconds", "histogram", "Time from a grant to "
-	       "its release (or the holder's departure or revocation).");
-	for (size_t i = 0; i < sched_gpu_count(s); i++) {
-		sched_gpu_info(sched_gpu_at(s, i), &gi);
-		hist(b, "vshare_hold_seconds", &gi, &st[i].hold);
-	}
+	family(&r->b, "vshare_wait_seconds", "histogram", "Time from a request "
+	       "to its grant; only waits that ended in a grant (a request "
+	       "withdrawn, or whose client left, is not counted).");
+	for (size_t i = 0; i < r->n; i++)
+		hist(r, "vshare_wait_seconds", &r->rows[i], &r->rows[i].st.wait);
+	family(&r->b, "vshare_hold_seconds", "histogram", "Time from a grant "
+	       "to its release (or the holder's departure or revocation).");
+	for (size_t i = 0; i < r->n; i++)
+		hist(r, "vshare_hold_seconds", &r->rows[i], &r->rows[i].st.hold);
 }
 
 /* GPU time per user: users with a slot by uid, the rest as "other";
  * series only for users that held this GPU. */
-static void gpu_users(struct metrics_buf *b, const struct sched *s,
-		      const struct sched_gpu_stats *st)
+static void gpu_users(struct render *r)
 {
-	const struct sched_stat_users *su = sched_stat_users(s);
-	struct sched_gpu_info gi;
+	const struct sched_stat_users *su = sched_stat_users(r->s);
 	char uid[16];
 
-	family(b, "vshare_gpu_held_seconds_total", "counter", "GPU time held, "
-	       "by user (uid; users past the first 64 since the start are "
-	       "folded into uid \"other\").");
-	for (size_t i = 0; i < sched_gpu_count(s); i++) {
-		sched_gpu_info(sched_gpu_at(s, i), &gi);
+	family(&r->b, "vshare_gpu_held_seconds_total", "counter", "GPU time "
+	       "held, by user (uid; users past the first 64 since the start "
+	       "are folded into uid \"other\"). Summed over the holders: "
+	       "where several hold a GPU at once (shared grants), their "
+	       "times add up, so a GPU's sum may exceed the time elapsed.");
+	for (size_t i = 0; i < r->n; i++) {
+		const struct sched_gpu_stats *st = &r->rows[i].st;
+
 		for (uint32_t k = 0; k <= SCHED_STAT_USERS; k++) {
-			if (st[i].held_ms[k] == 0 || (k < SCHED_STAT_USERS &&
-						      k >= su->n))
+			if (st->held_ms[k] == 0 || (k < SCHED_STAT_USERS &&
+						    k >= su->n))
 				continue;
 			if (k == SCHED_STAT_OTHER)
 				snprintf(uid, sizeof(uid), "other");
 			else
 				snprintf(uid, sizeof(uid), "%u", su->uid[k]);
-			gpu_labels(b, "vshare_gpu_held_seconds_total", &gi);
-			label(b, "uid", uid);
-			metrics_printf(b, "}");
-			value(b, st[i].held_ms[k], 1000);
+			gpu_labels(&r->b, "vshare_gpu_held_seconds_total",
+				   &r->rows[i]);
+			label(&r->b, "uid", uid);
+			close_value(&r->b, st->held_ms[k], 1000);
 		}
 	}
 }
@@ -354,56 +409,118 @@ static void gpu_users(struct metrics_buf *b, const struct sched *s,
 static const char *const refusal_names[] = { METRICS_REFUSALS(METRICS_NAME) };
 #undef METRICS_NAME
 
-static void daemon_part(struct metrics_buf *b, const struct sched *s,
-			const struct metrics_daemon *d)
+static void one(struct metrics_buf *b, const char *name, const char *type,
+		const char *help, uint64_t v)
 {
+	family(b, name, type, help);
+	put_str(b, name);
+	value(b, v, 1);
+}
+
+static void daemon_part(struct render *r, const struct metrics_daemon *d)
+{
+	struct metrics_buf *b = &r->b;
+
 	family(b, "vshare_build_info", "gauge", "The running vshare and its "
 	       "protocol version.");
-	metrics_printf(b, "vshare_build_info{version=\"");
+	put_str(b, "vshare_build_info{version=\"");
 	metrics_label_value(b, d->version ? d->version : "");
 	metrics_printf(b, "\",protocol=\"%u\"} 1\n", VS_PROTO_VERSION);
-	family(b, "vshare_connections", "gauge", "Peer connections open now.");
-	metrics_printf(b, "vshare_connections");
-	value(b, d->conns, 1);
-	family(b, "vshare_connections_total", "counter", "Peer connections "
-	       "accepted.");
-	metrics_printf(b, "vshare_connections_total");
-	value(b, d->conns_total, 1);
-	family(b, "vshare_clients", "gauge", "Registered clients (programs "
-	       "under the shim) now.");
-	metrics_printf(b, "vshare_clients");
-	value(b, sched_client_count(s), 1);
+	one(b, "vshare_connections_open", "gauge", "Peer connections open "
+	    "now.", d->conns);
+	one(b, "vshare_connections_total", "counter", "Peer connections "
+	    "accepted.", d->conns_total);
+	one(b, "vshare_clients", "gauge", "Registered clients (programs "
+	    "under the shim) now.", sched_client_count(r->s));
+	one(b, "vshare_gpus_unverified", "gauge", "GPUs attached that neither "
+	    "NVML nor the configuration's \"gpus\" vouch for: they have no "
+	    "series of their own.", r->unverified);
 	family(b, "vshare_refusals_total", "counter", "Peers and requests "
 	       "refused, by reason.");
 	for (size_t k = 0; k < METRICS_REFUSE__N; k++) {
-		metrics_printf(b, "vshare_refusals_total{reason=\"%s\"}",
-			       refusal_names[k]);
+		put_str(b, "vshare_refusals_total{reason=\"");
+		put_str(b, refusal_names[k]);
+		put(b, "\"}", 2);
 		value(b, d->refused[k], 1);
 	}
+}
+
+static int render_init(struct render *r, const struct sched *s)
+{
+	size_t n = sched_gpu_count(s);
+
+	memset(r, 0, sizeof(*r));
+	r->s = s;
+	r->rows = calloc(n ? n : 1, sizeof(*r->rows));
+	if (r->rows == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const struct sched_gpu *g = sched_gpu_at(s, i);
+
+		if (sched_gpu_vouched(s, g))
+			row_init(&r->rows[r->n++], s, g);
+		else
+			r->unverified++;
+	}
+	for (size_t k = 0; k < SCHED_HIST_N; k++)
+		snprintf(r->le[k], sizeof(r->le[k]), "%g",
+			 sched_hist_le_ms[k] / 1000.0);
+	snprintf(r->le[SCHED_HIST_N], sizeof(r->le[0]), "+Inf");
+	return 0;
 }
 
 char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
 		     size_t *len)
 {
-	struct metrics_buf b = { NULL, 0, 0, 0 };
-	size_t n = sched_gpu_count(s);
-	struct sched_gpu_stats *st = calloc(n ? n : 1, sizeof(*st));
+	struct render r;
 
-	if (st == NULL)
+	if (render_init(&r, s) != 0)
 		return NULL;
-	for (size_t i = 0; i < n; i++)
-		sched_gpu_stats(s, sched_gpu_at(s, i), &st[i]);
-	daemon_part(&b, s, d);
-	gpu_gauges(&b, s);
-	gpu_counters(&b, s, st);
-	gpu_hists(&b, s, st);
-	gpu_users(&b, s, st);
-	free(st);
-	if (b.oom || grow(&b, 0) != 0) {
-		free(b.p);
+	daemon_part(&r, d);
+	gpu_gauges(&r);
+	gpu_counters(&r);
+	gpu_hists(&r);
+	gpu_users(&r);
+	free(r.rows);
+	if (r.b.oom || grow(&r.b, 0) != 0) {
+		free(r.b.p);
 		return NULL;
 	}
-	b.p[b.len] = '\0';
-	*len = b.len;
-	return b.p;
+	r.b.p[r.b.len] = '\0';
+	*len = r.b.len;
+	return r.b.p;
+}
+
+/* ---- the cache ---- */
+
+char *metrics_cached(struct metrics_cache *c, const struct sched *s,
+		     const struct metrics_daemon *d, uint64_t now_ms,
+		     size_t *len)
+{
+	char *copy;
+
+	if (c->text == NULL || now_ms >= c->at + METRICS_CACHE_MS ||
+	    now_ms < c->at) {
+		size_t n = 0;
+		char *t = metrics_render(s, d, &n);
+
+		if (t == NULL)
+			return NULL;
+		free(c->text);
+		c->text = t;
+		c->len = n;
+		c->at = now_ms;
+	}
+	copy = malloc(c->len + 1);
+	if (copy == NULL)
+		return NULL;
+	memcpy(copy, c->text, c->len + 1);
+	*len = c->len;
+	return copy;
+}
+
+void metrics_cache_free(struct metrics_cache *c)
+{
+	free(c->text);
+	c->text = NULL;
 }

@@ -45,6 +45,25 @@ struct metrics_daemon {
 char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
 		     size_t *len);
 
+/* One render served to every reader for METRICS_CACHE_MS: a scrape then
+ * costs the loop a copy, however many scrapers (HTTP, VS_MSG_METRICS)
+ * there are and however often they ask. Prometheus scrapes every 15 s or
+ * so; a second is fresh enough for any of them, and bounds the renders
+ * to one a second. */
+#define METRICS_CACHE_MS 1000u
+struct metrics_cache {
+	char *text;                 /* NULL: none yet */
+	size_t len;
+	uint64_t at;                /* when it was rendered, ms */
+};
+/* A malloc'd copy (NUL-terminated, *len without the NUL) of the cached
+ * text, rendered anew when it is METRICS_CACHE_MS old or more; NULL
+ * when out of memory. */
+char *metrics_cached(struct metrics_cache *c, const struct sched *s,
+		     const struct metrics_daemon *d, uint64_t now_ms,
+		     size_t *len);
+void metrics_cache_free(struct metrics_cache *c);
+
 /* A growing text. After a failed allocation it stays as it was and
  * `oom` is set; every later append is a no-op. */
 struct metrics_buf {

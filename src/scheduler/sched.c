@@ -74,31 +74,37 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 	uint32_t kind = g->mode == VS_MODE_ON ||
 			(g->mode == VS_MODE_AUTO && m->fp > m->cap) ?
 			VS_GRANT_EXCLUSIVE : VS_GRANT_SHARED;
+	/* Oversubscribed: the working sets of everyone attached do not fit,
+	 * so pages of the new holder may have been evicted: prefetch them,
+	 * and report that one swap-in (sched_swapped). */
+	uint32_t flags = g->total_fp > m->cap ? VS_GRANTF_OVERSUB : 0;
 	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
 
 	g->st.grants[kind]++;
+	m->swap_due = flags != 0;
 	if (o == NULL)
 		return;
 	o->type = VS_MSG_GRANT;
 	memcpy(o->u.grant.uuid, g->uuid, VS_UUID_LEN);
 	o->u.grant.kind = kind;
-	/* Oversubscribed: the working sets of everyone attached do not fit,
-	 * so pages of the new holder may have been evicted: prefetch them. */
-	o->u.grant.flags = g->total_fp > m->cap ? VS_GRANTF_OVERSUB : 0;
+	o->u.grant.flags = flags;
 	o->u.grant.tq_ms = g->tq_ms;
 }
 
+/* `why` indexes the drop counters: a VS_DROP_* reason, or SCHED_DROP_FAIR
+ * (on the wire a quantum drop). Counted once it is queued to be sent. */
 static struct sched_out *emit_drop(struct sched *s, struct sched_member *m,
-				   uint32_t reason)
+				   uint32_t why)
 {
 	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
 
-	m->g->st.drops[reason]++;
 	if (o == NULL)
 		return NULL;
+	m->g->st.drops[why]++;
 	o->type = VS_MSG_DROP;
 	memcpy(o->u.drop.uuid, m->g->uuid, VS_UUID_LEN);
-	o->u.drop.reason = reason;
+	o->u.drop.reason = why == SCHED_DROP_FAIR ? VS_DROP_QUANTUM : why;
+	o->fair = why == SCHED_DROP_FAIR; /* the log tells it apart */
 	return o;
 }
 
@@ -149,17 +155,17 @@ void sched_unhold(struct sched *s, struct sched_member *m)
 
 /* A drop that must be obeyed within the grace period. */
 struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
-				  uint32_t reason, uint64_t now)
+				  uint32_t why, uint64_t now)
 {
 	if (m->hard)
 		return NULL;
-	m->hard = reason;
+	m->hard = why == SCHED_DROP_FAIR ? VS_DROP_QUANTUM : why;
 	m->hard_at = now;
 	m->g->hard_seq++;
 	m->hung_reported = 0;
 	m->g->n_hard++;
 	m->preempted = 0;
-	return emit_drop(s, m, reason);
+	return emit_drop(s, m, why);
 }
 
 /* May waiter m start now, beside the current holders? */
@@ -206,7 +212,6 @@ static void update_contention(struct sched *s, struct sched_gpu *g,
 static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 {
 	const struct sched_member *w;
-	struct sched_out *o;
 	uint64_t slice;
 
 	if (g->policy != SCHED_POLICY_FAIR || g->mode == VS_MODE_OFF ||
@@ -220,13 +225,8 @@ static void preempt(struct sched *s, struct sched_gpu *g, uint64_t now)
 		if (h->hard || now < h->since + slice ||
 		    !sched_fair_much_less(s, g, w, h, now))
 			continue;
-		o = sched_hard_drop(s, h, VS_DROP_QUANTUM, now);
+		sched_hard_drop(s, h, SCHED_DROP_FAIR, now);
 		h->preempted = 1;
-		if (o != NULL) {
-			o->fair = 1; /* the log and the counters tell it apart */
-			g->st.drops[VS_DROP_QUANTUM]--;
-			g->st.drops[SCHED_DROP_FAIR]++;
-		}
 	}
 }
 
@@ -553,14 +553,16 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 		return VS_E_NOGPU;
 	if (m->state != SCHED_ST_HOLDING)
 		return VS_E_STATE;
-	/* A report longer than a quantum is not a swap-in of this grant:
-	 * a client must not stretch everyone's slice beyond the quantum. */
+	/* One report per oversubscribed grant: others are no swap-in of
+	 * ours, and are ignored (a holder must not inflate the counters or
+	 * the slice). A report longer than a quantum is clamped to it. */
+	if (!m->swap_due)
+		return 0;
+	m->swap_due = 0;
 	if (us > (uint64_t)m->g->tq_ms * 1000u)
 		us = (uint64_t)m->g->tq_ms * 1000u;
 	sched_fair_swapped(m->g, us);
-	m->g->st.swapins++;
-	m->g->st.swap_us += us;
-	m->g->st.swap_bytes += bytes;
+	sched_stat_swapped(m->g, us, bytes);
 	m->g->slice_ms = sched_fair_slice(s, m->g);
 	return 0;
 }

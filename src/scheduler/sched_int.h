@@ -68,6 +68,8 @@ struct sched_member {
 	uint32_t pos;             /* waiting: place in the queue, 1 first */
 	uint64_t seq;             /* waiting: order of the requests */
 	int preempted;            /* its hard drop is a fair preemption */
+	int swap_due;             /* holding an oversubscribed grant whose
+				   * swap-in is not reported yet */
 	int out;                  /* preempted and not yet granted again */
 	uint64_t out_at;          /* when that preemption took the GPU */
 	uint64_t out_hard;        /* g->hard_seq then */
@@ -168,10 +170,11 @@ struct sched {
 void sched_admit(struct sched *s, struct sched_gpu *g);
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason);
 void sched_unhold(struct sched *s, struct sched_member *m);
-/* A drop that must be obeyed within the grace period; the outbox entry
- * it pushed, NULL if none (one was pending, or out of memory). */
+/* A drop that must be obeyed within the grace period, `why` a VS_DROP_*
+ * reason or SCHED_DROP_FAIR (a quantum drop, counted apart); the outbox
+ * entry it pushed, NULL if none (one was pending, or out of memory). */
 struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
-				  uint32_t reason, uint64_t now);
+				  uint32_t why, uint64_t now);
 
 /* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
@@ -234,6 +237,7 @@ void sched_stat_granted(struct sched_gpu *g, const struct sched_member *m,
 void sched_stat_unheld(struct sched_gpu *g, const struct sched_member *m,
 		       uint64_t now);
 void sched_stat_hist(struct sched_hist *h, uint64_t ms);
+void sched_stat_swapped(struct sched_gpu *g, uint64_t us, uint64_t bytes);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

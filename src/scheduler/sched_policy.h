@@ -311,6 +311,9 @@ struct sched_stat_users {
 void sched_gpu_stats(const struct sched *s, const struct sched_gpu *g,
 		     struct sched_gpu_stats *out);
 const struct sched_stat_users *sched_stat_users(const struct sched *s);
+/* 1 when NVML or the configuration's "gpus" vouch for the GPU: only
+ * those have series of their own (a made-up UUID adds none). */
+int sched_gpu_vouched(const struct sched *s, const struct sched_gpu *g);
 
 /* Clients in order of arrival: iterate from sched_client_first. */
 const struct sched_client *sched_client_first(const struct sched *s);

@@ -4,6 +4,8 @@
  * transitions call in here as they decide, and nothing here decides.
  */
 
+#include <string.h>
+
 #include "sched_int.h"
 
 /* Prometheus's le bounds in ms: 1 ms to 10 min, about three per decade
@@ -51,6 +53,31 @@ void sched_stat_unheld(struct sched_gpu *g, const struct sched_member *m,
 		       uint64_t now)
 {
 	sched_stat_hist(&g->st.hold, now > m->since ? now - m->since : 0);
+}
+
+/* Taken once per oversubscribed grant (sched_swapped), its time clamped
+ * to the quantum there, its bytes to SCHED_FP_MAX here: not to the
+ * footprint, which a client reports in steps, so that its prefetch may
+ * exceed the last report. */
+void sched_stat_swapped(struct sched_gpu *g, uint64_t us, uint64_t bytes)
+{
+	if (bytes > SCHED_FP_MAX)
+		bytes = SCHED_FP_MAX;
+	g->st.swapins++;
+	g->st.swap_us += us;
+	g->st.swap_bytes += bytes;
+}
+
+/* NVML's report, or an entry of the configuration's "gpus": a GPU that
+ * is there, not a UUID that a client made up. */
+int sched_gpu_vouched(const struct sched *s, const struct sched_gpu *g)
+{
+	if (g->drv_total != 0)
+		return 1;
+	for (size_t i = 0; i < s->cfg.n_gpus; i++)
+		if (memcmp(s->gcfg[i].uuid, g->uuid, VS_UUID_LEN) == 0)
+			return 1;
+	return 0;
 }
 
 void sched_gpu_stats(const struct sched *s, const struct sched_gpu *g,

@@ -253,54 +253,63 @@ static uint64_t gpu_total(const struct sched_gpu *g)
 	return gi.total_mem;
 }
 
-/* Which limit refused an ATTACH or a REQUEST, and its value; counted. */
-static const char *limit_name(const struct conn *c, uint16_t type, int rc,
-			      uint32_t *value)
+/* Which limit refused an ATTACH or a REQUEST: what to tell the client,
+ * the limit's value, and the reason it is counted under (or none). */
+struct limit {
+	const char *name;
+	uint32_t value;
+	int reason;                 /* METRICS_REFUSE_*, -1: not a limit */
+};
+
+static struct limit limit_of(const struct conn *c, uint16_t type, int rc,
+			     const uint8_t uuid[VS_UUID_LEN])
 {
 	const struct conf *l = c->srv->conf;
-	uint64_t *refused = c->srv->mx.refused;
+	const struct sched *sc = c->srv->sched;
 	struct sched_uid_info ui;
 
-	if (rc == VS_E_FULL) {
-		*value = SCHED_MAX_GPUS;
-		refused[METRICS_REFUSE_gpu_table]++;
-		return "GPU table full";
-	}
-	if (type == VS_MSG_REQUEST) {
-		*value = l->uid_requests;
-		refused[METRICS_REFUSE_uid_requests]++;
-		return "uid_requests";
-	}
-	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
-	    ui.n_gpus >= l->uid_gpus) {
-		*value = l->uid_gpus;
-		refused[METRICS_REFUSE_uid_gpus]++;
-		return "uid_gpus";
-	}
-	*value = SCHED_MAX_CLIENT_GPUS;
-	refused[METRICS_REFUSE_client_gpus]++;
-	return "GPUs per client";
+	/* VS_E_FULL is the GPU table only for a new GPU with the table
+	 * full; otherwise the policy ran out of memory. */
+	if (rc == VS_E_FULL && type == VS_MSG_ATTACH &&
+	    sched_gpu_find(sc, uuid) == NULL &&
+	    sched_gpu_count(sc) >= SCHED_MAX_GPUS)
+		return (struct limit){ "GPU table full", SCHED_MAX_GPUS,
+				       METRICS_REFUSE_gpu_table };
+	if (rc == VS_E_FULL)
+		return (struct limit){ "out of memory", 0, -1 };
+	if (type == VS_MSG_REQUEST)
+		return (struct limit){ "uid_requests", l->uid_requests,
+				       METRICS_REFUSE_uid_requests };
+	if (sched_uid_info(sc, c->cred.uid, &ui) == 0 &&
+	    ui.n_gpus >= l->uid_gpus)
+		return (struct limit){ "uid_gpus", l->uid_gpus,
+				       METRICS_REFUSE_uid_gpus };
+	return (struct limit){ "GPUs per client", SCHED_MAX_CLIENT_GPUS,
+			       METRICS_REFUSE_client_gpus };
 }
 
 /* A refusal by a limit names the GPU first, so that the client knows
- * which GPU to run unshared (include/vshare/proto.h). Logged once per
- * connection: a peer must not be able to fill the log. */
+ * which GPU to run unshared (include/vshare/proto.h). Counted once, by
+ * its reason; logged once per connection: a peer must not be able to
+ * fill the log. */
 static void refuse(struct conn *c, uint16_t type, const void *payload, int rc)
 {
+	const uint8_t *id = ((const struct vs_gpu_ref *)payload)->uuid;
 	char uuid[VS_UUID_STR_LEN];
-	uint32_t value;
-	const char *what = limit_name(c, type, rc, &value);
+	struct limit lim = limit_of(c, type, rc, id);
 
-	vs_uuid_format(((const struct vs_gpu_ref *)payload)->uuid, uuid);
+	if (lim.reason >= 0)
+		c->srv->mx.refused[lim.reason]++;
+	vs_uuid_format(id, uuid);
 	if (!c->refused_once)
 		log_warn("%s refused for uid %u (pid %d) on %s: %s (%u); the "
 			 "client runs that GPU unshared",
 			 type == VS_MSG_ATTACH ? "attach" : "request",
-			 c->cred.uid, c->cred.pid, uuid, what, value);
+			 c->cred.uid, c->cred.pid, uuid, lim.name, lim.value);
 	c->refused_once = 1;
-	conn_send_error(c, rc, value, "%s: %s refused: %s (%u)", uuid,
-			type == VS_MSG_ATTACH ? "attach" : "request", what,
-			value);
+	conn_send_error(c, rc, lim.value, "%s: %s refused: %s (%u)", uuid,
+			type == VS_MSG_ATTACH ? "attach" : "request", lim.name,
+			lim.value);
 }
 
 /*

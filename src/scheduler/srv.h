@@ -110,6 +110,7 @@ struct srv {
 	uint64_t st_gap;             /* ms before the next one may start */
 	uint64_t timer_due;
 	struct metrics_daemon mx;    /* connection counters, for metrics */
+	struct metrics_cache mcache; /* the text every metrics reader gets */
 	struct http *http;           /* metrics_listen's server, or NULL */
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
@@ -158,8 +159,8 @@ void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload);
 /* The status as JSON of at most max bytes (clients beyond it are
  * counted in "clients_omitted"); NULL when out of memory. */
 char *ctl_status_json(const struct sched *sched, size_t max, size_t *len);
-/* The metrics text (metrics.c) of the daemon now; NULL when out of
- * memory. */
+/* The metrics text (metrics.c) of the daemon, at most METRICS_CACHE_MS
+ * old, malloc'd; NULL when out of memory. */
 char *ctl_metrics_text(struct srv *s, size_t *len);
 
 #endif

@@ -275,8 +275,12 @@ def two_devices_metrics():
     device 1 (mode on, quantum 2 s) two programs take turns, on device 0
     (mode off) one runs alone. The per-GPU metrics match what ran: the
     settings, the turns on device 1 and none on device 0, and the GPU
-    time held on device 1 covers its kernels."""
-    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    time held on device 1 covers its kernels. Both GPUs are in the
+    configuration's "gpus" (the test driver has no NVML): only GPUs that
+    NVML or the configuration vouch for have series."""
+    td = ["GPU-76737464-0000-0000-0000-%012x" % i for i in range(2)]
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1,
+                  gpus={u: {"mode": "on"} for u in td})
     s.start()
     env = {"VSHARE_TD_DEVICES": 2}
     c = prog("-d", 0, "-n", 40, "-k", 10000, "-g", 1, "-W", 500, **env)
@@ -291,14 +295,17 @@ def two_devices_metrics():
                 uuid[dev] = g[p.pid][0]
         time.sleep(0.02)
     check(len(uuid) == 2, "both GPUs attached before the first launch")
+    check(sorted(uuid.values()) == td, "the test driver's UUIDs: %s" % uuid)
     for args in (["set-tq", "2", "--gpu", uuid[1]],
                  ["disable", "--gpu", uuid[0]]):
         out = subprocess.run([CTL, "-s", s.sock] + args, capture_output=True,
                              text=True, timeout=5)
         check(out.returncode == 0, "vsharectl %s" % " ".join(args))
     ok_exit(a, b, c)
+    time.sleep(1.1)  # the daemon's text may be a second old
     m = metrics(s.sock)
     g0, g1 = uuid[0], uuid[1]
+    check(metric(m, "vshare_gpus_unverified") == 0, "both GPUs vouched for")
     check(metric(m, "vshare_gpu_quantum_seconds", gpu=g1) == 2 and
           metric(m, "vshare_gpu_quantum_seconds", gpu=g0) == 1,
           "each GPU's quantum as set")

@@ -33,6 +33,8 @@ MiB = 1 << 20
 WORK_MB = 16          # each program's working set; two do not fit in 24
 CAPACITY_MB = 24
 SECONDS = 4           # each program's run
+# The test driver's device 0 (tests/driver/td_env.c: "vstd", then the index).
+TD_GPU0 = "GPU-76737464-0000-0000-0000-000000000000"
 
 
 def free_port():
@@ -149,8 +151,11 @@ class PrometheusScrape(unittest.TestCase):
         self.mport = free_port()
         conf = os.path.join(self.tmp, "scheduler.json")
         with open(conf, "w") as f:
+            # The test driver's GPU is vouched for by the configuration
+            # (there is no NVML here): only such GPUs have series.
             json.dump({"mode": "on", "tq_s": 1, "policy": "fcfs",
                        "capacity": "%dM" % CAPACITY_MB, "log_level": "debug",
+                       "gpus": {TD_GPU0: {"mode": "on"}},
                        "metrics_listen": "127.0.0.1:%d" % self.mport}, f)
         self.sched = Scheduler(self.tmp, config=conf)
         self.addCleanup(self.sched.stop)
@@ -225,9 +230,13 @@ class PrometheusScrape(unittest.TestCase):
         self.assertEqual(q("max_over_time(vshare_gpu_holders[5m])"), 1)
         self.assertGreaterEqual(q("max_over_time(vshare_gpu_queue_length[5m])"),
                                 1)
+        # The daemon's text may be a second older than the scrape.
+        self.prom.wait_value("vshare_clients", 0)
         self.assertEqual(q("vshare_gpu_holders"), 0)
         self.assertEqual(q("vshare_gpu_queue_length"), 0)
-        self.assertEqual(q("vshare_clients"), 0)
+        self.assertEqual(q('count(vshare_gpu_holders{gpu="%s"})' % TD_GPU0),
+                         1)
+        self.assertEqual(q("vshare_gpus_unverified"), 0)
         self.assertEqual(q("vshare_gpu_capacity_bytes"), CAPACITY_MB * MiB)
         self.assertEqual(q('vshare_gpu_mode{mode="on"}'), 1)
         self.assertGreaterEqual(q("vshare_connections_total"), 2)
@@ -237,6 +246,11 @@ class PrometheusScrape(unittest.TestCase):
         self.assertGreaterEqual(q("sum(vshare_swapins_total)"), 1)
         self.assertEqual(q("sum(vshare_swapin_bytes_total)"), prefetched)
         self.assertEqual(q('vshare_build_info{protocol="3"}'), 1)
+        # Every scrape of the run succeeded: the endpoint answered while
+        # the programs took turns.
+        self.assertEqual(q('min_over_time(up{job="vshare"}[5m])'), 1)
+        self.assertGreaterEqual(
+            q('count_over_time(up{job="vshare"}[5m])'), 2)
         # A clean stop: the endpoint closes with the loop (and a
         # sanitizer build finds nothing to report).
         self.prom.stop()

@@ -123,6 +123,12 @@ def t_gpu_table(b):
         check(re.match(r"GPU-ee[0-9a-f]{6}-0000-.*: attach refused: "
                        r"uid_gpus \(64\)", msg), "message %r" % msg)
         check(len(d.status()["gpus"]) == 64, "GPU records")
+        # Counted under uid_gpus, and the made-up GPUs add no series.
+        wait_for(lambda: all(x in d.ctl("metrics")[1] for x in (
+            'vshare_refusals_total{reason="uid_gpus"} 960\n',
+            'vshare_refusals_total{reason="gpu_table"} 0\n',
+            "vshare_gpus_unverified 64\n")), 5, "the refusals counted")
+        check("GPU-ee" not in d.ctl("metrics")[1], "a made-up GPU's series")
         rc, out = victim(d, "--hold-ms", 10, "--cycles", 3)
         check(rc == 0, "victim not scheduled: " + out)
         check(d.logtext().count("attach refused") == 15,

@@ -1,7 +1,9 @@
 /*
  * The metrics: the policy's counters driven by a fake clock, and their
  * exposition text (src/scheduler/metrics.c): escaping, the shape of every
- * line, histogram buckets, the fold of users past SCHED_STAT_USERS.
+ * line, histogram buckets, the fold of users past SCHED_STAT_USERS, GPUs
+ * nobody vouches for, one swap-in report per oversubscribed grant, and
+ * the cache every reader is served from.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,17 @@
 
 static uint64_t fake_now;
 
+/* Linked with -Wl,--wrap=realloc (tests/sched/CMakeLists.txt): a
+ * realloc to fail_size bytes fails (0: none does), so that one table of
+ * the policy cannot grow while the others can. */
+static size_t fail_size;
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n)
+{
+	return fail_size != 0 && n == fail_size ? NULL : __real_realloc(p, n);
+}
+
 static uint64_t fake_clock(void *arg)
 {
 	(void)arg;
@@ -23,9 +36,22 @@ static uint64_t fake_clock(void *arg)
 }
 
 static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
+static const uint8_t GPU_B[VS_UUID_LEN] = { 0xb };
 #define GA "gpu=\"GPU-0a000000-0000-0000-0000-000000000000\",index=\"0\""
+#define GB "gpu=\"GPU-0b000000-0000-0000-0000-000000000000\""
+#define MiB (1ull << 20)
 
-static struct sched *mk(uint32_t mode, uint32_t policy)
+/* GPU_A is in the configuration's "gpus": it has series of its own. */
+static const struct sched_gpu_cfg gpu_a_cfg = { { 0xa }, 0, 0, 0, 0, 0 };
+
+/* A driver (NVML) that knows GPU_B only. */
+static uint64_t nvml_b(void *arg, const uint8_t uuid[VS_UUID_LEN])
+{
+	(void)arg;
+	return memcmp(uuid, GPU_B, VS_UUID_LEN) == 0 ? 1ull << 34 : 0;
+}
+
+static struct sched *mk_nvml(uint32_t mode, uint32_t policy, int nvml)
 {
 	struct sched_cfg cfg;
 
@@ -39,8 +65,17 @@ static struct sched *mk(uint32_t mode, uint32_t policy)
 	cfg.halflife_ms = 60000;
 	cfg.preempt_pct = 67;
 	cfg.preempt_budget_pct = 10;
+	cfg.gpus = &gpu_a_cfg;
+	cfg.n_gpus = 1;
+	if (nvml)
+		cfg.total_fn = nvml_b;
 	fake_now = 0;
 	return sched_new(&cfg, fake_clock, NULL);
+}
+
+static struct sched *mk(uint32_t mode, uint32_t policy)
+{
+	return mk_nvml(mode, policy, 0);
 }
 
 static struct sched_client *client(struct sched *s, uint32_t uid)
@@ -106,10 +141,42 @@ static int of_family(const char *sample, size_t n, const char *fam,
 
 /* Every line is HELP, then TYPE, then samples of that family; each family
  * once; names vshare_*; a sample is `name{labels} value` or `name value`. */
+/* A histogram's series, line by line: each _bucket's le above the one
+ * before and its count not below; _count equal to the +Inf bucket. */
+struct hist_walk {
+	int in;                 /* the last line was a bucket */
+	double le;
+	unsigned long long cum, inf;
+};
+
+static void check_hist_line(struct hist_walk *w, const char *p, size_t n,
+			    const char *nl)
+{
+	const char *le = strstr(p, "le=\"");
+	unsigned long long v = strtoull(strrchr(p, ' ') + 1, NULL, 10);
+	double x;
+
+	if (n > 7 && strncmp(p + n - 7, "_bucket", 7) == 0) {
+		assert_true(le != NULL && le < nl);
+		x = strncmp(le + 4, "+Inf\"", 5) == 0 ? 1e300 :
+		    strtod(le + 4, NULL);
+		if (w->in && (x <= w->le || v < w->cum))
+			fail_msg("buckets do not rise: %.*s", (int)(nl - p), p);
+		*w = (struct hist_walk){ 1, x, v, x == 1e300 ? v :
+					 w->in ? w->inf : ~0ull };
+		return;
+	}
+	w->in = 0;
+	if (n > 6 && strncmp(p + n - 6, "_count", 6) == 0 && v != w->inf)
+		fail_msg("_count %llu is not the +Inf bucket's %llu: %.*s", v,
+			 w->inf, (int)(nl - p), p);
+}
+
 static void check_shape(const char *text)
 {
 	char fam[128] = "", type[32] = "", seen[8192] = " ";
 	const char *p = text;
+	struct hist_walk hw = { 0, 0, 0, 0 };
 
 	assert_true(strlen(text) > 0 && text[strlen(text) - 1] == '\n');
 	while (*p) {
@@ -132,15 +199,22 @@ static void check_shape(const char *text)
 			assert_true(strcmp(type, "gauge") == 0 ||
 				    strcmp(type, "counter") == 0 ||
 				    strcmp(type, "histogram") == 0);
+			/* A counter's family is named with its _total. */
+			if (strcmp(type, "counter") == 0 &&
+			    (strlen(fam) < 6 ||
+			     strcmp(fam + strlen(fam) - 6, "_total") != 0))
+				fail_msg("counter family %s without _total", fam);
 			p = strchr(p, '\n') + 1;
 			continue;
 		}
 		if (!of_family(p, n, fam, type))
 			fail_msg("sample outside its family %s: %.*s", fam,
 				 (int)(nl - p), p);
-		if (strcmp(type, "counter") == 0 && p[n] != '{' &&
+		if (strcmp(type, "counter") == 0 &&
 		    strncmp(p + n - 6, "_total", 6) != 0)
 			fail_msg("counter without _total: %.*s", (int)n, p);
+		if (strcmp(type, "histogram") == 0)
+			check_hist_line(&hw, p, n, nl);
 		if (p[n] == '{')
 			n += strcspn(p + n, "}") + 1;
 		assert_int_equal(p[n], ' ');
@@ -184,6 +258,9 @@ static void test_counters(void **state)
 	char *t;
 	(void)state;
 
+	/* 1.25 GiB in 1 GiB: every grant is oversubscribed. */
+	assert_int_equal(sched_footprint(s, a, GPU_A, 512 * MiB, 0), 0);
+	assert_int_equal(sched_footprint(s, b, GPU_A, 768 * MiB, 0), 0);
 	assert_int_equal(sched_request(s, a, GPU_A), 0);
 	assert_int_equal(sched_request(s, b, GPU_A), 0); /* a: DROP IDLE */
 	fake_now = 300;
@@ -254,6 +331,39 @@ static void test_fair_drop(void **state)
 	sched_free(s);
 }
 
+/* A drop that could not be queued (out of memory) was not sent: it is
+ * not counted, under any reason. */
+static void test_drop_not_queued(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FAIR);
+	struct sched_client *a = client(s, 1000), *b = client(s, 1001);
+	struct sched_client *c = client(s, 1002);
+	char *t;
+	(void)state;
+
+	/* The outbox holds 16 before it grows: 14 grants on another GPU,
+	 * then a's grant and the idle drop that b's request sends. */
+	assert_int_equal(sched_attach(s, c, GPU_B, 1ull << 30), 0);
+	for (int i = 0; i < 14; i++) {
+		assert_int_equal(sched_request(s, c, GPU_B), 0);
+		assert_int_equal(sched_released(s, c, GPU_B), 0);
+	}
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_out_count(s), 16);
+	fail_size = 32 * sizeof(struct sched_out); /* its growth from 16 */
+	fake_now = 100;
+	sched_tick(s); /* the fair preemption of a finds no room */
+	fail_size = 0;
+	assert_int_equal(sched_out_count(s), 16);
+	t = render(s, NULL);
+	has_line(t, "vshare_drops_total{" GA ",reason=\"fair\"} 0");
+	has_line(t, "vshare_drops_total{" GA ",reason=\"quantum\"} 0");
+	has_line(t, "vshare_drops_total{" GA ",reason=\"idle\"} 1");
+	free(t);
+	sched_free(s);
+}
+
 /* Users past SCHED_STAT_USERS share the series uid="other". */
 static void test_user_fold(void **state)
 {
@@ -295,13 +405,144 @@ static void test_daemon(void **state)
 	t = render(s, &d);
 	check_shape(t);
 	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"3\"} 1");
-	has_line(t, "vshare_connections 3");
+	has_line(t, "vshare_connections_open 3");
+	assert_null(strstr(t, "vshare_connections "));
 	has_line(t, "vshare_connections_total 7");
 	has_line(t, "vshare_clients 1");
 	has_line(t, "vshare_refusals_total{reason=\"uid_conns\"} 2");
 	has_line(t, "vshare_refusals_total{reason=\"not_admin\"} 5");
 	has_line(t, "vshare_refusals_total{reason=\"max_clients\"} 0");
 	free(t);
+	sched_free(s);
+}
+
+static size_t count_lines(const char *t)
+{
+	size_t n = 0;
+
+	for (; *t; t++)
+		n += *t == '\n';
+	return n;
+}
+
+/* A client attaching made-up UUIDs adds no series: only GPUs that the
+ * configuration or NVML vouch for have series; the others are counted. */
+static void test_unverified(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
+	struct sched_client *a = client(s, 1000);
+	char *t;
+	size_t lines;
+	(void)state;
+
+	t = render(s, NULL);
+	lines = count_lines(t);
+	has_line(t, "vshare_gpus_unverified 0");
+	free(t);
+	for (uint8_t i = 1; i <= 8; i++) {
+		uint8_t made_up[VS_UUID_LEN] = { 0xee, i };
+
+		assert_int_equal(sched_attach(s, a, made_up, 1ull << 30), 0);
+		assert_int_equal(sched_request(s, a, made_up), 0);
+	}
+	t = render(s, NULL);
+	check_shape(t);
+	assert_int_equal(count_lines(t), lines);
+	has_line(t, "vshare_gpus_unverified 8");
+	assert_null(strstr(t, "GPU-ee"));
+	has_line(t, "vshare_gpu_clients{" GA "} 1");
+	free(t);
+	sched_free(s);
+	/* The driver's report vouches for GPU_B. */
+	s = mk_nvml(VS_MODE_ON, SCHED_POLICY_FCFS, 1);
+	a = client(s, 1000);
+	assert_int_equal(sched_attach(s, a, GPU_B, 1ull << 30), 0);
+	t = render(s, NULL);
+	check_shape(t);
+	has_line(t, "vshare_gpus_unverified 0");
+	has_line(t, "vshare_gpu_clients{" GB ",index=\"1\"} 1");
+	free(t);
+	sched_free(s);
+}
+
+static void has_swaps(const struct sched *s, const char *n, const char *bytes)
+{
+	char *t = render(s, NULL);
+	char line[160];
+
+	snprintf(line, sizeof(line), "vshare_swapins_total{" GA "} %s", n);
+	has_line(t, line);
+	snprintf(line, sizeof(line), "vshare_swapin_bytes_total{" GA "} %s",
+		 bytes);
+	has_line(t, line);
+	free(t);
+}
+
+/* One swap-in report per oversubscribed grant, its bytes at most
+ * SCHED_FP_MAX: a holder cannot inflate the counters (nor the fair
+ * share's measured swap-in). */
+static void test_swap_once(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
+	struct sched_client *a = client(s, 1000), *b = client(s, 1001);
+	struct sched_gpu_info gi;
+	(void)state;
+
+	assert_int_equal(sched_footprint(s, a, GPU_A, 512 * MiB, 0), 0);
+	assert_int_equal(sched_footprint(s, b, GPU_A, 768 * MiB, 0), 0);
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_int_equal(sched_swapped(s, a, GPU_A, 1000, UINT64_MAX), 0);
+	/* The second report of the grant is ignored. */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(sched_swapped(s, a, GPU_A, 900000,
+					       UINT64_MAX), 0);
+	has_swaps(s, "1", "17592186044416"); /* SCHED_FP_MAX */
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_int_equal(gi.swap_us, 1000);
+	/* A new oversubscribed grant: one report more. */
+	assert_int_equal(sched_released(s, a, GPU_A), 0);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_swapped(s, b, GPU_A, 1000, 4096), 0);
+	assert_int_equal(sched_swapped(s, b, GPU_A, 1000, 4096), 0);
+	has_swaps(s, "2", "17592186048512");
+	/* A grant that fits: no report is taken. */
+	assert_int_equal(sched_released(s, b, GPU_A), 0);
+	assert_int_equal(sched_footprint(s, a, GPU_A, 0, 0), 0);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_swapped(s, b, GPU_A, 1000, 4096), 0);
+	has_swaps(s, "2", "17592186048512");
+	/* Not holding: refused as before. */
+	assert_int_equal(sched_swapped(s, a, GPU_A, 1000, 4096), VS_E_STATE);
+	sched_free(s);
+}
+
+/* Every reader gets the same text for METRICS_CACHE_MS, then a new one. */
+static void test_cache(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
+	struct metrics_daemon d = { "1.0", 1, 1, { 0 } };
+	struct metrics_cache mc = { NULL, 0, 0 };
+	size_t n1 = 0, n2 = 0, n3 = 0;
+	char *t1, *t2, *t3;
+	(void)state;
+
+	t1 = metrics_cached(&mc, s, &d, 5000, &n1);
+	assert_non_null(t1);
+	has_line(t1, "vshare_clients 0");
+	client(s, 1000);
+	d.conns_total = 2;
+	t2 = metrics_cached(&mc, s, &d, 5000 + METRICS_CACHE_MS - 1, &n2);
+	assert_non_null(t2);
+	assert_true(t1 != t2 && n1 == n2 && strcmp(t1, t2) == 0);
+	t3 = metrics_cached(&mc, s, &d, 5000 + METRICS_CACHE_MS, &n3);
+	assert_non_null(t3);
+	assert_int_equal(strlen(t3), n3);
+	has_line(t3, "vshare_clients 1");
+	has_line(t3, "vshare_connections_total 2");
+	free(t1);
+	free(t2);
+	free(t3);
+	metrics_cache_free(&mc);
 	sched_free(s);
 }
 
@@ -312,8 +553,12 @@ int main(void)
 		cmocka_unit_test(test_shape),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_fair_drop),
+		cmocka_unit_test(test_drop_not_queued),
 		cmocka_unit_test(test_user_fold),
 		cmocka_unit_test(test_daemon),
+		cmocka_unit_test(test_unverified),
+		cmocka_unit_test(test_swap_once),
+		cmocka_unit_test(test_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
