@@ -43,18 +43,21 @@ static void default_label(char *out, size_t n)
 		snprintf(out, n, "%s", program_invocation_short_name);
 }
 
-/* The socket: the node's, over VSHARE_SOCKET, which would otherwise let
- * a user pick a scheduler of their own with no limits. */
+/* The socket: where the node is configured (a client.conf is there),
+ * its socket or the default one, never VSHARE_SOCKET, which would let a
+ * user pick a scheduler of their own that sends no policy. */
 static const char *socket_path(void)
 {
 	const char *env = shim_env_str("VSHARE_SOCKET", NULL);
+	const char *node = shim_node.socket[0] != '\0' ? shim_node.socket :
+			   VS_DEFAULT_SOCKET;
 
-	if (shim_node.socket[0] == '\0')
+	if (!shim_node.loaded)
 		return env != NULL ? env : VS_DEFAULT_SOCKET;
-	if (env != NULL && strcmp(env, shim_node.socket) != 0)
-		log_warn("VSHARE_SOCKET is ignored: %s sets the socket %s",
-			 VSHARE_CLIENT_CONF, shim_node.socket);
-	return shim_node.socket;
+	if (env != NULL && strcmp(env, node) != 0)
+		log_warn("VSHARE_SOCKET is ignored: %s configures this node "
+			 "(socket %s)", VSHARE_CLIENT_CONF, node);
+	return node;
 }
 
 /* Required when the node says so, whatever the environment says; the
