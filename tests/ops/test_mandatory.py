@@ -174,6 +174,19 @@ class Mandatory(unittest.TestCase):
         self.assertEqual(self.r.registered(), before + 1,
                          "the scheduler saw the program register")
 
+    def test_socket_default(self):
+        """A client.conf without a socket line: VSHARE_SOCKET is ignored
+        all the same, and the default socket applies."""
+        path = self.r.root + "/etc/vshare/client.conf"
+        with open(path, "w") as f:
+            f.write("require_scheduler = no\n")
+        before = self.r.registered()
+        p = self.r.run("env", "VSHARE_SOCKET=/tmp/elsewhere.sock",
+                       "vs-vecadd")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("VSHARE_SOCKET is ignored", p.stderr)
+        self.assertEqual(self.r.registered(), before + 1)
+
     def test_non_cuda_unaffected(self):
         """Programs that never use CUDA: the same output and exit status
         with and without the preload, no connection, no thread."""
