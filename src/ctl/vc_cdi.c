@@ -412,7 +412,8 @@ static int check_mandatory(const struct vc_cdi_opts *o)
 	if (strcmp(sock, o->socket) != 0) {
 		fprintf(stderr, "vsharectl: cdi generate: --socket %s is not "
 			"the socket %s names (%s): the containers' programs "
-			"would use that one\n", o->socket, o->client_conf, sock);
+			"would use that one\n", o->socket, o->client_conf,
+			sock);
 		return VC_EXIT_USAGE;
 	}
 	return 0;

@@ -28,8 +28,9 @@
 
 /* The thread's life: RUN_NONE until the first client_prepare or
  * client_wanted starts it, RUN_STARTING while that thread creates it,
- * RUN_RUNNING, RUN_STOPPED once client_stop ran (for good: no thread
- * starts after it). */
+ * RUN_RUNNING, RUN_STOPPED once client_stop ran or the thread could not
+ * be started (for good: no thread starts after it; a fork child starts
+ * again from RUN_NONE). */
 enum { RUN_NONE, RUN_STARTING, RUN_RUNNING, RUN_STOPPED };
 static int run_state;        /* atomic */
 static pthread_t thread;

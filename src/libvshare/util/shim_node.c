@@ -190,14 +190,16 @@ static ssize_t read_all(int fd, char *text)
 	size_t n = 0;
 	ssize_t r;
 
-	do {
+	while (n <= NODE_FILE_MAX) {
 		r = read(fd, text + n, NODE_FILE_MAX + 1 - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -1;
+		if (r == 0)
+			break;
 		n += (size_t)r;
-	} while (r > 0 && n <= NODE_FILE_MAX);
+	}
 	if (n > NODE_FILE_MAX) {
 		errno = EFBIG;
 		return -1;
@@ -255,8 +257,8 @@ int shim_node_load(const char *path, uid_t owner, struct shim_node *out)
 	 * and say that the node is open to the namespace's tricks. */
 	if (own == 2 || dir == 2)
 		log_error("%s: in a user namespace the node's settings cannot "
-			  "be trusted (its owner is hidden); applying them, but "
-			  "the admin should disable unprivileged user "
+			  "be trusted (its owner is hidden); applying them, "
+			  "but the admin should disable unprivileged user "
 			  "namespaces", path);
 	parse_text(out, path, text);
 	out->loaded = 1;
