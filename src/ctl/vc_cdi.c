@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "shim_node.h"
 #include "vc.h"
 #include "vc_cdi.h"
 
@@ -390,6 +391,34 @@ static int write_spec(const char *text, const char *path)
 	return VC_EXIT_ERROR;
 }
 
+/* --mandatory binds only with a client.conf the shim will trust (the
+ * shim's own reader says) naming the socket the spec mounts: a spec that
+ * mounts another socket would leave every container unscheduled, or
+ * waiting for good. */
+static int check_mandatory(const struct vc_cdi_opts *o)
+{
+	struct shim_node n;
+	const char *sock;
+	int rc = shim_node_load(o->client_conf, 0, &n);
+
+	if (rc != 0) {
+		fprintf(stderr, "vsharectl: cdi generate: --mandatory needs %s "
+			"to be a regular file that root owns, in a folder root "
+			"owns, that neither group nor others may write%s\n",
+			o->client_conf, rc > 0 ? " (it is not there)" : "");
+		return VC_EXIT_USAGE;
+	}
+	sock = n.socket[0] != '\0' ? n.socket : VS_DEFAULT_SOCKET;
+	if (strcmp(sock, o->socket) != 0) {
+		fprintf(stderr, "vsharectl: cdi generate: --socket %s is not "
+			"the socket %s names (%s): the containers' programs "
+			"would use that one\n", o->socket, o->client_conf,
+			sock);
+		return VC_EXIT_USAGE;
+	}
+	return 0;
+}
+
 static int vc_cdi_generate(int argc, char **argv)
 {
 	struct vc_cdi_opts o;
@@ -398,9 +427,10 @@ static int vc_cdi_generate(int argc, char **argv)
 
 	if (rc != 0)
 		return rc < 0 ? VC_EXIT_OK : rc;
-	for (int i = 0; i < (o.mandatory ? 3 : 1); i++) {
-		const char *f = i == 0 ? o.lib : i == 1 ? o.client_conf :
-				o.preload_list;
+	if (o.mandatory && (rc = check_mandatory(&o)) != 0)
+		return rc;
+	for (int i = 0; i < (o.mandatory ? 2 : 1); i++) {
+		const char *f = i == 0 ? o.lib : o.preload_list;
 
 		if (access(f, R_OK) != 0)
 			fprintf(stderr, "vsharectl: cdi generate: warning: %s: "

@@ -19,7 +19,9 @@
 #define VC_CDI_MAX_ENV 32
 /* --mandatory: the node's client configuration, at the same path inside,
  * and the host file mounted as the container's /etc/ld.so.preload. */
+#ifndef VC_CDI_CLIENT_CONF /* the CMake cache variable VSHARE_CLIENT_CONF */
 #define VC_CDI_CLIENT_CONF "/etc/vshare/client.conf"
+#endif
 #define VC_CDI_PRELOAD_LIST "/etc/vshare/container.preload"
 
 struct vc_cdi_opts {

@@ -171,16 +171,17 @@ void conf_weights_free(struct conf *c);
 /* Add "weights" to a --print-config object; 0 or -1. */
 int  conf_weights_json(struct cJSON *o, const struct conf *c);
 /* The weight of a peer: its user's entry, else the largest of its groups'
- * (primary gid, or listed as a member), else SCHED_WEIGHT_DEFAULT. */
-uint32_t conf_weight_of(const struct conf *c, uint32_t uid, uint32_t gid);
+ * (their members by uid: conf_who.c), else SCHED_WEIGHT_DEFAULT. */
+uint32_t conf_weight_of(const struct conf *c, uint32_t uid);
 
 /* conf_who.c: a user or group by name or id ("1001"), resolved now;
  * 0, or -1 with err ("KEY: no user ..."). */
 int  conf_who_set(struct conf_who *w, const char *name, int group,
 		  const char *key, char *err, size_t errlen);
 void conf_who_free(struct conf_who *w);
-/* Whether a peer (uid, primary gid) is w, or a member of w. */
-int  conf_who_match(const struct conf_who *w, uint32_t uid, uint32_t gid);
+/* Whether a peer (by uid only: conf_who.c says why) is w, or a member of
+ * w. */
+int  conf_who_match(const struct conf_who *w, uint32_t uid);
 
 /* conf_policy.c: the keys "policy_users" and "policy_groups", each
  * {NAME or ID: {"mem_limit": SIZE, "require": BOOL, "weight": N}}. */
@@ -193,7 +194,7 @@ int  conf_policy_json(struct cJSON *o, const struct conf *c);
  * leaves unset, its groups' entries: the lowest memory limit, require
  * if any requires it, the largest weight. A weight set nowhere in the
  * policy comes from "weights" (conf_weight_of). */
-void conf_policy_of(const struct conf *c, uint32_t uid, uint32_t gid,
+void conf_policy_of(const struct conf *c, uint32_t uid,
 		    struct conf_policy *out);
 
 #endif

@@ -192,7 +192,7 @@ static uint64_t lower(uint64_t a, uint64_t b)
 	return b != 0 && b < a ? b : a;
 }
 
-void conf_policy_of(const struct conf *c, uint32_t uid, uint32_t gid,
+void conf_policy_of(const struct conf *c, uint32_t uid,
 		    struct conf_policy *out)
 {
 	const struct conf_pol *user = NULL;
@@ -202,7 +202,7 @@ void conf_policy_of(const struct conf *c, uint32_t uid, uint32_t gid,
 	for (size_t i = 0; i < c->n_pols; i++) {
 		const struct conf_pol *p = &c->pols[i];
 
-		if (!conf_who_match(&p->who, uid, gid))
+		if (!conf_who_match(&p->who, uid))
 			continue;
 		if (!p->who.group) {
 			user = p;
@@ -222,5 +222,5 @@ void conf_policy_of(const struct conf *c, uint32_t uid, uint32_t gid,
 		       grp.require;
 	out->weight = user && user->weight ? user->weight : grp.weight;
 	if (out->weight == 0)
-		out->weight = conf_weight_of(c, uid, gid);
+		out->weight = conf_weight_of(c, uid);
 }

@@ -128,14 +128,14 @@ int conf_weights_json(cJSON *o, const struct conf *c)
 	return 0;
 }
 
-uint32_t conf_weight_of(const struct conf *c, uint32_t uid, uint32_t gid)
+uint32_t conf_weight_of(const struct conf *c, uint32_t uid)
 {
 	uint32_t best = 0;
 
 	for (size_t i = 0; i < c->n_weights; i++) {
 		const struct conf_weight *w = &c->weights[i];
 
-		if (!conf_who_match(&w->who, uid, gid))
+		if (!conf_who_match(&w->who, uid))
 			continue;
 		if (!w->who.group)
 			return w->weight;

@@ -5,12 +5,16 @@
  * other key, and no lookup through NSS ever blocks the event loop while
  * a client registers.
  *
- * A group matches a peer whose primary gid (SO_PEERCRED) is the group's,
- * or whose uid the group database lists as a member: the supplementary
- * groups getgrouplist(3) would give for the uid, read here at load. Not
- * the process's own list (/proc/<pid>/status Groups): the pid may be
- * reused between accept and the read, and the admin's database is what
- * the admin configures. A user added to a group needs a reload.
+ * A group matches a peer by uid alone: the users the group database
+ * lists as members, and the users whose primary group (pw_gid in the
+ * user database) it is, read here at load. Never by the peer's gid
+ * (SO_PEERCRED): that is the effective gid, which the user picks with
+ * sg(1) or newgrp(1) among their groups, so a user could step out of a
+ * limited group. Not the process's own list (/proc/<pid>/status Groups)
+ * either: the pid may be reused between accept and the read, and the
+ * admin's database is what the admin configures. A user added to a
+ * group needs a reload; a user database that cannot be enumerated
+ * (getpwent(3), some LDAP setups) gives only the listed members.
  */
 #include <errno.h>
 #include <grp.h>
@@ -50,26 +54,47 @@ static int numeric_id(const char *s, uint32_t *id)
 	return 1;
 }
 
+static int add_member(struct conf_who *w, size_t *cap, uint32_t uid)
+{
+	uint32_t *m;
+
+	if (w->n_members == *cap) {
+		if (*cap >= CONF_GROUP_MEMBERS_MAX)
+			return -1;
+		*cap = *cap ? *cap * 2 : 16;
+		m = realloc(w->members, *cap * sizeof(*m));
+		if (m == NULL)
+			return -1;
+		w->members = m;
+	}
+	w->members[w->n_members++] = uid;
+	return 0;
+}
+
+/* The listed members, then the users whose primary group it is (one
+ * pass over the user database, which rarely lists them as members). */
 static int group_members(struct conf_who *w, const struct group *gr,
 			 const char *key, char *err, size_t errlen)
 {
-	size_t n = 0;
+	const struct passwd *pw;
+	size_t cap = 0;
+	int rc = 0;
 
-	while (gr->gr_mem[n] != NULL)
-		n++;
-	if (n > CONF_GROUP_MEMBERS_MAX)
-		ERR("%s.%s: more than %d members", key, w->name,
-		    CONF_GROUP_MEMBERS_MAX);
-	w->members = calloc(n ? n : 1, sizeof(*w->members));
-	if (w->members == NULL)
-		ERR("%s: out of memory", key);
-	for (size_t i = 0; i < n; i++) {
-		const struct passwd *pw = getpwnam(gr->gr_mem[i]);
-
+	for (size_t i = 0; gr != NULL && gr->gr_mem[i] != NULL; i++) {
+		pw = getpwnam(gr->gr_mem[i]);
 		/* A member without an account has no processes. */
-		if (pw != NULL)
-			w->members[w->n_members++] = (uint32_t)pw->pw_uid;
+		if (pw != NULL && add_member(w, &cap, (uint32_t)pw->pw_uid))
+			ERR("%s.%s: out of memory or more than %d members",
+			    key, w->name, CONF_GROUP_MEMBERS_MAX);
 	}
+	setpwent();
+	while (rc == 0 && (pw = getpwent()) != NULL)
+		if ((uint32_t)pw->pw_gid == w->id)
+			rc = add_member(w, &cap, (uint32_t)pw->pw_uid);
+	endpwent();
+	if (rc != 0)
+		ERR("%s.%s: out of memory or more than %d members", key,
+		    w->name, CONF_GROUP_MEMBERS_MAX);
 	return 0;
 }
 
@@ -93,9 +118,9 @@ static int resolve(struct conf_who *w, const char *key, char *err,
 	gr = numeric ? getgrgid((gid_t)w->id) : getgrnam(w->name);
 	if (gr == NULL && !numeric)
 		ERR("%s: no group \"%s\"", key, w->name);
-	if (gr == NULL)
-		return 0; /* a gid without an entry: primary gid only */
-	w->id = (uint32_t)gr->gr_gid;
+	if (gr != NULL)
+		w->id = (uint32_t)gr->gr_gid;
+	/* A gid without an entry: the users whose primary group it is. */
 	return group_members(w, gr, key, err, errlen);
 }
 
@@ -111,12 +136,10 @@ int conf_who_set(struct conf_who *w, const char *name, int group,
 	return resolve(w, key, err, errlen);
 }
 
-int conf_who_match(const struct conf_who *w, uint32_t uid, uint32_t gid)
+int conf_who_match(const struct conf_who *w, uint32_t uid)
 {
 	if (!w->group)
 		return w->id == uid;
-	if (w->id == gid)
-		return 1;
 	for (size_t j = 0; j < w->n_members; j++)
 		if (w->members[j] == uid)
 			return 1;

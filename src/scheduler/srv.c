@@ -173,7 +173,7 @@ static void send_policy(struct conn *c)
 
 	if (c->client == NULL || c->closing || c->rx.version < 3)
 		return;
-	conf_policy_of(c->srv->conf, c->cred.uid, c->cred.gid, &p);
+	conf_policy_of(c->srv->conf, c->cred.uid, &p);
 	memset(&m, 0, sizeof(m));
 	m.mem_limit = p.mem_limit;
 	m.flags = p.require ? VS_POLICYF_REQUIRE : 0;
@@ -213,7 +213,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	}
 	/* The first client of a user brings the configured weight; later
 	 * ones keep the user's (vsharectl set-weight may have changed it). */
-	conf_policy_of(c->srv->conf, c->cred.uid, c->cred.gid, &pol);
+	conf_policy_of(c->srv->conf, c->cred.uid, &pol);
 	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
 	    ui.n_clients == 1)
 		sched_client_set_weight(c->srv->sched, c->client, pol.weight);

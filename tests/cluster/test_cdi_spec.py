@@ -74,20 +74,45 @@ def main():
 
         # Mandatory sharing: the node's client.conf and a preload list
         # mounted read-only; without --mandatory neither is.
-        cconf = sess.path("client.conf")
+        # --mandatory needs a client.conf the shim trusts (root's, in a
+        # folder root owns) naming the spec's socket: exit 2 otherwise.
+        cdir = sess.path("etc-vshare")
+        os.makedirs(cdir)
+        os.chmod(cdir, 0o755)
+        cconf = os.path.join(cdir, "client.conf")
         plist = sess.path("container.preload")
-        open(cconf, "w").close()
+        with open(cconf, "w") as f:
+            f.write("# the node\nsocket = /run/vshare/scheduler.sock\n")
+        os.chmod(cconf, 0o644)
+        if os.geteuid() == 0:
+            r = gen("--dev-dir", dev, "--lib", lib, "--mandatory",
+                    "--client-conf", cconf, "--preload-list", plist)
+            mounts = {m["containerPath"]: m for m in
+                      json.loads(r.stdout)["containerEdits"]["mounts"]}
+            check(mounts["/etc/vshare/client.conf"]["hostPath"] == cconf and
+                  mounts["/etc/ld.so.preload"]["hostPath"] == plist and
+                  all("ro" in m["options"] for m in mounts.values()),
+                  "--mandatory: client.conf and /etc/ld.so.preload, "
+                  "read-only")
+            check(r.returncode == 0 and plist in r.stderr and
+                  "warning" in r.stderr and cconf not in r.stderr,
+                  "--mandatory: a missing preload list is a warning")
+            r = gen("--dev-dir", dev, "--lib", lib, "--mandatory",
+                    "--client-conf", cconf, "--socket", "/srv/vs/s.sock")
+            check(r.returncode == 2 and r.stdout == "" and
+                  "is not the socket" in r.stderr,
+                  "--mandatory: a --socket other than client.conf's")
+        os.chmod(cconf, 0o664)
         r = gen("--dev-dir", dev, "--lib", lib, "--mandatory",
-                "--client-conf", cconf, "--preload-list", plist)
-        mounts = {m["containerPath"]: m for m in
-                  json.loads(r.stdout)["containerEdits"]["mounts"]}
-        check(mounts["/etc/vshare/client.conf"]["hostPath"] == cconf and
-              mounts["/etc/ld.so.preload"]["hostPath"] == plist and
-              all("ro" in m["options"] for m in mounts.values()),
-              "--mandatory: client.conf and /etc/ld.so.preload, read-only")
-        check(r.returncode == 0 and plist in r.stderr and
-              "warning" in r.stderr and cconf not in r.stderr,
-              "--mandatory: a missing preload list is a warning")
+                "--client-conf", cconf)
+        check(r.returncode == 2 and r.stdout == "" and
+              "root owns" in r.stderr,
+              "--mandatory: a client.conf others may write")
+        r = gen("--dev-dir", dev, "--lib", lib, "--mandatory",
+                "--client-conf", sess.path("none.conf"))
+        check(r.returncode == 2 and "not there" in r.stderr,
+              "--mandatory: no client.conf")
+        os.chmod(cconf, 0o644)
         r = gen("--dev-dir", dev, "--lib", lib, "--client-conf", cconf)
         check("/etc/ld.so.preload" not in r.stdout,
               "no preload list without --mandatory")

@@ -94,6 +94,22 @@ def t_env_only_lowers(_=None):
     s.stop()
 
 
+def t_convert_off_ignored(_=None):
+    """VSHARE_CONVERT=0 would leave memory to the driver, partly
+    uncounted: under the scheduler's limit it is ignored, and the limit
+    binds."""
+    s = scheduler({"mem_limit": "32M"})
+    over = finish(prog("-n", 1, "-k", 100, "-m", 48, VSHARE_CONVERT="0",
+                       VSHARE_LOG_LEVEL="warn"))
+    check(alloc_failed(over) and "VSHARE_CONVERT=0 is ignored" in over.err,
+          "VSHARE_CONVERT=0 does not lift 32 MiB (%s)" % over.err[-300:])
+    s.stop()
+    free = finish(prog("-n", 1, "-k", 100, "-m", 48, VSHARE_CONVERT="0",
+                       VSHARE_LOG_LEVEL="warn"))
+    check("VSHARE_CONVERT=0 is ignored" not in free.err,
+          "without a limit VSHARE_CONVERT=0 applies (%s)" % free.err[-300:])
+
+
 def t_reload_lowers(_=None):
     """A reload that lowers the limit below what a running program holds:
     its memory stays usable, its next allocation is refused."""

@@ -5,7 +5,9 @@ program is scheduled, even one that clears LD_PRELOAD and points
 VSHARE_SOCKET elsewhere; the node's limit and require cannot be lifted
 from the environment; programs that never use CUDA (setuid and static
 ones included) behave exactly as without the preload and never reach the
-scheduler; an untrusted client.conf is ignored.
+scheduler; a client.conf that cannot be trusted binds as the strictest
+settings; VSHARE_DISABLE is ignored. (User namespaces cannot be made in a
+chroot: unit.shim_node tests the shim's side of them.)
 
 The root holds copies of the host's programs and the libraries ldd names
 for them, the test driver as libcuda.so.1, and the scheduler's socket in
@@ -172,6 +174,19 @@ class Mandatory(unittest.TestCase):
         self.assertEqual(self.r.registered(), before + 1,
                          "the scheduler saw the program register")
 
+    def test_socket_default(self):
+        """A client.conf without a socket line: VSHARE_SOCKET is ignored
+        all the same, and the default socket applies."""
+        path = self.r.root + "/etc/vshare/client.conf"
+        with open(path, "w") as f:
+            f.write("require_scheduler = no\n")
+        before = self.r.registered()
+        p = self.r.run("env", "VSHARE_SOCKET=/tmp/elsewhere.sock",
+                       "vs-vecadd")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("VSHARE_SOCKET is ignored", p.stderr)
+        self.assertEqual(self.r.registered(), before + 1)
+
     def test_non_cuda_unaffected(self):
         """Programs that never use CUDA: the same output and exit status
         with and without the preload, no connection, no thread."""
@@ -227,12 +242,30 @@ class Mandatory(unittest.TestCase):
         ok = self.r.run("vs-compute", "--seconds", "0", "--mem", "16M")
         self.assertEqual(ok.returncode, 0, ok.stderr)
 
-    def test_untrusted_conf_ignored(self):
-        """A client.conf others may write is ignored, with a warning."""
+    def test_untrusted_conf_strict(self):
+        """A client.conf others may write binds as the strictest
+        settings, with an error: no allocation fits."""
         self.r.client_conf("mem_limit = 32M\n", mode=0o666)
-        p = self.r.run("vs-compute", "--seconds", "0", "--mem", "48M")
+        p = self.r.run("vs-compute", "--seconds", "0", "--mem", "16M")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("every allocation is refused", p.stderr)
+        self.assertIn("OUT_OF_MEMORY", p.stderr)
+
+    def test_bad_limit_strict(self):
+        """A mem_limit that does not parse refuses allocations rather
+        than lifting the limit."""
+        self.r.client_conf("mem_limit = 32 megs\n")
+        p = self.r.run("vs-compute", "--seconds", "0", "--mem", "16M")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("a bad mem_limit refuses every allocation", p.stderr)
+
+    def test_disable_ignored(self):
+        """VSHARE_DISABLE=1 cannot take a program off the scheduler."""
+        before = self.r.registered()
+        p = self.r.run("env", "VSHARE_DISABLE=1", "vs-vecadd")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("client.conf is ignored", p.stderr)
+        self.assertIn("VSHARE_DISABLE is ignored", p.stderr)
+        self.assertEqual(self.r.registered(), before + 1)
 
     def test_node_require(self):
         """require_scheduler in client.conf: with the scheduler away the

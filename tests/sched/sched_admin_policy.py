@@ -76,7 +76,8 @@ def t_user_entry(bindir):
 
 
 def t_group_entry(bindir):
-    """A group entry (here by the peer's primary gid) applies when the
+    """A group entry (here the user's primary group in the user database:
+    groups match by uid, never by the peer's gid) applies when the
     user has none; a user entry that sets only the weight keeps the
     group's limit."""
     uid, gid = me()

@@ -2,6 +2,8 @@
  * Configuration parsing: defaults, every key, sizes, and bad values whose
  * error names the key.
  */
+#include <grp.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -432,11 +434,10 @@ static void test_table_round_trip(void **state)
 	assert_int_equal(a.gpus[0].set, SCHED_GCFG_TQ | SCHED_GCFG_MODE |
 			 SCHED_GCFG_CAP | SCHED_GCFG_SLICE);
 	/* The weights come back too, and give each peer its weight: the
-	 * user's own, else its group's (here by primary gid), else 1. */
+	 * user's own, else its groups' (by uid), else 1. */
 	assert_int_equal(b.n_weights, 2);
-	assert_int_equal(conf_weight_of(&b, 0, 0), 3);
-	assert_int_equal(conf_weight_of(&b, 4242, 0), 2);
-	assert_int_equal(conf_weight_of(&b, 4242, 4242), SCHED_WEIGHT_DEFAULT);
+	assert_int_equal(conf_weight_of(&b, 0), 3);
+	assert_int_equal(conf_weight_of(&b, 4242), SCHED_WEIGHT_DEFAULT);
 	free(json);
 	conf_free(&a);
 	conf_free(&b);
@@ -591,35 +592,29 @@ static void test_policy_of(void **state)
 		w->n_members = 4;
 	}
 	/* Nobody's: no limit, not required, weight 1. */
-	conf_policy_of(&c, 6000, 6000, &p);
+	conf_policy_of(&c, 6000, &p);
 	assert_int_equal(p.mem_limit, 0);
 	assert_int_equal(p.require, 0);
 	assert_int_equal(p.weight, 1);
-	/* One group by primary gid. */
-	conf_policy_of(&c, 6000, 4242, &p);
-	assert_int_equal(p.mem_limit, 8ull << 30);
-	assert_int_equal(p.weight, 3);
-	/* Both groups as a member, a third (no limit) as primary: the
-	 * lowest limit, require from 4343, the largest weight. */
-	conf_policy_of(&c, 5000, 4444, &p);
+	/* Both groups as a member: the lowest limit, require from 4343,
+	 * the largest weight. */
+	conf_policy_of(&c, 5000, &p);
 	assert_int_equal(p.mem_limit, 4ull << 30);
 	assert_int_equal(p.require, 1);
 	assert_int_equal(p.weight, 3);
 	/* A user's own mem_limit 0 lifts the groups' limits; the rest
 	 * still comes from the groups. */
-	conf_policy_of(&c, 5001, 6000, &p);
+	conf_policy_of(&c, 5001, &p);
 	assert_int_equal(p.mem_limit, 0);
 	assert_int_equal(p.require, 1);
 	assert_int_equal(p.weight, 3);
 	/* A user's require false and weight win over the groups'. */
-	conf_policy_of(&c, 5002, 6000, &p);
+	conf_policy_of(&c, 5002, &p);
 	assert_int_equal(p.mem_limit, 4ull << 30);
 	assert_int_equal(p.require, 0);
 	assert_int_equal(p.weight, 9);
 	/* A weight the policy sets for a group wins over "weights". */
-	conf_policy_of(&c, 5003, 6000, &p);
-	assert_int_equal(p.weight, 3);
-	conf_policy_of(&c, 5003, 4444, &p);
+	conf_policy_of(&c, 5003, &p);
 	assert_int_equal(p.weight, 3);
 	/* --print-config writes what each entry sets, and reads back. */
 	json = conf_to_json(&c, "/run/x.sock");
@@ -630,10 +625,75 @@ static void test_policy_of(void **state)
 	if (conf_parse(&c, json, err, sizeof(err)) != 0)
 		fail_msg("%s: %s", json, err);
 	assert_int_equal(c.n_pols, 5);
-	conf_policy_of(&c, 6000, 4343, &p);
-	assert_int_equal(p.mem_limit, 4ull << 30);
-	assert_int_equal(p.require, 1);
+	for (size_t i = 0; i < c.n_pols; i++) {
+		if (!c.pols[i].who.group || c.pols[i].who.id != 4343)
+			continue;
+		assert_int_equal(c.pols[i].mem_limit, 4ull << 30);
+		assert_int_equal(c.pols[i].require, 1);
+	}
 	free(json);
+	conf_free(&c);
+}
+
+/* Group membership comes from the system's databases, by uid: the
+ * members /etc/group lists and the users whose primary group it is in
+ * /etc/passwd (Debian's "daemon" and "nogroup" list no one; their users
+ * have them as primary group). The peer's gid never counts: sg(1) or
+ * newgrp(1) would let a user step out of a limited group, or into one. */
+static void test_group_members_by_uid(void **state)
+{
+	struct conf_who w;
+	struct passwd *pw;
+	char err[256];
+
+	(void)state;
+	pw = getpwnam("nobody");
+	if (pw == NULL || getgrgid(pw->pw_gid) == NULL)
+		skip();
+	assert_int_equal(conf_who_set(&w, getgrgid(pw->pw_gid)->gr_name, 1,
+				      "policy_groups", err, sizeof(err)), 0);
+	assert_int_equal(w.id, pw->pw_gid);
+	assert_true(conf_who_match(&w, (uint32_t)pw->pw_uid));
+	assert_false(conf_who_match(&w, 4242));
+	conf_who_free(&w);
+	/* The same by id, and a gid that no group names: its users by
+	 * primary group alone. */
+	snprintf(err, sizeof(err), "%u", (unsigned)pw->pw_gid);
+	assert_int_equal(conf_who_set(&w, err, 1, "k", err, sizeof(err)), 0);
+	assert_true(conf_who_match(&w, (uint32_t)pw->pw_uid));
+	conf_who_free(&w);
+	assert_int_equal(conf_who_set(&w, "4000000000", 1, "k", err,
+				      sizeof(err)), 0);
+	assert_false(conf_who_match(&w, 4000000000u));
+	assert_false(conf_who_match(&w, (uint32_t)pw->pw_uid));
+	conf_who_free(&w);
+}
+
+/* A peer whose effective gid is a limited group's, but who is not a
+ * member by uid, gets nothing from it; a member gets it whatever gid it
+ * runs with (conf_policy_of takes no gid). */
+static void test_policy_gid_ignored(void **state)
+{
+	struct passwd *pw = getpwnam("nobody");
+	struct conf c;
+	struct conf_policy p;
+	char text[256], err[256];
+
+	(void)state;
+	if (pw == NULL)
+		skip();
+	snprintf(text, sizeof(text), "{\"policy_groups\": {\"%u\": "
+		 "{\"mem_limit\": \"1G\", \"require\": true}}}",
+		 (unsigned)pw->pw_gid);
+	conf_defaults(&c);
+	if (conf_parse(&c, text, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", text, err);
+	conf_policy_of(&c, (uint32_t)pw->pw_uid, &p);
+	assert_int_equal(p.mem_limit, 1ull << 30);
+	assert_int_equal(p.require, 1);
+	conf_policy_of(&c, 4242, &p);
+	assert_int_equal(p.mem_limit, 0);
+	assert_int_equal(p.require, 0);
 	conf_free(&c);
 }
 
@@ -654,6 +714,8 @@ int main(void)
 		cmocka_unit_test(test_keep_restart),
 		cmocka_unit_test(test_policy_bad),
 		cmocka_unit_test(test_policy_of),
+		cmocka_unit_test(test_group_members_by_uid),
+		cmocka_unit_test(test_policy_gid_ignored),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

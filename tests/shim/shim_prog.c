@@ -371,6 +371,7 @@ static const struct {
 	{ "stage", check_stage },
 	{ "stage_off", check_stage_off },
 	{ "stage_fork", check_stage_fork },
+	{ "start_fail", check_start_fail },
 };
 
 int main(int argc, char **argv)

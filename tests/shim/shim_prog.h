@@ -47,5 +47,6 @@ int check_async_cache_threads(void);
 int check_stage(void);
 int check_stage_off(void);
 int check_stage_fork(void);
+int check_start_fail(void);
 
 #endif

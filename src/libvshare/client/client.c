@@ -28,8 +28,9 @@
 
 /* The thread's life: RUN_NONE until the first client_prepare or
  * client_wanted starts it, RUN_STARTING while that thread creates it,
- * RUN_RUNNING, RUN_STOPPED once client_stop ran (for good: no thread
- * starts after it). */
+ * RUN_RUNNING, RUN_STOPPED once client_stop ran or the thread could not
+ * be started (for good: no thread starts after it; a fork child starts
+ * again from RUN_NONE). */
 enum { RUN_NONE, RUN_STARTING, RUN_RUNNING, RUN_STOPPED };
 static int run_state;        /* atomic */
 static pthread_t thread;
@@ -313,12 +314,18 @@ static int spin_poll(struct pollfd *pf, int n)
 	return r;
 }
 
+/* Set on the client thread: it must never wait for what it is to do
+ * (client_policy_wait). A flag of its own rather than a comparison with
+ * `thread`, which is not written yet when the thread starts. */
+static __thread int on_client_thread;
+
 static void *client_main(void *arg)
 {
 	struct pollfd pf[2];
 	int t, n, r;
 
 	(void)arg;
+	on_client_thread = 1;
 	while (!client_stopping()) {
 		if (client_fast_adopt() != 0)
 			client_lost("sending to the scheduler failed");
@@ -404,8 +411,12 @@ static void client_start(void)
 	rc = wake_renew() != 0 ? -1 : pthread_create(&thread, NULL, client_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
+		/* For good: no thread will ever settle the policy, and an
+		 * allocation must not wait for it each time. */
+		A_STORE(&run_state, RUN_STOPPED);
 		log_warn("cannot start the scheduler client: running unshared");
 		(void)gate_set_unshared(1);
+		client_settle_mark();
 		return;
 	}
 	/* client_stop came meanwhile: the thread sees stop_asked and ends. */
@@ -453,7 +464,7 @@ void client_policy_wait(void)
 	/* The client thread itself must not wait for what it is to do,
 	 * and with VSHARE_DISABLE nothing connects. */
 	if (client_settled() || !gate_enabled() || client_stopping() ||
-	    (client_started() && pthread_equal(pthread_self(), thread)))
+	    on_client_thread)
 		return;
 	client_start();
 	client_wake();

@@ -5,10 +5,8 @@
  * the socket and can require the scheduler.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "client_int.h"
 #include "label.h"
@@ -46,18 +44,21 @@ static void default_label(char *out, size_t n)
 		snprintf(out, n, "%s", program_invocation_short_name);
 }
 
-/* The socket: the node's, over VSHARE_SOCKET, which would otherwise let
- * a user pick a scheduler of their own with no limits. */
+/* The socket: where the node is configured (a client.conf is there),
+ * its socket or the default one, never VSHARE_SOCKET, which would let a
+ * user pick a scheduler of their own that sends no policy. */
 static const char *socket_path(void)
 {
 	const char *env = shim_env_str("VSHARE_SOCKET", NULL);
+	const char *node = shim_node.socket[0] != '\0' ? shim_node.socket :
+			   VS_DEFAULT_SOCKET;
 
-	if (shim_node.socket[0] == '\0')
+	if (!shim_node.loaded)
 		return env != NULL ? env : VS_DEFAULT_SOCKET;
-	if (env != NULL && strcmp(env, shim_node.socket) != 0)
-		log_warn("VSHARE_SOCKET is ignored: %s sets the socket %s",
-			 VSHARE_CLIENT_CONF, shim_node.socket);
-	return shim_node.socket;
+	if (env != NULL && strcmp(env, node) != 0)
+		log_warn("VSHARE_SOCKET is ignored: %s configures this node "
+			 "(socket %s)", VSHARE_CLIENT_CONF, node);
+	return node;
 }
 
 /* Required when the node says so, whatever the environment says; the
@@ -113,52 +114,4 @@ void client_conf_read(struct client_conf *c)
 	c->wait_notice_ms = shim_env_u64("VSHARE_WAIT_NOTICE_MS",
 					 CLIENT_WAIT_NOTICE_MS_DEFAULT, 100,
 					 3600u * 1000u);
-}
-
-/*
- * Whether the first connection attempt has an outcome: the scheduler's
- * policy arrived, or a scheduler of an older version welcomed us (it
- * sends none), or there is no scheduler. Allocating threads wait for it
- * (client_policy_wait), the client thread marks it; it stays marked.
- */
-static int settled;          /* atomic */
-static pthread_mutex_t settle_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t settle_cv = PTHREAD_COND_INITIALIZER;
-
-void client_settle_mark(void)
-{
-	if (__atomic_load_n(&settled, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&settle_mu);
-	__atomic_store_n(&settled, 1, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&settle_cv);
-	pthread_mutex_unlock(&settle_mu);
-}
-
-int client_settled(void)
-{
-	return __atomic_load_n(&settled, __ATOMIC_ACQUIRE);
-}
-
-void client_settle_wait(unsigned ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000u;
-	ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	pthread_mutex_lock(&settle_mu);
-	while (!__atomic_load_n(&settled, __ATOMIC_ACQUIRE) &&
-	       pthread_cond_timedwait(&settle_cv, &settle_mu, &ts) == 0)
-		;
-	pthread_mutex_unlock(&settle_mu);
-}
-
-/* The fork child keeps what its parent learned; the primitives are new. */
-void client_settle_atfork_child(void)
-{
-	pthread_mutex_init(&settle_mu, NULL);
-	pthread_cond_init(&settle_cv, NULL);
 }

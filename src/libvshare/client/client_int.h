@@ -146,9 +146,10 @@ extern struct client_global client_g;
 
 /* client_conf.c */
 void client_conf_read(struct client_conf *c);
-/* The first connection attempt's outcome is known (client.h:
+/* client_settle.c: the first connection attempt's outcome is known (client.h:
  * client_policy_wait); waiting for it at most ms. */
 void client_settle_mark(void);
+void client_settle_policy(void);   /* mark, a policy heard */
 int  client_settled(void);
 void client_settle_wait(unsigned ms);
 void client_settle_atfork_child(void);

@@ -268,7 +268,7 @@ static void on_policy(const struct vs_policy *m)
 			 "requires" : "no longer requires");
 	client_g.conf.require_sched = req;
 	client_g.cb->policy(client_g.cb->arg, m->mem_limit);
-	client_settle_mark();
+	client_settle_policy();
 	log_debug("policy: memory limit %llu bytes per GPU%s, weight %u",
 		  (unsigned long long)m->mem_limit,
 		  req ? ", scheduler required" : "", m->weight);

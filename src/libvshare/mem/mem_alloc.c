@@ -39,6 +39,24 @@ uint64_t mem_limit_now(void)
 		     __atomic_load_n(&mem_policy_limit, __ATOMIC_RELAXED));
 }
 
+/* VSHARE_CONVERT=0 leaves device memory to the driver, where much of it
+ * (cuMemAllocAsync, pools) is not counted: while an admin's limit (the
+ * node's or the scheduler's policy) is in force it is ignored, once for
+ * good. */
+static int convert_now(void)
+{
+	if (__atomic_load_n(&mem_conf.convert, __ATOMIC_RELAXED))
+		return 1;
+	if (mem_limit_now() == 0 ||
+	    (shim_node.mem_limit == 0 &&
+	     __atomic_load_n(&mem_policy_limit, __ATOMIC_RELAXED) == 0))
+		return 0;
+	log_once(LOG_LVL_WARN, "VSHARE_CONVERT=0 is ignored: an admin's "
+		 "memory limit is in force");
+	__atomic_store_n(&mem_conf.convert, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
 void mem_conf_read(void)
 {
 	uint64_t env_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
@@ -200,7 +218,7 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 	dev = cuq_current_device();
 	if (dev < 0 || dptr == NULL || size == 0)
 		return MEM_PASS; /* the driver reports the error */
-	if (!mem_conf.convert)
+	if (!convert_now())
 		return alloc_pinned(dptr, size, dev);
 	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
 			  dev_limit(dev));
@@ -247,7 +265,7 @@ CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width,
 	if (dptr == NULL || pitch == NULL || width == 0 || height == 0 ||
 	    (elem_size != 4 && elem_size != 8 && elem_size != 16))
 		return MEM_PASS;
-	if (!mem_conf.convert)
+	if (!convert_now())
 		return alloc_pitch_pinned(dptr, pitch, width, height, elem_size);
 	p = (width + MEM_PITCH_ALIGN - 1) / MEM_PITCH_ALIGN * MEM_PITCH_ALIGN;
 	if (p < width || height > SIZE_MAX / p)
@@ -285,8 +303,8 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 	/* Inside a capture the allocation becomes a graph node whose memory
 	 * the graph owns: it must stay stream-ordered, and the cache cannot
 	 * serve it. */
-	if (!mem_conf.convert || dptr == NULL || size == 0 ||
-	    cuq_stream_capturing(stream))
+	if (dptr == NULL || size == 0 || cuq_stream_capturing(stream) ||
+	    !convert_now())
 		return MEM_PASS;
 	dev = cuq_stream_device(stream);
 	if (dev < 0)

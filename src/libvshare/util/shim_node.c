@@ -3,6 +3,7 @@
  * without allocating (the shim lives in other people's processes).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "vshare/proto.h"
 #include "shim_node.h"
 #include "size.h"
 
@@ -37,6 +39,16 @@ static int parse_bool(const char *v, int *out)
 	else
 		return -1;
 	return 0;
+}
+
+/* A value that does not parse binds as the strictest one: a typo must
+ * not lift the admin's limit. */
+static void set_strict(struct shim_node *n, const char *k)
+{
+	if (!strcmp(k, "require_scheduler"))
+		n->require = 1;
+	else if (!strcmp(k, "mem_limit"))
+		n->mem_limit = SHIM_NODE_MEM_REFUSE;
 }
 
 /* One setting; -1 if the key is unknown or the value bad. */
@@ -70,7 +82,7 @@ static char *trim(char *s)
 static void parse_line(struct shim_node *n, const char *path, int no,
 		       char *line)
 {
-	char *eq, *k, *v;
+	char *eq, *k = NULL, *v;
 
 	line = trim(line);
 	if (line[0] == '\0' || line[0] == '#')
@@ -82,16 +94,12 @@ static void parse_line(struct shim_node *n, const char *path, int no,
 		v = trim(eq + 1);
 		if (set_key(n, k, v) == 0)
 			return;
+		set_strict(n, k);
 	}
-	log_warn("%s, line %d: not \"socket\", \"require_scheduler\" or "
-		 "\"mem_limit\" = a valid value; line ignored", path, no);
-}
-
-/* Whether the admin, and only the admin, controls the file. */
-static int trusted(const struct stat *st, uid_t owner)
-{
-	return S_ISREG(st->st_mode) && st->st_uid == owner &&
-	       !(st->st_mode & (S_IWGRP | S_IWOTH));
+	log_error("%s, line %d: not \"socket\", \"require_scheduler\" or "
+		  "\"mem_limit\" = a valid value; a bad require_scheduler "
+		  "binds as yes, a bad mem_limit refuses every allocation",
+		  path, no);
 }
 
 static void parse_text(struct shim_node *n, const char *path, char *text)
@@ -107,30 +115,151 @@ static void parse_text(struct shim_node *n, const char *path, char *text)
 	}
 }
 
+/* Whether this process runs in a user namespace other than the initial
+ * one, where the initial one's root is unmapped (its files show as the
+ * overflow uid). The initial namespace maps every id to itself. */
+static int in_child_userns(void)
+{
+	char buf[128];
+	unsigned long a, b, c;
+	int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return 0;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r < 0)
+		return 0;
+	buf[r] = '\0';
+	return !(sscanf(buf, "%lu %lu %lu", &a, &b, &c) == 3 && a == 0 &&
+		 b == 0 && c == 4294967295ul && strchr(buf, '\n') ==
+		 buf + strlen(buf) - 1);
+}
+
+static uid_t overflow_uid(void)
+{
+	char buf[32];
+	int fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	ssize_t r = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (r <= 0)
+		return 65534;
+	buf[r] = '\0';
+	return (uid_t)strtoul(buf, NULL, 10);
+}
+
+/* Who controls st: 1 the admin (owner, no one else may write), 0 someone
+ * else, 2 unknown: owned by the overflow uid in a user namespace, which
+ * is how the initial namespace's root shows there. */
+static int owner_ok(const struct stat *st, uid_t owner)
+{
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return 0;
+	if (st->st_uid == owner)
+		return 1;
+	return st->st_uid == overflow_uid() && in_child_userns() ? 2 : 0;
+}
+
+/* The folder holding path: whoever may write it may replace the file. */
+static int dir_ok(const char *path, uid_t owner)
+{
+	char dir[SHIM_NODE_PATH_MAX * 2];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	int fd, ok;
+
+	if (slash == NULL || (size_t)(slash - path) >= sizeof(dir))
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 :
+		 (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ok = node_stat(fd, &st) == 0 ? owner_ok(&st, owner) : 0;
+	close(fd);
+	return ok;
+}
+
+/* The whole file into text, or -1 if it is longer than NODE_FILE_MAX
+ * (or a read fails): a cut file could lose the line that binds. */
+static ssize_t read_all(int fd, char *text)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n <= NODE_FILE_MAX) {
+		r = read(fd, text + n, NODE_FILE_MAX + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n > NODE_FILE_MAX) {
+		errno = EFBIG;
+		return -1;
+	}
+	text[n] = '\0';
+	return (ssize_t)n;
+}
+
+/* A file is there but cannot be trusted or read: the strictest settings
+ * (the default socket, the scheduler required, nothing allocated), for
+ * the admin to fix, rather than none, which a user could arrange. */
+static int strict(struct shim_node *out, const char *path, const char *why)
+{
+	log_error("%s: %s; until it is fixed the scheduler is required at "
+		  "%s and every allocation is refused", path, why,
+		  VS_DEFAULT_SOCKET);
+	out->loaded = 1;
+	out->strict = 1;
+	out->require = 1;
+	out->mem_limit = SHIM_NODE_MEM_REFUSE;
+	return -1;
+}
+
 int shim_node_load(const char *path, uid_t owner, struct shim_node *out)
 {
-	char text[NODE_FILE_MAX + 1];
+	char text[NODE_FILE_MAX + 2];
 	struct stat st;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd, own, dir;
 
 	memset(out, 0, sizeof(*out));
 	out->require = -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+		  O_NOFOLLOW);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return 1;
 	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
-	if (node_stat(fd, &st) != 0 || !trusted(&st, owner)) {
+		return strict(out, path, errno == ELOOP ? "a symbolic link" :
+			      strerror(errno));
+	own = node_stat(fd, &st) == 0 && S_ISREG(st.st_mode) ?
+	      owner_ok(&st, owner) : 0;
+	dir = own ? dir_ok(path, owner) : 0;
+	if (!own || !dir || read_all(fd, text) < 0) {
+		int e = errno;
+
 		close(fd);
-		log_warn("%s is ignored: only a regular file that root owns "
-			 "and no one else may write is trusted", path);
-		return -1;
+		return strict(out, path, !own ? "not a regular file that root "
+			      "owns and no one else may write" : !dir ?
+			      "its folder is not root's alone" : e == EFBIG ?
+			      "longer than 8 KiB" : strerror(e));
 	}
-	r = read(fd, text, NODE_FILE_MAX);
 	close(fd);
-	if (r < 0) {
-		log_warn("%s: %s; ignored", path, strerror(errno));
-		return -1;
-	}
-	text[r] = '\0';
+	/* In a user namespace root's file shows as the overflow uid, and a
+	 * file the user made shows as their mapped uid: the owner says
+	 * nothing. Apply it (a user cannot make an overflow-owned file),
+	 * and say that the node is open to the namespace's tricks. */
+	if (own == 2 || dir == 2)
+		log_error("%s: in a user namespace the node's settings cannot "
+			  "be trusted (its owner is hidden); applying them, "
+			  "but the admin should disable unprivileged user "
+			  "namespaces", path);
 	parse_text(out, path, text);
 	out->loaded = 1;
 	return 0;

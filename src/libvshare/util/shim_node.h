@@ -11,11 +11,15 @@
  *   # the most one process may allocate per GPU
  *   mem_limit = 8G
  *
- * The file is trusted only when root owns it and neither its group nor
- * others may write it: a file anyone could write would hand the admin's
- * settings to them. An untrusted file is ignored with one warning, and
- * so is a line that does not parse (the other lines still apply). Its
- * path is fixed when the shim is built: a path the environment could
+ * The file is trusted only when it is a regular file (not a symbolic
+ * link) that root owns, in a folder root owns, and neither may be
+ * written by group or others: a file anyone could write would hand the
+ * admin's settings to them. The shim fails closed: a file that is there
+ * but untrusted, unreadable or longer than 8 KiB gives the strictest
+ * settings (shim_node.strict) with one error, and a require_scheduler or
+ * mem_limit line that does not parse binds as "yes" or as a limit no
+ * allocation fits. Its path is fixed when the shim is built (the CMake
+ * cache variable VSHARE_CLIENT_CONF): a path the environment could
  * choose would let a user pick a file without the admin's settings.
  */
 #ifndef VSHARE_SHIM_NODE_H
@@ -30,8 +34,12 @@
 
 #define SHIM_NODE_PATH_MAX 108   /* sizeof(sun_path) */
 
+/* The limit of a node whose limit cannot be known: no allocation fits. */
+#define SHIM_NODE_MEM_REFUSE 1ull
+
 struct shim_node {
-	int      loaded;             /* a trusted file was read */
+	int      loaded;             /* a file is there: the admin's node */
+	int      strict;             /* ...but untrusted: strictest settings */
 	char     socket[SHIM_NODE_PATH_MAX]; /* "" : not set */
 	int      require;            /* -1 not set, 0, 1 */
 	uint64_t mem_limit;          /* bytes, 0: not set */
@@ -43,8 +51,8 @@ extern struct shim_node shim_node;
 void shim_node_read(void);
 
 /* Read path into *out, trusting files owned by `owner` (root, 0, but for
- * the unit tests). 0 read, 1 no file, -1 not trusted or unreadable
- * (logged). */
+ * the unit tests). 0 read, 1 no file, -1 there but not trusted or
+ * unreadable (logged; *out holds the strictest settings). */
 int shim_node_load(const char *path, uid_t owner, struct shim_node *out);
 
 #endif
