@@ -37,15 +37,6 @@ struct sched *sched_new(const struct sched_cfg *cfg, sched_clock_fn clock,
 	return s;
 }
 
-static struct sched_member *member_find(const struct sched_client *c,
-					const uint8_t uuid[VS_UUID_LEN])
-{
-	for (size_t i = 0; i < c->n_m; i++)
-		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
-			return c->m[i];
-	return NULL;
-}
-
 /* ---- granting and dropping ---- */
 
 static void wait_enter(struct sched_member *m)
@@ -433,7 +424,7 @@ int sched_attach(struct sched *s, struct sched_client *c,
 
 	int rc;
 
-	if (member_find(c, uuid) != NULL)
+	if (sched_member_find(c, uuid) != NULL)
 		return 0; /* attaching twice is harmless */
 	if (c->n_m >= SCHED_MAX_CLIENT_GPUS)
 		return VS_E_LIMIT;
@@ -475,7 +466,7 @@ int sched_footprint(struct sched *s, struct sched_client *c,
 		    const uint8_t uuid[VS_UUID_LEN], uint64_t managed,
 		    uint64_t pinned)
 {
-	struct sched_member *m = member_find(c, uuid);
+	struct sched_member *m = sched_member_find(c, uuid);
 	uint64_t fp;
 
 	if (m == NULL)
@@ -501,7 +492,7 @@ int sched_footprint(struct sched *s, struct sched_client *c,
 int sched_request(struct sched *s, struct sched_client *c,
 		  const uint8_t uuid[VS_UUID_LEN])
 {
-	struct sched_member *m = member_find(c, uuid);
+	struct sched_member *m = sched_member_find(c, uuid);
 
 	if (m == NULL)
 		return VS_E_NOGPU;
@@ -521,7 +512,7 @@ int sched_request(struct sched *s, struct sched_client *c,
 int sched_released(struct sched *s, struct sched_client *c,
 		   const uint8_t uuid[VS_UUID_LEN])
 {
-	struct sched_member *m = member_find(c, uuid);
+	struct sched_member *m = sched_member_find(c, uuid);
 
 	if (m == NULL)
 		return VS_E_NOGPU;
@@ -547,7 +538,7 @@ int sched_released(struct sched *s, struct sched_client *c,
 int sched_swapped(struct sched *s, struct sched_client *c,
 		  const uint8_t uuid[VS_UUID_LEN], uint64_t us, uint64_t bytes)
 {
-	struct sched_member *m = member_find(c, uuid);
+	struct sched_member *m = sched_member_find(c, uuid);
 
 	if (m == NULL)
 		return VS_E_NOGPU;

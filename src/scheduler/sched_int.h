@@ -243,5 +243,8 @@ void sched_stat_swapped(struct sched_gpu *g, uint64_t us, uint64_t bytes);
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,
 				 const struct sched_member *m);
 void sched_out_purge(struct sched *s, uint32_t client_id);
+/* The client's member of the GPU with this UUID, NULL if not attached. */
+struct sched_member *sched_member_find(const struct sched_client *c,
+				       const uint8_t uuid[VS_UUID_LEN]);
 
 #endif

@@ -254,6 +254,15 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	return 0;
 }
 
+struct sched_member *sched_member_find(const struct sched_client *c,
+				       const uint8_t uuid[VS_UUID_LEN])
+{
+	for (size_t i = 0; i < c->n_m; i++)
+		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
+			return c->m[i];
+	return NULL;
+}
+
 /* The same view as a status report's, for the waiter alone: the first
  * holder in grant order is the one named. */
 int sched_wait_info(const struct sched *s, const struct sched_client *c,
@@ -264,9 +273,7 @@ int sched_wait_info(const struct sched *s, const struct sched_client *c,
 	uint64_t now = sched_now(s);
 
 	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; i < c->n_m && m == NULL; i++)
-		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
-			m = c->m[i];
+	m = sched_member_find(c, uuid);
 	if (m == NULL)
 		return VS_E_NOGPU;
 	if (m->state != SCHED_ST_WAITING)
@@ -289,8 +296,7 @@ int sched_wait_info(const struct sched *s, const struct sched_client *c,
 enum sched_state sched_state_of(const struct sched_client *c,
 				const uint8_t uuid[VS_UUID_LEN])
 {
-	for (size_t i = 0; i < c->n_m; i++)
-		if (memcmp(c->m[i]->g->uuid, uuid, VS_UUID_LEN) == 0)
-			return c->m[i]->state;
-	return SCHED_ST_IDLE;
+	const struct sched_member *m = sched_member_find(c, uuid);
+
+	return m != NULL ? m->state : SCHED_ST_IDLE;
 }
