@@ -41,6 +41,17 @@ static int send_ref(uint16_t type, const uint8_t uuid[VS_UUID_LEN])
 	return client_send(type, &m, sizeof(m));
 }
 
+/* A REQUEST went out, from this thread or a waiting one: the GPU is
+ * requested, its wait begins, and, if the waiters spin, the client thread
+ * polls for the GRANT without sleeping for spin_ns (client.c, spin_poll). */
+static void request_sent(struct client_gpu *g, uint64_t spin_ns)
+{
+	g->requested = 1;
+	client_wait_begin(g);
+	if (spin_ns != 0)
+		client_c.spin_until_ns = gate_now_ns() + spin_ns;
+}
+
 /*
  * The fast REQUEST. Waking this thread from poll costs tens of
  * microseconds on an idle machine (the CPU's sleep state), as much again
@@ -92,15 +103,10 @@ int client_fast_adopt(void)
 		/* Claimed: the waiting thread is inside one send. */
 		while ((st = A_LOAD(&g->fast)) == CLIENT_FAST_CLAIMED)
 			sched_yield();
-		if (st == CLIENT_FAST_SENT) {
-			g->requested = 1;
-			client_wait_begin(g);
-			if (gate_spin_window_ns() != 0)
-				client_c.spin_until_ns = gate_now_ns() +
-							 gate_spin_window_ns();
-		} else if (st == CLIENT_FAST_FAILED) {
+		if (st == CLIENT_FAST_SENT)
+			request_sent(g, gate_spin_window_ns());
+		else if (st == CLIENT_FAST_FAILED)
 			rc = -1;
-		}
 		A_STORE(&g->fast, CLIENT_FAST_OFF);
 	}
 	return rc;
@@ -129,15 +135,12 @@ int client_fast_request(int dev)
 	return 0;
 }
 
-/* A REQUEST; then, if the waiters spin, the client thread polls for the
- * GRANT without sleeping for spin_ns (client.c, spin_poll). */
+/* The client thread's own REQUEST. */
 static int send_request(struct client_gpu *c, uint64_t spin_ns)
 {
 	if (send_ref(VS_MSG_REQUEST, c->uuid))
 		return -1;
-	client_wait_begin(c);
-	if (spin_ns != 0)
-		client_c.spin_until_ns = gate_now_ns() + spin_ns;
+	request_sent(c, spin_ns);
 	return 0;
 }
 
@@ -279,7 +282,6 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 	if (!g->held && !g->requested && (g->want || gate_waiting(dev) > 0)) {
 		if (send_request(g, gate_spin_window_ns()))
 			return -1;
-		g->requested = 1;
 	}
 	/* After the REQUEST: its wait sets the time to look again. */
 	if (client_wait_due(dev, g, timeout) && wait_query(g))
