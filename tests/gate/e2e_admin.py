@@ -11,19 +11,17 @@ usage: e2e_admin.py SCHEDULER LIBVSHARE TESTDRIVER_DIR EXECLOG_PY PROGRAM
 Each function t_NAME is scenario NAME and ctest gate.admin.NAME
 (tests/gate/CMakeLists.txt). The policy is the test user's own (the
 peer's uid from SO_PEERCRED)."""
-import importlib.util
 import os
 import shutil
 import sys
 import time
 
-from e2e_lib import Runner, Scheduler, check, driver_env, fail, tmpdir
+from e2e_lib import (Runner, Scheduler, check, driver_env, fail, load_execlog,
+                     tmpdir)
 
 SCHED, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:7]
 SAN = sys.argv[7] if len(sys.argv) > 7 else ""
-spec = importlib.util.spec_from_file_location("execlog", EXECLOG)
-execlog = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(execlog)
+execlog = load_execlog(EXECLOG)
 
 TMP = tmpdir()
 LOG, ENV = driver_env(TMP, TD_DIR, SHIM, SAN)

@@ -4,7 +4,6 @@ CUDA test driver, with the real vshare-scheduler, checked through the test
 driver's execution log.
 usage: e2e_cuda.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR EXECLOG_PY
                    PROGRAM SCENARIO [SAN_PRELOAD]"""
-import importlib.util
 import json
 import os
 import re
@@ -14,13 +13,11 @@ import sys
 import time
 
 from e2e_lib import (Runner, Scheduler, check, driver_env, fail, first_stamp,
-                     now_ns, tmpdir)
+                     load_execlog, now_ns, tmpdir)
 
 SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:8]
 SAN = sys.argv[8] if len(sys.argv) > 8 else ""
-spec = importlib.util.spec_from_file_location("execlog", EXECLOG)
-execlog = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(execlog)
+execlog = load_execlog(EXECLOG)
 
 TMP = tmpdir()
 LOG, ENV = driver_env(TMP, TD_DIR, SHIM, SAN)

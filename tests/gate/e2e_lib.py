@@ -1,5 +1,6 @@
 """Helpers for the gate's integration tests: a real vshare-scheduler on a
 temporary socket, processes under test, and the execution-log checks."""
+import importlib.util
 import json
 import os
 import signal
@@ -148,6 +149,15 @@ def cross_overlaps(rows):
         pairs += [(a, r) for a in active if a["pid"] != r["pid"]]
         active.append(r)
     return pairs
+
+
+def load_execlog(path):
+    """The test driver's log reader (tests/driver/execlog.py), which the
+    build passes by path, as a module."""
+    spec = importlib.util.spec_from_file_location("execlog", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def tmpdir():

@@ -15,7 +15,6 @@ builds), but each sits far from what the other policy gives: a waiter
 under `fair` is served within ~2 s where `fcfs` makes it wait a quantum,
 and two users share 50/50 where `fcfs` gives the one with fewer
 processes ~20%."""
-import importlib.util
 import json
 import os
 import shutil
@@ -23,14 +22,12 @@ import subprocess
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env, fail, now_ns,
-                     tmpdir)
+from e2e_lib import (Runner, Scheduler, check, driver_env, fail, load_execlog,
+                     now_ns, tmpdir)
 
 SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES, SCENARIO = sys.argv[1:8]
 SAN = sys.argv[8] if len(sys.argv) > 8 else ""
-spec = importlib.util.spec_from_file_location("execlog", EXECLOG)
-execlog = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(execlog)
+execlog = load_execlog(EXECLOG)
 
 # Interactive scenarios: a quantum long enough that waiting for it cannot
 # pass for a fair grant, and a short slice.

@@ -11,7 +11,6 @@ usage: e2e_wait.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR
                    EXECLOG_PY EXAMPLES_DIR SCENARIO [SAN_PRELOAD]
 Each function t_NAME is scenario NAME and ctest gate.wait.NAME
 (tests/gate/CMakeLists.txt). Exit 0 pass, 1 fail."""
-import importlib.util
 import os
 import pwd
 import re
@@ -19,13 +18,12 @@ import shutil
 import sys
 import time
 
-from e2e_lib import Runner, Scheduler, check, driver_env, fail, tmpdir
+from e2e_lib import (Runner, Scheduler, check, driver_env, fail, load_execlog,
+                     tmpdir)
 
 SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES, SCENARIO = sys.argv[1:8]
 SAN = sys.argv[8] if len(sys.argv) > 8 else ""
-spec = importlib.util.spec_from_file_location("execlog", EXECLOG)
-execlog = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(execlog)
+execlog = load_execlog(EXECLOG)
 
 # The holder computes without a pause for HOLD_S, inside one quantum and
 # (policy fcfs) never preempted: the waiter waits about that long.
