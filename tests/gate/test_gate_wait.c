@@ -131,29 +131,37 @@ void wait_notice_once(void **state)
 	assert_int_equal(count(text, "]: GPU 0 (GPU-"), 2);
 }
 
-/* A scheduler of version 2 cannot be asked: the line says the GPU is busy
- * and no more, and no WAIT_QUERY reaches it (it would be malformed). */
-void wait_notice_old_scheduler(void **state)
+/* One thread waits wait_ms at a fresh fake scheduler's closed gate and
+ * is granted; what the shim wrote to stderr meanwhile goes to text. */
+static void one_wait(int wait_ms, char *text, size_t n)
 {
 	struct entrant e;
 	struct cap c;
-	char text[4096];
 
-	(void)state;
-	setenv("VSHARE_WAIT_NOTICE_MS", "200", 1);
 	cap_start(&c);
-	fs_speak(2);
 	fs_start();
 	env_init();
 	entrant_start(&e, 0, NULL, 0);
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
-	sleep_ms(600);
+	sleep_ms(wait_ms);
 	fs_grant(0, 0);
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
 	fake_shutdown();
 	fs_stop();
-	cap_end(&c, text, sizeof(text));
+	cap_end(&c, text, n);
+}
+
+/* A scheduler of version 2 cannot be asked: the line says the GPU is busy
+ * and no more, and no WAIT_QUERY reaches it (it would be malformed). */
+void wait_notice_old_scheduler(void **state)
+{
+	char text[4096];
+
+	(void)state;
+	setenv("VSHARE_WAIT_NOTICE_MS", "200", 1);
+	fs_speak(2);
+	one_wait(600, text, sizeof(text));
 	unsetenv("VSHARE_WAIT_NOTICE_MS");
 	assert_int_equal(fs_count(VS_MSG_WAIT_QUERY), 0);
 	assert_int_equal(count(text, "is busy: GPU work waits for it ("), 1);
@@ -164,25 +172,12 @@ void wait_notice_old_scheduler(void **state)
 /* VSHARE_WAIT_NOTICE=0: no query, no line. */
 void wait_notice_off(void **state)
 {
-	struct entrant e;
-	struct cap c;
 	char text[4096];
 
 	(void)state;
 	setenv("VSHARE_WAIT_NOTICE", "0", 1);
 	setenv("VSHARE_WAIT_NOTICE_MS", "100", 1);
-	cap_start(&c);
-	fs_start();
-	env_init();
-	entrant_start(&e, 0, NULL, 0);
-	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 3000), 0);
-	sleep_ms(500);
-	fs_grant(0, 0);
-	assert_int_equal(entrant_wait(&e, 2000), 0);
-	entrant_join(&e);
-	fake_shutdown();
-	fs_stop();
-	cap_end(&c, text, sizeof(text));
+	one_wait(500, text, sizeof(text));
 	unsetenv("VSHARE_WAIT_NOTICE");
 	unsetenv("VSHARE_WAIT_NOTICE_MS");
 	assert_int_equal(fs_count(VS_MSG_WAIT_QUERY), 0);
