@@ -20,6 +20,11 @@
  *      asks who holds it and its place in the queue, to tell its user).
  *      The scheduler serves peers of versions 1 and 2 in their versions;
  *      they hear no policy.
+ *   4  the lock page: VS_MSG_LOCK_PAGE (right after WELCOME, with a
+ *      descriptor of the scheduler's lock page passed alongside, see
+ *      "The lock page" below) and VS_MSG_TOOK (a client took a free GPU
+ *      through the page). Peers of versions 1 to 3 get no page and take
+ *      every GPU through REQUEST and GRANT, as before.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -45,7 +50,7 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 3u
+#define VS_PROTO_VERSION 4u
 /* The oldest version a peer may speak to this code. */
 #define VS_PROTO_VERSION_MIN 1u
 
@@ -93,6 +98,7 @@ struct vs_hdr {
 #define VS_MSG_RELEASED    0x0005
 #define VS_MSG_SWAPPED     0x0006   /* since version 2 */
 #define VS_MSG_WAIT_QUERY  0x0008   /* since version 3 */
+#define VS_MSG_TOOK        0x0009   /* since version 4 */
 /* scheduler -> client */
 #define VS_MSG_WELCOME     0x0101
 #define VS_MSG_GRANT       0x0102
@@ -101,6 +107,7 @@ struct vs_hdr {
 #define VS_MSG_ERROR       0x0105
 #define VS_MSG_WAITING     0x0106   /* since version 3 */
 #define VS_MSG_POLICY      0x0107   /* since version 3 */
+#define VS_MSG_LOCK_PAGE   0x0108   /* since version 4 */
 /* admin -> scheduler */
 #define VS_MSG_STATUS      0x0201
 #define VS_MSG_SET_TQ      0x0202
@@ -255,6 +262,55 @@ struct vs_policy {
 	uint64_t reserved;
 };
 
+/*
+ * The lock page. The scheduler shares one page of memory (a sealed memfd,
+ * passed with SCM_RIGHTS alongside VS_MSG_LOCK_PAGE) with every client of
+ * version 4. Slot i describes the GPU of index i: its UUID, written by
+ * the scheduler before it first opens the slot, and a lock word:
+ *
+ *   VS_LOCK_CLOSED  take the GPU through REQUEST and GRANT;
+ *   VS_LOCK_FREE    nobody holds the GPU, nobody waits and everyone's
+ *                   memory fits: a client may compare-and-swap the word
+ *                   from FREE to its own token, and then holds the GPU as
+ *                   if the scheduler had granted it (exclusive in mode on,
+ *                   shared in mode auto, never oversubscribed). It says
+ *                   so with VS_MSG_TOOK, without waiting for an answer;
+ *   a token         that client took it; the scheduler adopts it as the
+ *                   holder (at the TOOK, or sooner when another client
+ *                   asks for the GPU) and closes the word.
+ *
+ * Only the scheduler opens a word, and only the scheduler closes one a
+ * client took. The page is a fast path: the scheduler's own state stays
+ * the truth. It trusts nothing it reads there but a token of one of the
+ * GPU's attached clients; anything else closes the word.
+ */
+#define VS_LOCK_PAGE_MAGIC 0x4b4c5356u /* "VSLK" */
+#define VS_LOCK_SLOTS      255u
+#define VS_LOCK_CLOSED     0ull
+#define VS_LOCK_FREE       1ull
+#define VS_LOCK_TOKEN_BIT  (1ull << 63) /* every token has it */
+
+struct vs_lock_slot {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t word;           /* VS_LOCK_*, or a token; atomic */
+	uint8_t  pad[40];        /* one cache line per slot */
+};
+
+struct vs_lock_page {
+	uint32_t magic;          /* VS_LOCK_PAGE_MAGIC */
+	uint32_t n_slots;        /* VS_LOCK_SLOTS */
+	uint8_t  pad[56];
+	struct vs_lock_slot slot[VS_LOCK_SLOTS];
+};
+
+/* VS_MSG_LOCK_PAGE: this client's token and the page's size; the page's
+ * descriptor travels with the frame's first byte. */
+struct vs_lock_info {
+	uint64_t token;          /* VS_LOCK_TOKEN_BIT set */
+	uint32_t size;           /* sizeof(struct vs_lock_page) */
+	uint32_t reserved;
+};
+
 /* VS_MSG_WAITING: the answer to a VS_MSG_WAIT_QUERY, as the scheduler
  * sees the GPU when it answers. position 0: the asker does not wait for
  * that GPU (granted meanwhile, or never asked); the rest is then zero. */
@@ -324,6 +380,10 @@ _Static_assert(offsetof(struct vs_waiting, held_ms) == 40, "vs_waiting layout");
 _Static_assert(sizeof(struct vs_status_req) == 8, "vs_status_req size");
 _Static_assert(sizeof(struct vs_admin_set) == 32, "vs_admin_set size");
 _Static_assert(sizeof(struct vs_reply) == 8, "vs_reply size");
+_Static_assert(sizeof(struct vs_lock_slot) == 64, "vs_lock_slot size");
+_Static_assert(offsetof(struct vs_lock_page, slot) == 64, "vs_lock_page layout");
+_Static_assert(sizeof(struct vs_lock_page) == 16384, "vs_lock_page size");
+_Static_assert(sizeof(struct vs_lock_info) == 16, "vs_lock_info size");
 
 /* One row per message type: who sends it and how long its payload is.
  * A variable-length type (VS_MSG_REPLY) gives its minimum size. */

@@ -16,6 +16,7 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_RELEASED,  VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "released", 1 },
 	{ VS_MSG_SWAPPED,   VS_ROLE_CLIENT,    sizeof(struct vs_swapped),    0, "swapped", 2 },
 	{ VS_MSG_WAIT_QUERY, VS_ROLE_CLIENT,   sizeof(struct vs_wait_query), 0, "wait-query", 3 },
+	{ VS_MSG_TOOK,      VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "took", 4 },
 	{ VS_MSG_WELCOME,   VS_ROLE_SCHEDULER, sizeof(struct vs_welcome),    0, "welcome", 1 },
 	{ VS_MSG_GRANT,     VS_ROLE_SCHEDULER, sizeof(struct vs_grant),      0, "grant", 1 },
 	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop", 1 },
@@ -23,6 +24,7 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_ERROR,     VS_ROLE_SCHEDULER, sizeof(struct vs_error),      0, "error", 1 },
 	{ VS_MSG_POLICY,    VS_ROLE_SCHEDULER, sizeof(struct vs_policy),     0, "policy", 3 },
 	{ VS_MSG_WAITING,   VS_ROLE_SCHEDULER, sizeof(struct vs_waiting),    0, "waiting", 3 },
+	{ VS_MSG_LOCK_PAGE, VS_ROLE_SCHEDULER, sizeof(struct vs_lock_info),  0, "lock-page", 4 },
 	{ VS_MSG_STATUS,    VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "status", 1 },
 	{ VS_MSG_SET_TQ,    VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-tq", 1 },
 	{ VS_MSG_SET_MODE,  VS_ROLE_ADMIN,     sizeof(struct vs_admin_set),  0, "set-mode", 1 },
@@ -118,7 +120,8 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	}
 	case VS_MSG_FOOTPRINT:
 	case VS_MSG_REQUEST:
-	case VS_MSG_RELEASED: {
+	case VS_MSG_RELEASED:
+	case VS_MSG_TOOK: {
 		const struct vs_gpu_ref *m = payload; /* every one starts with the UUID */
 		if (all_zero(m->uuid, sizeof(m->uuid)))
 			FAIL("empty UUID");
@@ -142,6 +145,13 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	}
 	case VS_MSG_WELCOME:
 		break;
+	case VS_MSG_LOCK_PAGE: {
+		const struct vs_lock_info *m = payload;
+		if (m->reserved || !(m->token & VS_LOCK_TOKEN_BIT) ||
+		    m->size != sizeof(struct vs_lock_page))
+			FAIL("lock-page: bad token, size or reserved field");
+		break;
+	}
 	case VS_MSG_POLICY: {
 		const struct vs_policy *m = payload;
 		if (m->reserved || (m->flags & ~VS_POLICYF_REQUIRE) ||

@@ -70,6 +70,7 @@ X(socket_group,      GROUP, STR(CONF_DEF_SOCKET_GROUP), 0,           0,         
 X(socket_mode,       OCTAL, NUM(0660),                  0600,        0777,         "",        GLOBAL,                           RESTART) \
 X(admin_group,       GROUP, STR(CONF_DEF_ADMIN_GROUP),  0,           0,            "",        GLOBAL,                           LIVE)    \
 X(status_public,     BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
+X(lock_page,         BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           RESTART) \
 X(log_level,         LEVEL, NUM(LOG_LVL_INFO),          0,           0,            "",        GLOBAL,                           LIVE)    \
 X(max_clients,       UINT,  NUM(16384),                 1,           262144,       "clients", GLOBAL,                           LIVE)    \
 X(uid_conns,         UINT,  NUM(256),                   1,           262144,       "connections", GLOBAL,                       LIVE)    \

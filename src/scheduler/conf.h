@@ -69,6 +69,7 @@ struct conf {
 	uint32_t socket_mode;
 	char     admin_group[CONF_NAME_MAX];
 	int      status_public;     /* may non-admins read the status? */
+	int      lock_page;         /* share free GPUs in the lock page */
 	int      log_level;         /* enum log_level */
 	uint32_t max_clients;
 	/* Limits against hostile peers (docs/scheduler.md, threat model). */

@@ -3,10 +3,12 @@
  * only: a complete, valid frame goes up through the server's
  * conn_events; a malformed one closes this connection and nothing else.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "grow.h"
 #include "log.h"
@@ -175,6 +177,38 @@ static uint16_t peer_version(const struct conn *c)
 	return c->rx.version != 0 ? c->rx.version : VS_PROTO_VERSION_MIN;
 }
 
+/* Queue the bytes of buf from `sent` to `total` that the socket did not
+ * take, behind anything queued before; a peer over its limits is
+ * dropped. */
+static void queue_rest(struct conn *c, const unsigned char *buf, size_t sent,
+		       size_t total)
+{
+	size_t rest = total - sent, cost = write_cost(rest);
+	struct wreq *w;
+	uv_buf_t b;
+
+	if (sent >= total)
+		return;
+	if (queue_room(c, cost) != 0 ||
+	    (w = malloc(sizeof(*w) + rest)) == NULL) {
+		conn_close(c);
+		return;
+	}
+	w->c = c;
+	w->cost = cost;
+	memcpy(w->data, buf + sent, rest);
+	b = uv_buf_init((char *)w->data, (unsigned)rest);
+	if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
+		     on_written) != 0) {
+		free(w);
+		conn_close(c);
+		return;
+	}
+	c->outq += cost;
+	c->srv->outq_total += cost;
+	pause_if_full(c);
+}
+
 static void send_v(struct conn *c, uint16_t version, uint16_t type,
 		   const void *payload, uint32_t len)
 {
@@ -202,32 +236,64 @@ static void send_v(struct conn *c, uint16_t version, uint16_t type,
 	if (n < 0) {
 		log_debug("peer %d: write: %s", c->cred.pid, uv_strerror(n));
 		conn_close(c);
-	} else if ((size_t)n < total) {
-		size_t rest = total - (size_t)n, cost = write_cost(rest);
-		struct wreq *w;
-
-		if (queue_room(c, cost) != 0 ||
-		    (w = malloc(sizeof(*w) + rest)) == NULL) {
-			conn_close(c);
-			goto out;
-		}
-		w->c = c;
-		w->cost = cost;
-		memcpy(w->data, buf + n, rest);
-		b = uv_buf_init((char *)w->data, (unsigned)rest);
-		if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1,
-			     on_written) != 0) {
-			free(w);
-			conn_close(c);
-			goto out;
-		}
-		c->outq += cost;
-		c->srv->outq_total += cost;
-		pause_if_full(c);
+	} else {
+		queue_rest(c, buf, (size_t)n, total);
 	}
 out:
 	if (buf != stack)
 		free(buf);
+}
+
+/* The frame with a descriptor passed alongside its first byte
+ * (SCM_RIGHTS), sent at once or not at all: -1 when the peer's output is
+ * queued already or the socket takes none of it (the caller goes on
+ * without the descriptor). A part the socket did not take is queued. */
+int conn_send_fd(struct conn *c, uint16_t type, const void *payload,
+		 uint32_t len, int fd)
+{
+	unsigned char buf[sizeof(struct vs_hdr) + 64];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	size_t total = sizeof(struct vs_hdr) + len;
+	struct iovec iov;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	struct vs_hdr h;
+	uv_os_fd_t sock;
+	ssize_t n;
+
+	if (c->closing || len > sizeof(buf) - sizeof(h) ||
+	    uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) != 0 ||
+	    uv_fileno((uv_handle_t *)&c->pipe, &sock) != 0)
+		return -1;
+	vs_hdr_init_v(&h, peer_version(c), type, len);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), payload, len);
+	iov.iov_base = buf;
+	iov.iov_len = total;
+	memset(&mh, 0, sizeof(mh));
+	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl.b;
+	mh.msg_controllen = sizeof(ctl.b);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		log_debug("peer %d: sendmsg: %s", c->cred.pid,
+			  n < 0 ? strerror(errno) : "nothing sent");
+		return -1;
+	}
+	queue_rest(c, buf, (size_t)n, total);
+	return 0;
 }
 
 void conn_send(struct conn *c, uint16_t type, const void *payload, uint32_t len)

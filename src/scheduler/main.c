@@ -192,6 +192,7 @@ int main(int argc, char **argv)
 	/* Run the close callbacks of everything srv_stop closed. */
 	uv_run(s.loop, UV_RUN_DEFAULT);
 	sched_free(s.sched);
+	lockpage_destroy(&s);
 	metrics_cache_free(&s.mcache);
 	free(s.batch);
 	free(s.uids);

@@ -69,10 +69,16 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 	 * so pages of the new holder may have been evicted: prefetch them,
 	 * and report that one swap-in (sched_swapped). */
 	uint32_t flags = g->total_fp > m->cap ? VS_GRANTF_OVERSUB : 0;
-	struct sched_out *o = sched_out_push(s, SCHED_OUT_MSG, m);
+	struct sched_out *o;
 
 	g->st.grants[kind]++;
 	m->swap_due = flags != 0;
+	/* A client that took the GPU through the lock page runs already. */
+	if (m->took) {
+		g->st.took++;
+		return;
+	}
+	o = sched_out_push(s, SCHED_OUT_MSG, m);
 	if (o == NULL)
 		return;
 	o->type = VS_MSG_GRANT;
@@ -159,6 +165,85 @@ struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
 	return emit_drop(s, m, why);
 }
 
+/* ---- the lock page ---- */
+
+/* m took its GPU through the lock page: it holds it now, as if granted,
+ * with no GRANT sent. A take from a free word finds nobody holding (every
+ * grant settles the word first); a client that claims a take beside a
+ * holder (a word written behind the scheduler's back, or a TOOK with no
+ * take) runs anyway, so it counts as a holder too, and is told to give
+ * the GPU back at once. Nobody waits while nobody holds (admit grants the
+ * first waiter then), so nobody is passed over either. */
+static void adopt(struct sched *s, struct sched_member *m, uint64_t now)
+{
+	int alone = m->g->n_holders == 0;
+
+	if (m->state == SCHED_ST_HOLDING)
+		return;
+	if (m->state == SCHED_ST_IDLE) {
+		m->revoked = 0;
+		m->since = now;
+		m->seq = s->next_seq++;
+		m->blk = m->g->blocked;
+		wait_enter(m);
+	}
+	m->took = 1;
+	grant(s, m, now);
+	m->took = 0;
+	if (!alone)
+		sched_hard_drop(s, m, VS_DROP_QUANTUM, now);
+}
+
+static struct sched_member *member_by_token(struct sched_gpu *g,
+					    uint64_t token)
+{
+	for (struct dlink *it = g->members.next; it != &g->members;
+	     it = it->next) {
+		struct sched_member *m = dl_entry(it, struct sched_member, m_link);
+
+		if (sched_client_token(m->c) == token)
+			return m;
+	}
+	return NULL;
+}
+
+/* Before any decision about g: close its word, and adopt the client that
+ * took it meanwhile, if one did. A value that is no attached client's
+ * token (a client gone since, or one writing junk) only closes the word. */
+static void settle(struct sched *s, struct sched_gpu *g)
+{
+	uint64_t v = sched_lock_close(s, g);
+	struct sched_member *m;
+
+	if (v == 0)
+		return;
+	m = member_by_token(g, v);
+	if (m == NULL) {
+		g->st.lock_resets++;
+		return;
+	}
+	adopt(s, m, sched_now(s));
+}
+
+/* After a decision about g: open its word when whoever asks next would
+ * be granted at once with nothing to swap in (nobody holds or waits, and
+ * everyone's memory fits every member's view of the capacity). */
+static void publish(struct sched *s, struct sched_gpu *g)
+{
+	if (s->lock == NULL || g->n_holders > 0 || g->n_waiting > 0 ||
+	    g->n_members == 0)
+		return;
+	for (struct dlink *it = g->members.next; it != &g->members;
+	     it = it->next) {
+		const struct sched_member *m =
+			dl_entry(it, struct sched_member, m_link);
+
+		if (m->cap != 0 && g->total_fp > m->cap)
+			return;
+	}
+	sched_lock_open(s, g);
+}
+
 /* May waiter m start now, beside the current holders? */
 static int fits(const struct sched_gpu *g, const struct sched_member *m)
 {
@@ -227,6 +312,7 @@ static void admit(struct sched *s, struct sched_gpu *g)
 {
 	uint64_t now = sched_now(s);
 
+	settle(s, g);
 	sched_fair_charge(s, g, now);
 	g->slice_ms = sched_fair_slice(s, g);
 	sched_fair_order(s, g, now);
@@ -244,6 +330,7 @@ static void admit(struct sched *s, struct sched_gpu *g)
 		sched_fair_number(g); /* the granted ones left the queue */
 	update_contention(s, g, now);
 	preempt(s, g, now);
+	publish(s, g);
 }
 
 /* Holders past the first that no longer fit (mode change, or a footprint
@@ -253,6 +340,7 @@ static void enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 	uint64_t now = sched_now(s), sum = 0, cap = 0;
 	size_t i = 0;
 
+	settle(s, g);
 	if (g->mode == VS_MODE_OFF)
 		return;
 	ITER_HOLDERS(g, it, nx) {
@@ -412,6 +500,7 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	dl_init(&g->queue);
 	dl_init(&g->holders);
 	sched_cap_refresh(g);
+	sched_lock_gpu_new(s, g);
 	return g;
 }
 
@@ -555,6 +644,25 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 	sched_fair_swapped(m->g, us);
 	sched_stat_swapped(m->g, us, bytes);
 	m->g->slice_ms = sched_fair_slice(s, m->g);
+	return 0;
+}
+
+int sched_took(struct sched *s, struct sched_client *c,
+	       const uint8_t uuid[VS_UUID_LEN])
+{
+	struct sched_member *m = sched_member_find(c, uuid);
+	struct sched_gpu *g;
+	uint64_t now = sched_now(s);
+
+	if (m == NULL)
+		return VS_E_NOGPU;
+	g = m->g;
+	/* Adopted here when the word holds its token; otherwise its word
+	 * was closed before its take could be adopted (junk written over
+	 * it), or it took none: adopted all the same (see adopt). */
+	settle(s, g);
+	adopt(s, m, now);
+	admit(s, g);
 	return 0;
 }
 

@@ -70,6 +70,8 @@ struct sched_member {
 	int preempted;            /* its hard drop is a fair preemption */
 	int swap_due;             /* holding an oversubscribed grant whose
 				   * swap-in is not reported yet */
+	int took;                 /* being adopted: it took the GPU through
+				   * the lock page, no GRANT goes out */
 	int out;                  /* preempted and not yet granted again */
 	uint64_t out_at;          /* when that preemption took the GPU */
 	uint64_t out_hard;        /* g->hard_seq then */
@@ -164,6 +166,7 @@ struct sched {
 	struct sched_out *out;
 	size_t n_out, cap_out;
 	struct sched_stat_users su; /* users with a slot in the counters */
+	struct vs_lock_page *lock; /* shared with the clients, NULL: none */
 };
 
 /* sched.c, for sched_conf.c, sched_admin.c and sched_tick.c */
@@ -178,6 +181,13 @@ struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
 
 /* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
+
+/* sched_lock.c: the lock page's words (no transitions). close returns
+ * what a client wrote into an open word (0: nothing), the word closed. */
+void     sched_lock_gpu_new(struct sched *s, struct sched_gpu *g);
+uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g);
+void     sched_lock_open(struct sched *s, struct sched_gpu *g);
+int      sched_lock_is_free(const struct sched *s, const struct sched_gpu *g);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */

@@ -205,6 +205,18 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 /* Time: handle every deadline that is due at the clock's now; the next
  * one, absolute, or SCHED_NO_DEADLINE. */
 void sched_tick(struct sched *s);
+
+/*
+ * The lock page (include/vshare/proto.h, "The lock page"). sched_lock_set
+ * gives the policy the page it publishes free GPUs in (NULL: none, every
+ * grant goes through REQUEST); the I/O layer owns the memory. A client's
+ * token is what it writes into a word it takes. sched_took: the client
+ * says it took uuid through the page (VS_MSG_TOOK): 0, or VS_E_NOGPU.
+ */
+void sched_lock_set(struct sched *s, struct vs_lock_page *page);
+uint64_t sched_client_token(const struct sched_client *c);
+int sched_took(struct sched *s, struct sched_client *c,
+	       const uint8_t uuid[VS_UUID_LEN]);
 uint64_t sched_next_deadline(const struct sched *s);
 
 /* Admin. `target`/`index`/`uuid` as in struct vs_admin_set. A change to
@@ -290,6 +302,9 @@ struct sched_hist {
 #define SCHED_DROP_N    6u  /* drops[] index: VS_DROP_* or SCHED_DROP_FAIR */
 struct sched_gpu_stats {
 	uint64_t grants[2];             /* by VS_GRANT_* kind */
+	uint64_t took;                  /* of those, taken through the lock page */
+	uint64_t lock_resets;           /* lock words closed that held no
+					 * attached client's token */
 	uint64_t handoffs;              /* grants to a waiter that had to wait
 					 * for holders to release */
 	uint64_t drops[SCHED_DROP_N];   /* drop requests by reason; [0] unused */

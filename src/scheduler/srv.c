@@ -226,6 +226,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	w.proto_version = c->rx.version;
 	w.client_id = sched_client_id(c->client);
 	conn_send(c, VS_MSG_WELCOME, &w, sizeof(w));
+	lockpage_send(c);
 	send_policy(c);
 }
 
@@ -367,6 +368,24 @@ static int on_wait_query(struct conn *c, const struct vs_wait_query *q)
 
 /* A client request; the policy answers through the outbox, or with an
  * error code that the client hears as VS_MSG_ERROR. */
+/* A client of version 4 hears its GPU's mode at once after an ATTACH
+ * that took: it takes the GPU through the lock page only after that, so
+ * that a token in a word always belongs to an attached client. */
+static void attached(struct conn *c, const uint8_t uuid[VS_UUID_LEN])
+{
+	const struct sched_gpu *g = sched_gpu_find(c->srv->sched, uuid);
+	struct sched_gpu_info gi;
+	struct vs_mode m;
+
+	if (c->rx.version < 4 || g == NULL)
+		return;
+	sched_gpu_info(g, &gi);
+	memset(&m, 0, sizeof(m));
+	memcpy(m.uuid, uuid, VS_UUID_LEN);
+	m.mode = gi.mode;
+	conn_send(c, VS_MSG_MODE, &m, sizeof(m));
+}
+
 static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 			  const void *payload)
 {
@@ -385,6 +404,8 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 		uint64_t total = gpu_total(known);
 
 		rc = sched_attach(sc, c->client, m->uuid, m->total_mem);
+		if (rc >= 0)
+			attached(c, m->uuid);
 		/* A new GPU may take the slot of an unused one: by UUID. */
 		if (rc >= 0 && known == NULL)
 			log_new_gpu(sched_gpu_find(sc, m->uuid));
@@ -422,6 +443,10 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	}
 	case VS_MSG_WAIT_QUERY:
 		rc = on_wait_query(c, payload);
+		break;
+	case VS_MSG_TOOK:
+		rc = sched_took(sc, c->client,
+				((const struct vs_gpu_ref *)payload)->uuid);
 		break;
 	default:
 		rc = VS_E_PROTO;
@@ -533,9 +558,18 @@ int srv_start(struct srv *s)
 		cfg.total_fn = nvml_total;
 	s->timer_due = SCHED_NO_DEADLINE;
 	s->events = &events;
+	s->lock_fd = -1;
+	s->lock = NULL;
 	s->sched = sched_new(&cfg, loop_clock, s->loop);
 	if (s->sched == NULL)
 		return -1;
+	if (s->conf->lock_page) {
+		rc = lockpage_create(s);
+		if (rc != 0)
+			log_warn("no lock page (%s): every grant goes through "
+				 "the socket", strerror(-rc));
+		sched_lock_set(s->sched, s->lock);
+	}
 	uv_timer_init(s->loop, &s->timer);
 	s->timer.data = s;
 	stq_init(s);

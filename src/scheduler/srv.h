@@ -112,11 +112,20 @@ struct srv {
 	struct metrics_daemon mx;    /* connection counters, for metrics */
 	struct metrics_cache mcache; /* the text every metrics reader gets */
 	struct http *http;           /* metrics_listen's server, or NULL */
+	int lock_fd;                 /* the lock page's memfd, -1: none */
+	struct vs_lock_page *lock;   /* its mapping */
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
 	int flushing;
 	int stopping;
 };
+
+/* lockpage.c: the lock page shared with clients (proto.h). create: 0,
+ * or -errno and no page (every grant then goes through REQUEST). */
+int  lockpage_create(struct srv *s);
+void lockpage_destroy(struct srv *s);
+/* Pass the page to a client of version 4 or later, after its WELCOME. */
+void lockpage_send(struct conn *c);
 
 /* sock.c */
 int sock_prepare(const char *path);  /* dirs, stale file; 0 or -errno */
@@ -131,6 +140,8 @@ void conn_send(struct conn *c, uint16_t type, const void *payload,
 	       uint32_t len);
 void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int  conn_send_fd(struct conn *c, uint16_t type, const void *payload,
+		  uint32_t len, int fd);
 void conn_close(struct conn *c);
 /* Close peers past their hello or frame deadline (the sweep timer). */
 void conn_sweep(struct srv *s);

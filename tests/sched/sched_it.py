@@ -338,11 +338,11 @@ def t_garbage(b):
         detail, msg = expect_error_then_close(
             d, frame(T["HELLO"], b"\0" * 72, version=9), E_VERSION,
             "header version")
-        check(detail == 3 and "version" in msg, "version error: %d %s" %
+        check(detail == 4 and "version" in msg, "version error: %d %s" %
               (detail, msg))
         detail, msg = expect_error_then_close(d, hello(version=7), E_VERSION,
                                               "hello version")
-        check(detail == 3, "hello version detail")
+        check(detail == 4, "hello version detail")
         # A HELLO that names another version than its header's.
         expect_error_then_close(d, hello(version=2), E_VERSION,
                                 "hello version not the header's")
@@ -551,7 +551,9 @@ def t_ctl(b):
             check(row.split()[2] == name, "user column: " + row)
         out = finish(c, "watcher")
         modes = [kv["mode"] for t, w, e, kv in events(out) if e == "mode"]
-        check(modes == ["on", "off", "auto"], "MODE messages: %s" % modes)
+        # The first confirms the ATTACH (protocol 4), the others are the
+        # three changes.
+        check(modes == ["auto", "on", "off", "auto"], "MODE messages: %s" % modes)
 
 
 def t_v1_client(b):

@@ -10,7 +10,9 @@
  *   - in mode auto, the holders without a drop pending fit together in
  *     the smallest view of the capacity among them;
  *   - per-uid counts match, and stay within the limits (uid 0 exempt);
- *   - nothing in the outbox is addressed to a client that has gone.
+ *   - nothing in the outbox is addressed to a client that has gone;
+ *   - a lock word is free only while nobody holds or waits, and nobody
+ *     is granted while a client that took a word is not yet adopted.
  * Used by fuzz_sched.c (libFuzzer) and test_sfuzz.c (random, under ctest).
  */
 #ifndef VSHARE_SFUZZ_H
@@ -33,6 +35,7 @@ struct sf {
 	uint64_t now;
 	int ticked;             /* the last step handled time */
 	int reloaded;           /* limits may have been lowered */
+	uint32_t junk;          /* GPU indexes whose words got junk */
 	struct sched *s;
 	struct sched_client *c[SF_SLOTS];
 	struct vs_frx rx[SF_SLOTS];
@@ -131,6 +134,9 @@ static void sf_dispatch(struct sf *f, int i, const struct vs_hdr *h,
 	case VS_MSG_RELEASED:
 		sched_released(s, f->c[i], ((const struct vs_gpu_ref *)pl)->uuid);
 		break;
+	case VS_MSG_TOOK:
+		sched_took(s, f->c[i], ((const struct vs_gpu_ref *)pl)->uuid);
+		break;
 	default:
 		break;
 	}
@@ -145,12 +151,14 @@ static void sf_frame(struct sf *f, int i)
 	const unsigned char *p = buf;
 	size_t n, len;
 	uint8_t kind = sf_byte(f);
-	static const uint16_t types[4] = { VS_MSG_ATTACH, VS_MSG_FOOTPRINT,
-					   VS_MSG_REQUEST, VS_MSG_RELEASED };
+	static const uint16_t types[5] = { VS_MSG_ATTACH, VS_MSG_FOOTPRINT,
+					   VS_MSG_REQUEST, VS_MSG_RELEASED,
+					   VS_MSG_TOOK };
 
 	memset(buf, 0, sizeof(buf));
 	if (kind < 224) {
-		uint16_t t = types[kind % 4];
+		/* TOOK from kinds the older inputs never used. */
+		uint16_t t = types[kind >= 200 ? 4 : kind % 4];
 		const struct vs_msg_info *mi = vs_msg_lookup(t);
 		uint64_t a = sf_size(f), b = sf_size(f);
 
@@ -182,6 +190,36 @@ static void sf_frame(struct sf *f, int i)
 		}
 		break;
 	}
+}
+
+/* What clients do to the lock page: the client of slot i takes a free
+ * word of a GPU it is attached to, as the shim does (and, most of the
+ * time, says so with TOOK), or writes anything into any word, as a
+ * hostile one could. */
+static void sf_lock(struct sf *f, int i, uint8_t b)
+{
+	struct vs_lock_page *pg = f->s->lock;
+	uint8_t u[VS_UUID_LEN];
+	const struct sched_gpu *g;
+	uint64_t expect = VS_LOCK_FREE, v;
+
+	sf_uuid(f, u);
+	g = sched_gpu_find(f->s, u);
+	if (pg == NULL || g == NULL || g->index >= VS_LOCK_SLOTS)
+		return;
+	if (b & 0x40) {
+		v = b & 0x20 ? VS_LOCK_TOKEN_BIT | sf_byte(f) : sf_byte(f) % 3;
+		f->junk |= 1u << (g->index % 32);
+		__atomic_store_n(&pg->slot[g->index].word, v, __ATOMIC_SEQ_CST);
+		return;
+	}
+	if (f->c[i] == NULL || sched_member_find(f->c[i], u) == NULL ||
+	    !__atomic_compare_exchange_n(&pg->slot[g->index].word, &expect,
+					 sched_client_token(f->c[i]), 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	if (b & 0x20)
+		sched_took(f->s, f->c[i], u);
 }
 
 /* Time passes; the daemon's timer handles every deadline that is due. */
@@ -244,6 +282,10 @@ static void sf_admin(struct sf *f)
 		sf_fair(f, b, u);
 		return;
 	}
+	if ((b & 0x30) == 0x30) {
+		sf_lock(f, sf_byte(f) % SF_SLOTS, b);
+		return;
+	}
 	if (b % 2)
 		sched_set_mode(f->s, b & 4 ? VS_TARGET_ALL : 0, 0, u,
 			       sf_byte(f) % 4);
@@ -271,6 +313,7 @@ static void sf_reload(struct sf *f)
 /* One run over a whole input. */
 static void sf_run(const uint8_t *data, size_t size)
 {
+	static struct vs_lock_page page;
 	static const uint32_t uids[4] = { 0, 1000, 1001, 1002 };
 	struct sched_gpu_cfg gc[1];
 	struct sched_cfg cfg;
@@ -283,6 +326,8 @@ static void sf_run(const uint8_t *data, size_t size)
 	sf_cfg(&f, &cfg, gc);
 	f.s = sched_new(&cfg, sf_clock, &f);
 	SF_CHECK(f.s != NULL);
+	memset(&page, 0, sizeof(page));
+	sched_lock_set(f.s, &page);
 	for (int i = 0; i < SF_SLOTS; i++)
 		vs_frx_init(&f.rx[i], 0, VS_FRX_MAX_REQ);
 	while (f.n > 0) {

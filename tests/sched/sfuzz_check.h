@@ -8,6 +8,32 @@
 #define SF_EACH(head, it) \
 	for (const struct dlink *it = (head)->next; it != (head); it = it->next)
 
+/* The lock page: a free word promises the next asker the GPU at once,
+ * and a client that took a word runs until it is adopted, so nobody else
+ * may hold meanwhile. (Between calls: the harness wrote any junk into
+ * the words, which the next call about that GPU closes.) */
+static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
+{
+	uint64_t w;
+
+	if (f->s->lock == NULL || g->index >= VS_LOCK_SLOTS)
+		return;
+	w = __atomic_load_n(&f->s->lock->slot[g->index].word, __ATOMIC_SEQ_CST);
+	if (f->junk & (1u << (g->index % 32)))
+		return;
+	if (w == VS_LOCK_FREE)
+		SF_CHECK(g->n_holders == 0 && g->n_waiting == 0);
+	if (w & VS_LOCK_TOKEN_BIT)
+		SF_EACH(&g->members, it) {
+			const struct sched_member *m =
+				dl_entry(it, const struct sched_member, m_link);
+
+			if (sched_client_token(m->c) == w)
+				SF_CHECK(m->state != SCHED_ST_HOLDING &&
+					 g->n_holders == 0);
+		}
+}
+
 static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 {
 	size_t nm = 0, nq = 0, nh = 0, free_holders = 0, nhard = 0;
@@ -67,6 +93,7 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 	/* Someone waits while nobody holds: only if it could not start. */
 	if (nh == 0)
 		SF_CHECK(nq == 0);
+	sf_check_lock(f, g);
 }
 
 static void sf_check_uids(const struct sf *f)

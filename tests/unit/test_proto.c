@@ -100,13 +100,15 @@ static void test_versions(void **state)
 		{ VS_MSG_SET_TQ, sizeof(struct vs_admin_set), 1 },
 		{ VS_MSG_POLICY, sizeof(struct vs_policy), 3 },
 		{ VS_MSG_WAIT_QUERY, sizeof(struct vs_wait_query), 3 },
+		{ VS_MSG_TOOK, sizeof(struct vs_gpu_ref), 4 },
+		{ VS_MSG_LOCK_PAGE, sizeof(struct vs_lock_info), 4 },
 	};
 	const char *why = NULL;
 	struct vs_hdr h;
 	uint32_t role;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 3);
+	assert_int_equal(VS_PROTO_VERSION, 4);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,

@@ -517,6 +517,7 @@ void client_atfork_child(void)
 	 * of the parent's, and closing them leaves its connection alone. A
 	 * thread of the parent that was inside client_wake does not exist
 	 * here. */
+	client_lock_atfork_child();
 	own_fd_close(&client_c.sock_id);
 	own_fd_close(&wake_rd);
 	own_fd_close(&wake_wr);

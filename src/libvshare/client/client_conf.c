@@ -114,4 +114,5 @@ void client_conf_read(struct client_conf *c)
 	c->wait_notice_ms = shim_env_u64("VSHARE_WAIT_NOTICE_MS",
 					 CLIENT_WAIT_NOTICE_MS_DEFAULT, 100,
 					 3600u * 1000u);
+	c->no_lock_page = !shim_env_bool("VSHARE_LOCK_PAGE", 1);
 }

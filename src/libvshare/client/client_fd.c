@@ -15,7 +15,7 @@
 /* fstat through the system call: glibc's fstat symbol is from 2.33, newer
  * than the containers the shim must load into (glibc_compat.h). On x86-64
  * and aarch64 the kernel's struct stat is the C library's. */
-static int fd_stat(int fd, struct stat *st)
+int client_fstat(int fd, struct stat *st)
 {
 	return (int)syscall(SYS_fstat, fd, st);
 }
@@ -25,7 +25,7 @@ void own_fd_take(struct own_fd *o, int fd)
 	struct stat st;
 
 	o->fd = -1;
-	if (fd < 0 || fd_stat(fd, &st) != 0)
+	if (fd < 0 || client_fstat(fd, &st) != 0)
 		return;
 	o->dev = st.st_dev;
 	o->ino = st.st_ino;
@@ -38,7 +38,7 @@ int own_fd_valid(const struct own_fd *o)
 {
 	struct stat st;
 
-	return o->fd >= 0 && fd_stat(o->fd, &st) == 0 && st.st_dev == o->dev &&
+	return o->fd >= 0 && client_fstat(o->fd, &st) == 0 && st.st_dev == o->dev &&
 	       st.st_ino == o->ino;
 }
 

@@ -65,6 +65,9 @@ struct client_conn {
 	char     refusal[VS_ERRMSG_MAX]; /* the scheduler's refusal of the
 				   * connection itself (max_clients,
 				   * uid_conns), told when it closes */
+	struct vs_lock_page *lock; /* the connection's lock page, or NULL
+				   * (client_lock.c) */
+	uint64_t lock_token;      /* what this client writes into a word */
 	size_t   rlen;
 	unsigned char rbuf[CLIENT_RBUF];
 };
@@ -84,6 +87,7 @@ struct client_conf {
 	uint64_t footprint_step;
 	int      wait_notice;      /* VSHARE_WAIT_NOTICE: tell long waits */
 	uint64_t wait_notice_ms;   /* VSHARE_WAIT_NOTICE_MS: how long is long */
+	int      no_lock_page;     /* VSHARE_LOCK_PAGE=0: always REQUEST */
 };
 
 /* One wait for a GPU, as the user is told of it (client_wait.c). */
@@ -121,6 +125,11 @@ struct client_gpu {
 	uint64_t retry_ms;
 	uint64_t retry_step_ms;    /* the next wait after a refusal */
 	int      fast;             /* atomic: CLIENT_FAST_* (client_work.c) */
+	int      lock_ok;          /* the scheduler confirmed the ATTACH
+				    * (its MODE): the lock page may be used */
+	int      lock_slot;        /* the page's slot for it, + 1 (0: not
+				    * looked up) */
+	int      took;             /* taken through the page: TOOK to send */
 	struct client_wait wait;
 };
 
@@ -131,6 +140,7 @@ enum {
 	CLIENT_FAST_CLAIMED, /* a waiting thread is sending it */
 	CLIENT_FAST_SENT,    /* sent, for the client thread to adopt */
 	CLIENT_FAST_FAILED,  /* the send failed: the connection is lost */
+	CLIENT_FAST_TOOK,    /* taken through the lock page, the gate open */
 };
 
 struct client_global {
@@ -140,6 +150,8 @@ struct client_global {
 	struct client_gpu gpu[GATE_MAX_GPUS];
 	int      fast_sent;        /* atomic: REQUESTs that waiting threads
 				    * sent (client_work.c), for tests */
+	int      fast_took;        /* atomic: GPUs that waiting threads took
+				    * through the lock page, for tests */
 };
 
 extern struct client_global client_g;
@@ -154,10 +166,23 @@ int  client_settled(void);
 void client_settle_wait(unsigned ms);
 void client_settle_atfork_child(void);
 
+/* client_lock.c: the lock page. fd: a descriptor that came with a
+ * frame; map: the LOCK_PAGE frame; drop: the connection ends (client
+ * thread, no waiting thread inside take); take: a waiting thread that
+ * claimed g's REQUEST swaps g's word, 1 if it took the GPU. */
+void client_lock_fd(int fd);
+void client_lock_map(const struct vs_lock_info *m);
+void client_lock_drop(void);
+void client_lock_atfork_child(void);
+int  client_lock_take(struct client_gpu *g);
+
 /* client_fd.c: remember fd (-1: none), check that the number still names
  * it, close it only if it does. */
 void own_fd_take(struct own_fd *o, int fd);
 int  own_fd_valid(const struct own_fd *o);
+/* fstat through the system call (glibc's symbol is too new). */
+struct stat;
+int  client_fstat(int fd, struct stat *st);
 void own_fd_close(struct own_fd *o);
 
 /* The protocol version the client speaks now. */

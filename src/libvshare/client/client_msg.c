@@ -19,6 +19,8 @@ void client_set_sock(int fd)
 		return;
 	/* A socket the program closed is not closed again: its number may
 	 * be one of the program's own descriptors by now. */
+	/* The page belongs to the connection it came with. */
+	client_lock_drop();
 	own_fd_close(&client_c.sock_id);
 	own_fd_take(&client_c.sock_id, fd);
 	client_c.sock = fd;
@@ -289,6 +291,9 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 	case VS_MSG_POLICY:
 		on_policy(p);
 		return 0;
+	case VS_MSG_LOCK_PAGE:
+		client_lock_map(p);
+		return 0;
 	case VS_MSG_GRANT:
 		on_grant(p);
 		return 0;
@@ -298,7 +303,11 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 	case VS_MSG_MODE: {
 		const struct vs_mode *m = p;
 		char u[VS_UUID_STR_LEN];
+		int dev = gpu_by_uuid(m->uuid);
 
+		/* The scheduler has read this GPU's ATTACH. */
+		if (dev >= 0)
+			client_g.gpu[dev].lock_ok = 1;
 		vs_uuid_format(m->uuid, u);
 		log_debug("%s: mode %s", u, vs_mode_name(m->mode));
 		return 0;
@@ -365,6 +374,43 @@ static int one_frame(size_t *used)
 	}
 }
 
+/* recv, keeping a descriptor passed with the bytes (the lock page) and
+ * closing any other: none may leak into the program. */
+static ssize_t recv_fds(void *buf, size_t len)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	ssize_t r;
+
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = ctl.b;
+	mh.msg_controllen = sizeof(ctl.b);
+	r = recvmsg(client_c.sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r < 0)
+		return r;
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			client_lock_fd(fd);
+		}
+	}
+	return r;
+}
+
 int client_read(void)
 {
 	ssize_t r;
@@ -373,8 +419,7 @@ int client_read(void)
 
 	if (!own_fd_valid(&client_c.sock_id))
 		return -1;
-	r = recv(client_c.sock, client_c.rbuf + client_c.rlen,
-		 CLIENT_RBUF - client_c.rlen, MSG_DONTWAIT);
+	r = recv_fds(client_c.rbuf + client_c.rlen, CLIENT_RBUF - client_c.rlen);
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (r <= 0)

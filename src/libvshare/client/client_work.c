@@ -76,6 +76,19 @@ static int fast_ready(const struct client_gpu *g)
 	       !g->requested && !g->refused && !g->want && g->drop == 0;
 }
 
+/* A waiting thread took g through the lock page and opened its gate:
+ * this process holds it as after a GRANT (never an oversubscribed one,
+ * so nothing to swap in), and tells the scheduler on the next pass. */
+static void took(struct client_gpu *g)
+{
+	g->held = 1;
+	g->took = 1;
+	g->requested = 0;
+	g->want = 0;
+	g->drop = 0;
+	g->swap.bytes = 0;
+}
+
 void client_fast_arm(void)
 {
 	if (client_c.sock < 0 || !client_c.welcomed || client_stopping())
@@ -105,6 +118,8 @@ int client_fast_adopt(void)
 			sched_yield();
 		if (st == CLIENT_FAST_SENT)
 			request_sent(g, gate_spin_window_ns());
+		else if (st == CLIENT_FAST_TOOK)
+			took(g);
 		else if (st == CLIENT_FAST_FAILED)
 			rc = -1;
 		A_STORE(&g->fast, CLIENT_FAST_OFF);
@@ -126,6 +141,13 @@ int client_fast_request(int dev)
 	    !__atomic_compare_exchange_n(&g->fast, &ready, CLIENT_FAST_CLAIMED,
 					 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return -1;
+	/* Free in the lock page: no REQUEST, no GRANT to wait for. */
+	if (client_lock_take(g)) {
+		gate_grant(dev);
+		__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
+		A_STORE(&g->fast, CLIENT_FAST_TOOK);
+		return 0;
+	}
 	if (send_ref(VS_MSG_REQUEST, g->uuid) != 0) {
 		A_STORE(&g->fast, CLIENT_FAST_FAILED);
 		return 0;
@@ -264,6 +286,13 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		return 0;
 	if (g->refused && refused_wait(g, timeout))
 		return 0;
+	/* A take through the lock page is told before anything else about
+	 * the GPU, a RELEASED above all. */
+	if (g->took) {
+		if (send_ref(VS_MSG_TOOK, g->uuid))
+			return -1;
+		g->took = 0;
+	}
 	if (!g->attached) {
 		memset(&at, 0, sizeof(at));
 		memcpy(at.uuid, g->uuid, VS_UUID_LEN);
