@@ -280,6 +280,8 @@ int conn_send_fd(struct conn *c, uint16_t type, const void *payload,
 	mh.msg_control = ctl.b;
 	mh.msg_controllen = sizeof(ctl.b);
 	cm = CMSG_FIRSTHDR(&mh);
+	if (cm == NULL)
+		return -1;
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));

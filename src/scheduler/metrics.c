@@ -291,6 +291,11 @@ static const struct counter counters[] = {
 	  "kind", kind_names, 2 },
 	{ "vshare_handoffs_total", "Grants to a client that waited for "
 	  "holders to release the GPU.", ST(handoffs), 1, NULL, NULL, 1 },
+	{ "vshare_lock_takes_total", "Grants a client took through the lock "
+	  "page (a free GPU, no round trip).", ST(took), 1, NULL, NULL, 1 },
+	{ "vshare_lock_resets_total", "Lock page words closed that held no "
+	  "attached client's token (a taker gone, or junk).", ST(lock_resets),
+	  1, NULL, NULL, 1 },
 	{ "vshare_drops_total", "Requests to release the GPU, by reason "
 	  "(fair: a fair-share preemption).", ST(drops), 1, "reason",
 	  drop_names, SCHED_DROP_N },

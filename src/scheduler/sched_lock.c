@@ -40,10 +40,10 @@ void sched_lock_gpu_new(struct sched *s, struct sched_gpu *g)
 	if (w == NULL)
 		return;
 	/* Closed first: a client that still reads the slot's old UUID (a
-	 * GPU table slot reused) can no longer take it. */
+	 * GPU table slot reused) can no longer take it. The word is freed
+	 * later by a store that orders the new UUID before it. */
 	__atomic_store_n(w, VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
 	memcpy(s->lock->slot[g->index].uuid, g->uuid, VS_UUID_LEN);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 /* One exchange, so that a client's compare-and-swap from FREE lands

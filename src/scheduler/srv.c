@@ -447,6 +447,9 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	case VS_MSG_TOOK:
 		rc = sched_took(sc, c->client,
 				((const struct vs_gpu_ref *)payload)->uuid);
+		if (rc == 0)
+			log_debug("client %u took its GPU through the lock page",
+				  sched_client_id(c->client));
 		break;
 	default:
 		rc = VS_E_PROTO;

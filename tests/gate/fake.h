@@ -107,6 +107,12 @@ void fs_no_welcome(int on);
 void fs_speak(uint16_t v);
 /* Automatic mode for the stress test: grant every request at once. */
 void fs_auto_grant(int on);
+/* Share a lock page with version-4 clients (before fs_start): passed
+ * after WELCOME, each ATTACH confirmed with a MODE. fs_lock_word: GPU
+ * dev's word, for the test to free and read. */
+#define FS_TOKEN (VS_LOCK_TOKEN_BIT | 7u)
+void fs_lock_page(void);
+uint64_t *fs_lock_word(int dev);
 
 /* Time helpers. */
 uint64_t now_ms(void);

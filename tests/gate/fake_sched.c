@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -32,6 +34,9 @@ static struct {
 	int auto_grant;
 	int no_welcome;
 	int speak;
+	int lock_on;                /* share a lock page (fs_lock_page) */
+	int lock_fd;
+	struct vs_lock_page *lock;
 	int conns;
 	/* The client's protocol state per GPU, on this connection (atomics). */
 	int attached[FAKE_GPUS], reported[FAKE_GPUS];
@@ -201,6 +206,8 @@ static void check_order(const struct fs_msg *m, int dev)
 		__atomic_store_n(&fs.reported[dev], 1, __ATOMIC_SEQ_CST);
 	if (m->type == VS_MSG_RELEASED)
 		__atomic_store_n(&fs.held[dev], 0, __ATOMIC_SEQ_CST);
+	if (m->type == VS_MSG_TOOK)
+		__atomic_store_n(&fs.held[dev], 1, __ATOMIC_SEQ_CST);
 	if (m->type != VS_MSG_REQUEST)
 		return;
 	if (__atomic_load_n(&fs.held[dev], __ATOMIC_SEQ_CST) ||
@@ -208,6 +215,62 @@ static void check_order(const struct fs_msg *m, int dev)
 	    !__atomic_load_n(&fs.attached[dev], __ATOMIC_SEQ_CST) ||
 	    !__atomic_load_n(&fs.reported[dev], __ATOMIC_SEQ_CST))
 		__atomic_add_fetch(&fk.bad_order, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The lock page, as lockpage.c makes it: a sealed memfd whose slot d
+ * names fake GPU d. */
+void fs_lock_page(void)
+{
+	fs.lock_fd = memfd_create("vshare-lock-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fs.lock_fd < 0 ||
+	    ftruncate(fs.lock_fd, sizeof(struct vs_lock_page)) != 0 ||
+	    fcntl(fs.lock_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+		abort();
+	fs.lock = mmap(NULL, sizeof(struct vs_lock_page), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fs.lock_fd, 0);
+	if (fs.lock == MAP_FAILED)
+		abort();
+	fs.lock->magic = VS_LOCK_PAGE_MAGIC;
+	fs.lock->n_slots = VS_LOCK_SLOTS;
+	for (int d = 0; d < FAKE_GPUS; d++)
+		fake_uuid(d, fs.lock->slot[d].uuid);
+}
+
+uint64_t *fs_lock_word(int dev)
+{
+	return &fs.lock->slot[dev].word;
+}
+
+static void send_page(uint16_t version)
+{
+	struct vs_lock_info li = { FS_TOKEN, sizeof(struct vs_lock_page), 0 };
+	unsigned char buf[sizeof(struct vs_hdr) + sizeof(li)];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.b,
+			     .msg_controllen = sizeof(ctl.b) };
+	struct cmsghdr *cm;
+	struct vs_hdr h;
+
+	memset(&ctl, 0, sizeof(ctl));
+	vs_hdr_init_v(&h, version, VS_MSG_LOCK_PAGE, sizeof(li));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &li, sizeof(li));
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm == NULL)
+		return;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fs.lock_fd, sizeof(int));
+	pthread_mutex_lock(&fs.send_mu);
+	(void)!sendmsg(__atomic_load_n(&fs.cfd, __ATOMIC_SEQ_CST), &mh,
+		       MSG_NOSIGNAL);
+	pthread_mutex_unlock(&fs.send_mu);
 }
 
 /* -1 when the connection is to be closed. */
@@ -243,6 +306,20 @@ static int got(const struct fs_msg *m)
 
 		vs_hdr_init_v(&h, m->version, VS_MSG_WELCOME, sizeof(w));
 		fs_send_raw(&h, &w);
+		if (m->version >= 4 && fs.lock != NULL)
+			send_page(m->version);
+	}
+	/* What the real scheduler says to a client of version 4 that may
+	 * use the page: its ATTACH was read. */
+	if (m->type == VS_MSG_ATTACH && m->version >= 4 && fs.lock != NULL) {
+		struct vs_mode md;
+		struct vs_hdr h;
+
+		memset(&md, 0, sizeof(md));
+		memcpy(md.uuid, m->u.ref.uuid, VS_UUID_LEN);
+		md.mode = VS_MODE_ON;
+		vs_hdr_init_v(&h, m->version, VS_MSG_MODE, sizeof(md));
+		fs_send_raw(&h, &md);
 	}
 	if (m->type == VS_MSG_REQUEST && dev >= 0 &&
 	    __atomic_load_n(&fs.auto_grant, __ATOMIC_SEQ_CST))

@@ -34,7 +34,7 @@ void client_lock_fd(int fd)
 {
 	/* One page per connection: a second descriptor, or one that comes
 	 * after the page, is not ours to keep. */
-	if (pending_fd >= 0 || client_c.lock != NULL) {
+	if (pending_fd >= 0 || A_LOAD(&client_c.lock) != NULL) {
 		close(fd);
 		return;
 	}
@@ -59,7 +59,7 @@ void client_lock_map(const struct vs_lock_info *m)
 	void *p;
 
 	pending_fd = -1;
-	if (fd < 0 || client_c.lock != NULL) {
+	if (fd < 0 || A_LOAD(&client_c.lock) != NULL) {
 		log_debug("lock page announced without a descriptor: every "
 			  "grant goes through the scheduler");
 		if (fd >= 0)
@@ -83,19 +83,21 @@ void client_lock_map(const struct vs_lock_info *m)
 		munmap(p, m->size);
 		return;
 	}
-	client_c.lock = p;
 	client_c.lock_token = m->token;
+	A_STORE(&client_c.lock, (struct vs_lock_page *)p);
 	log_debug("lock page mapped: free GPUs are taken without a round trip");
 }
 
 void client_lock_drop(void)
 {
+	struct vs_lock_page *pg;
+
 	if (pending_fd >= 0)
 		close(pending_fd);
 	pending_fd = -1;
-	if (client_c.lock != NULL)
-		munmap(client_c.lock, sizeof(struct vs_lock_page));
-	client_c.lock = NULL;
+	pg = A_XCHG(&client_c.lock, NULL);
+	if (pg != NULL)
+		munmap(pg, sizeof(struct vs_lock_page));
 	client_c.lock_token = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
 		client_g.gpu[i].lock_slot = 0;
@@ -112,9 +114,9 @@ void client_lock_atfork_child(void)
 
 /* The slot that names g's GPU, checked each time (the scheduler may give
  * a slot to another GPU when its table is full); NULL if none. */
-static struct vs_lock_slot *slot_of(struct client_gpu *g)
+static struct vs_lock_slot *slot_of(struct vs_lock_page *pg,
+				    struct client_gpu *g)
 {
-	struct vs_lock_page *pg = client_c.lock;
 	uint32_t i;
 
 	if (g->lock_slot > 0) {
@@ -132,12 +134,13 @@ static struct vs_lock_slot *slot_of(struct client_gpu *g)
 
 int client_lock_take(struct client_gpu *g)
 {
+	struct vs_lock_page *pg = A_LOAD(&client_c.lock);
 	struct vs_lock_slot *sl;
 	uint64_t expect = VS_LOCK_FREE;
 
-	if (client_c.lock == NULL || !g->lock_ok || client_g.conf.no_lock_page)
+	if (pg == NULL || !g->lock_ok || client_g.conf.no_lock_page)
 		return 0;
-	sl = slot_of(g);
+	sl = slot_of(pg, g);
 	if (sl == NULL)
 		return 0;
 	return __atomic_compare_exchange_n(&sl->word, &expect,

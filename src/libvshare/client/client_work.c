@@ -292,6 +292,7 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		if (send_ref(VS_MSG_TOOK, g->uuid))
 			return -1;
 		g->took = 0;
+		log_debug("GPU %d taken through the lock page", dev);
 	}
 	if (!g->attached) {
 		memset(&at, 0, sizeof(at));

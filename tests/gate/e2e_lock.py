@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""End to end: the lock page (include/vshare/proto.h, "The lock page").
+A GPU nobody holds or waits for is taken with a compare-and-swap in the
+page the scheduler shares, without a REQUEST; with the real scheduler and
+the shim on the CUDA test driver, checked through the driver's execution
+log and both sides' debug logs.
+usage: e2e_lock.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR EXECLOG_PY
+                   PROGRAM SCENARIO [SAN_PRELOAD]"""
+import os
+import shutil
+import sys
+import time
+
+from e2e_lib import (Runner, Scheduler, check, driver_env, fail,
+                     load_execlog, now_ns, tmpdir)
+
+SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:8]
+SAN = sys.argv[8] if len(sys.argv) > 8 else ""
+execlog = load_execlog(EXECLOG)
+
+TMP = tmpdir()
+LOG, ENV = driver_env(TMP, TD_DIR, SHIM, SAN)
+run = Runner(ENV)
+TAKEN = "taken through the lock page"
+
+
+def prog(*args, **env):
+    env.setdefault("VSHARE_LOG_LEVEL", "debug")
+    return run.start([PROG] + [str(a) for a in args], **env)
+
+
+def ok_exit(*procs):
+    for p in procs:
+        run.finish(p)
+        if p.returncode != 0:
+            fail("%s exited %d:\n%s" % (p.args, p.returncode, p.err))
+
+
+def kernels(pid=None):
+    return [o for o in execlog.select(execlog.load(LOG), ("kernel",))
+            if pid is None or o.pid == pid]
+
+
+def sched_takes(s):
+    with open(s.log) as f:
+        return sum("through the lock page" in l for l in f)
+
+
+def page_fds(pid):
+    """Descriptors of pid that name the lock page, and whether it is
+    mapped."""
+    fds = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            fds += "vshare-lock-page" in os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            pass
+    with open("/proc/%d/maps" % pid) as f:
+        mapped = "vshare-lock-page" in f.read()
+    return fds, mapped
+
+
+def take_back():
+    """A holds; B asks through the socket and gets the GPU when A idles;
+    B exits; A's next launch takes the free GPU through the page. The
+    kernels never overlap, and no descriptor of the page stays open in
+    the program."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
+    s.start()
+    a = prog("-n", 4, "-k", 10000, "-m", 8, "-P", 1500, "-W", 300)
+    time.sleep(0.15)
+    fds, mapped = page_fds(a.pid)
+    check(mapped and fds == 0, "the page is mapped and its descriptor "
+          "closed (%d open)" % fds)
+    time.sleep(0.45)
+    b = prog("-n", 2, "-k", 10000, "-m", 8)
+    ok_exit(b)
+    after_b = max(o.end for o in kernels(b.pid))
+    ok_exit(a)
+    check(a.err.count(TAKEN) == 2,
+          "A took the free GPU at its first launch and again after B "
+          "(%d):\n%s" % (a.err.count(TAKEN), a.err))
+    check(TAKEN not in b.err, "B, which found A holding, asked for it")
+    check(sched_takes(s) == 2, "the scheduler adopted both takes (%d)" %
+          sched_takes(s))
+    later = [o for o in kernels(a.pid) if o.start > after_b]
+    check(len(later) == 2, "A ran its last kernels after B")
+    check(len(kernels()) == 6 and execlog.is_serialized(kernels()),
+          "mode on: no two processes' kernels overlap")
+    s.stop()
+
+
+def no_page():
+    """A client with no page (the scheduler's lock_page false, or
+    VSHARE_LOCK_PAGE=0 in the client) asks for every grant, and the
+    programs still take turns."""
+    for conf, env in (({"lock_page": False}, {}),
+                      ({}, {"VSHARE_LOCK_PAGE": "0"})):
+        s = Scheduler(SCHED, TMP, mode="on", tq_s=30, **conf)
+        s.start()
+        a = prog("-n", 4, "-k", 10000, "-m", 8, "-P", 800, **env)
+        time.sleep(0.3)
+        b = prog("-n", 2, "-k", 10000, "-m", 8, **env)
+        ok_exit(a, b)
+        check(TAKEN not in a.err + b.err and sched_takes(s) == 0,
+              "no take through the page (%s %s)" % (conf, env))
+        check(a.err.count("granted (exclusive") == 2,
+              "A was granted twice through the socket:\n" + a.err)
+        check(len(kernels()) == 6 and execlog.is_serialized(kernels()),
+              "no overlap (%s %s)" % (conf, env))
+        s.stop()
+        os.unlink(LOG)
+        os.unlink(s.log)
+
+
+def sched_dies():
+    """The scheduler dies while A holds a GPU it took through the page and
+    B waits: both run on unshared and finish right; a new scheduler shares
+    a new page, which a new program takes through, and the old programs
+    register with it again."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
+    s.start()
+    # A registers before its first launch (-W): its GPU is free then.
+    a = prog("-n", 40, "-k", 10000, "-g", 5, "-m", 8, "-a", "-W", 200)
+    time.sleep(0.5)
+    b = prog("-n", 40, "-k", 10000, "-g", 5, "-m", 8, "-a")
+    time.sleep(0.2)
+    s.kill()
+    killed = now_ns()
+    ok_exit(a, b)
+    check(TAKEN in a.err, "A took the GPU through the page:\n" + a.err)
+    check(all("add ok" in p.out for p in (a, b)),
+          "both computed correct results")
+    check(any(o.pid == b.pid and o.start > killed for o in kernels()),
+          "B ran on after the scheduler died")
+    s.start()
+    c = prog("-n", 2, "-k", 10000, "-m", 8, "-W", 200)
+    ok_exit(c)
+    check(TAKEN in c.err, "a new program took the GPU through the new "
+          "scheduler's page:\n" + c.err)
+    s.stop()
+
+
+SCENARIOS = {"take_back": take_back, "no_page": no_page,
+             "sched_dies": sched_dies}
+
+try:
+    SCENARIOS[SCENARIO]()
+finally:
+    run.kill_all()
+shutil.rmtree(TMP, ignore_errors=True)

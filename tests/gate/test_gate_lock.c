@@ -1,0 +1,160 @@
+/* The lock page (client_lock.c), against the fake scheduler's page: a
+ * waiting thread takes a free GPU with no REQUEST, says TOOK, and gives
+ * it back on a drop; a closed word, a client told not to use the page and
+ * a scheduler that dies while the GPU is free each fall back to the
+ * REQUEST. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "client_int.h"
+#include "helpers.h"
+
+/* The process holds GPU 0 through a grant, then gives it back: its
+ * client thread has the page, the GPU is attached and confirmed. */
+static void page_start(void)
+{
+	fs_lock_page();
+	granted_start(0);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	sleep_ms(20);   /* the client thread armed the GPU */
+	assert_non_null(LD(&client_c.lock));
+}
+
+/* The scheduler frees GPU 0 in its page: from now on the client may
+ * run there (what a grant means to the fake's checks). */
+static void free_word(void)
+{
+	__atomic_store_n(&fk.released[0], 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(fs_lock_word(0), VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+}
+
+/* Many threads start to wait at a free GPU: one takes it for all of
+ * them, with no REQUEST; the scheduler hears TOOK; a drop releases it;
+ * round after round. */
+void lock_take_from_waiter(void **state)
+{
+	enum { ROUNDS = 10, THREADS = 4 };
+	struct entrant e[THREADS];
+	int req, took0;
+
+	(void)state;
+	page_start();
+	req = fs_count(VS_MSG_REQUEST);
+	took0 = LD(&client_g.fast_took);
+	for (int r = 0; r < ROUNDS; r++) {
+		free_word();
+		for (int i = 0; i < THREADS; i++)
+			entrant_start(&e[i], 0, NULL, 0);
+		for (int i = 0; i < THREADS; i++) {
+			assert_int_equal(entrant_wait(&e[i], 2000), 0);
+			entrant_join(&e[i]);
+		}
+		assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
+		assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
+		/* The scheduler adopts the take and closes the word. */
+		__atomic_store_n(fs_lock_word(0), VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
+		fs_drop(0, VS_DROP_QUANTUM);
+		assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+		sleep_ms(20);
+	}
+	assert_int_equal(fs_count(VS_MSG_REQUEST), req);
+	assert_int_equal(LD(&client_g.fast_took) - took0, ROUNDS);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	assert_int_equal(LD(&fk.violations), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* A closed word, or a word another client holds: the waiter asks. */
+void lock_closed_asks(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	page_start();
+	__atomic_store_n(fs_lock_word(0), VS_LOCK_TOKEN_BIT | 99u,
+			 __ATOMIC_SEQ_CST);
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	sleep_ms(50);
+	assert_int_equal(LD(&e.done), 0);
+	assert_true(LD(fs_lock_word(0)) == (VS_LOCK_TOKEN_BIT | 99u));
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_count(VS_MSG_TOOK), 0);
+	assert_int_equal(LD(&fk.violations), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* VSHARE_LOCK_PAGE=0: a free word is left alone, the REQUEST goes out. */
+void lock_page_off(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	setenv("VSHARE_LOCK_PAGE", "0", 1);
+	page_start();
+	__atomic_store_n(fs_lock_word(0), VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	fs_grant(0, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_true(LD(fs_lock_word(0)) == VS_LOCK_FREE);
+	assert_int_equal(fs_count(VS_MSG_TOOK), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* The scheduler dies while the GPU is free in the page it shared: the
+ * client drops the page with the connection, runs unshared meanwhile,
+ * and never writes the old page again; a new scheduler's page is taken
+ * through once the GPU is free there. */
+void lock_scheduler_dies(void **state)
+{
+	struct entrant e;
+	uint64_t t0;
+	int tok;
+
+	(void)state;
+	page_start();
+	fs_stop();
+	t0 = now_ms();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_true(now_ms() - t0 < 1000);
+	__atomic_store_n(fs_lock_word(0), VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	tok = bracket_enter(0, NULL);
+	assert_true(tok >= 0);
+	bracket_exit(0, tok);
+	sleep_ms(50);
+	assert_null(LD(&client_c.lock));
+	assert_true(LD(fs_lock_word(0)) == VS_LOCK_FREE);
+	fs_start();
+	/* Back from unshared: the GPU is asked for again. */
+	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 4000), 0);
+	fs_grant(0, 0);
+	sleep_ms(50);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	sleep_ms(20);
+	assert_non_null(LD(&client_c.lock));
+	free_word();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
+	assert_int_equal(LD(&fk.violations), 0);
+	fake_shutdown();
+	fs_stop();
+}
