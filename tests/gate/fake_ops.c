@@ -147,6 +147,7 @@ static void wanted(void *arg, int dev)
 
 static const struct gate_events fake_events = {
 	.wanted = wanted,
+	.passed = client_passed,
 };
 
 void fake_init(void)
