@@ -57,6 +57,8 @@ def parse_args():
     ap.add_argument("--fair-users-seconds", type=int, default=0,
                     help="window of fair-users (0: 4 quanta, at least 20 s)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--lock-reps", type=int, default=0,
+                    help="re-acquisitions timed by the lock check (15; 8 quick)")
     ap.add_argument("--keep-tmp", action="store_true")
     ap.add_argument("--plain-only", action="store_true",
                     help="run every program once without vshare (GPU/suite smoke test)")
@@ -66,7 +68,7 @@ def parse_args():
     o.mem_limit_bytes = parse_size(o.mem_limit)
     o.bench_reps = 2 if o.quick else 3
     o.bench_seconds = 3 if o.quick else 4
-    o.lock_reps = 8 if o.quick else 15
+    o.lock_reps = o.lock_reps or (8 if o.quick else 15)
     o.launch_reps = 3 if o.quick else 5
     o.handoff_reps = 3 if o.quick else 5
     o.burst_reps = 2 if o.quick else 3

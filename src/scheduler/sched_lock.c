@@ -63,8 +63,12 @@ void sched_lock_open(struct sched *s, struct sched_gpu *g)
 {
 	uint64_t *w = word_of(s, g);
 
-	if (w != NULL)
-		__atomic_store_n(w, VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	if (w == NULL)
+		return;
+	/* The slot's UUID again, before the word: a client may have written
+	 * junk over it, which would keep everyone on the slow path. */
+	memcpy(s->lock->slot[g->index].uuid, g->uuid, VS_UUID_LEN);
+	__atomic_store_n(w, VS_LOCK_FREE, __ATOMIC_SEQ_CST);
 }
 
 int sched_lock_is_free(const struct sched *s, const struct sched_gpu *g)
