@@ -34,7 +34,6 @@ static int shim_ready;
 /* How the gate tells the client that a thread waits (gate_ctl.h). */
 static const struct gate_events shim_gate_events = {
 	.wanted = client_wanted,
-	.passed = client_passed,
 };
 
 /* Logging is set up before anything else can log: it reads one variable

@@ -28,11 +28,6 @@ void client_wanted(void *arg, int dev)
 	(void)dev;
 }
 
-void client_passed(void *arg)
-{
-	(void)arg;
-}
-
 int gate_enter(void *stream)
 {
 	__atomic_add_fetch(&stub.enters, 1, __ATOMIC_SEQ_CST);

@@ -426,27 +426,14 @@ static void client_start(void)
 		pthread_detach(thread);
 }
 
-/* A take through the lock page owes the client thread a wake-up. */
-static __thread int wake_owed;
-
 void client_wanted(void *arg, int dev)
 {
-	int rc;
-
 	(void)arg;
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return;
 	/* An idle GPU's REQUEST goes out from here (client_work.c); the
-	 * client thread, woken, polls for the GRANT. A GPU taken through
-	 * the lock page needs the client thread only to say TOOK: its
-	 * wake-up (a system call and, on an idle machine, another CPU's
-	 * wake from sleep) waits until this thread's submission is made. */
-	rc = client_started() ? client_fast_request(dev) : -1;
-	if (rc == CLIENT_FAST_RC_TOOK) {
-		wake_owed = 1;
-		return;
-	}
-	if (rc == 0) {
+	 * client thread, woken, polls for the GRANT. */
+	if (client_started() && client_fast_request(dev) == 0) {
 		client_wake();
 		return;
 	}
@@ -456,15 +443,6 @@ void client_wanted(void *arg, int dev)
 		return;
 	client_start();
 	client_wake();
-}
-
-void client_passed(void *arg)
-{
-	(void)arg;
-	if (wake_owed) {
-		wake_owed = 0;
-		client_wake();
-	}
 }
 
 void client_prepare(int dev)

@@ -57,10 +57,6 @@ void client_init(const struct client_callbacks *cb);
  * without a mutex.
  */
 void client_wanted(void *arg, int dev);
-/* gate_events.passed: the calling thread made the call it waited for.
- * A thread that took its GPU through the lock page wakes the client
- * thread (to tell the scheduler) only now, after its submission. */
-void client_passed(void *arg);
 
 /*
  * The process opened a context on dev, whose gate knows the GPU

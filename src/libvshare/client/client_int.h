@@ -221,10 +221,7 @@ int  client_learn(int dev);
  * returns -1 if a waiting thread's send failed. */
 void client_fast_arm(void);
 int  client_fast_adopt(void);
-/* A waiting thread: send dev's REQUEST if armed; 0 if it went out,
- * CLIENT_FAST_RC_TOOK if the GPU was taken through the lock page instead
- * (its gate open), -1 if not armed. */
-#define CLIENT_FAST_RC_TOOK 1
+/* A waiting thread: send dev's REQUEST if armed; 0 if it went out. */
 int  client_fast_request(int dev);
 /* gate_take, then the released callback if the gate was taken. */
 int  client_take(int dev);

@@ -146,7 +146,7 @@ int client_fast_request(int dev)
 		gate_grant(dev);
 		__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
 		A_STORE(&g->fast, CLIENT_FAST_TOOK);
-		return CLIENT_FAST_RC_TOOK;
+		return 0;
 	}
 	if (send_ref(VS_MSG_REQUEST, g->uuid) != 0) {
 		A_STORE(&g->fast, CLIENT_FAST_FAILED);

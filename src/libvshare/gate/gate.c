@@ -180,10 +180,6 @@ static int enter_slow(struct gate_gpu *g, int dev, int sh)
 __attribute__((noinline, cold))
 static void exit_slow(void)
 {
-	const struct gate_events *ev = gate_g.ev;
-
-	if (ev != NULL && ev->passed != NULL)
-		ev->passed(ev->arg);
 	pthread_setcancelstate(tcache.cancel_old, NULL);
 }
 

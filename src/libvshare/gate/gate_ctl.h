@@ -22,10 +22,6 @@ struct gate_events {
 	/* A thread waits at dev's closed gate (called again for each wait;
 	 * the controller decides whether to request the GPU). */
 	void (*wanted)(void *arg, int dev);
-	/* Optional (may be NULL): a thread that waited at a gate made the
-	 * call it waited for (from gate_exit). What the controller put off
-	 * during `wanted` so as not to delay that call is done here. */
-	void (*passed)(void *arg);
 };
 
 /* Open dev's gate for a grant: entrants pass, and the gate counts as
