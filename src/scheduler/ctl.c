@@ -335,6 +335,7 @@ static void on_status(struct conn *c)
 char *ctl_metrics_text(struct srv *s, size_t *len)
 {
 	s->mx.conns = s->n_conns;
+	sched_lock_sync(s->sched);
 	return metrics_cached(&s->mcache, s->sched, &s->mx, uv_now(s->loop),
 			      len);
 }

@@ -389,6 +389,10 @@ uint32_t sched_client_id(const struct sched_client *c)
 
 void sched_client_del(struct sched *s, struct sched_client *c)
 {
+	/* A take it had not told yet is adopted first, so that its time on
+	 * the GPU counts like any grant's. */
+	for (size_t i = 0; i < c->n_m; i++)
+		settle(s, c->m[i]->g);
 	sched_out_purge(s, c->id);
 	for (size_t i = 0; i < c->n_m; i++) {
 		struct sched_member *m = c->m[i];
@@ -664,6 +668,14 @@ int sched_took(struct sched *s, struct sched_client *c,
 	adopt(s, m, now);
 	admit(s, g);
 	return 0;
+}
+
+void sched_lock_sync(struct sched *s)
+{
+	if (s->lock == NULL)
+		return;
+	for (size_t i = 0; i < s->n_gpus; i++)
+		settle(s, s->gpus[i]);
 }
 
 /* For sched_conf.c and sched_admin.c. */

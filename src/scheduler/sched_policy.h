@@ -217,6 +217,10 @@ void sched_lock_set(struct sched *s, struct vs_lock_page *page);
 uint64_t sched_client_token(const struct sched_client *c);
 int sched_took(struct sched *s, struct sched_client *c,
 	       const uint8_t uuid[VS_UUID_LEN]);
+/* Adopt every take not told yet (a client tells its take within a second,
+ * or is adopted when another asks): before a status or metrics report,
+ * so that it shows who runs. */
+void sched_lock_sync(struct sched *s);
 uint64_t sched_next_deadline(const struct sched *s);
 
 /* Admin. `target`/`index`/`uuid` as in struct vs_admin_set. A change to

@@ -526,7 +526,11 @@ static const char *group_name(int has, gid_t gid)
 
 static char *metrics_text(void *arg, size_t *len)
 {
-	return ctl_metrics_text(arg, len);
+	char *t = ctl_metrics_text(arg, len);
+
+	/* Adopting a take may have queued a drop (sched_lock_sync). */
+	srv_flush(arg);
+	return t;
 }
 
 /* The metrics over HTTP, when metrics_listen asks for them: 0, or -1

@@ -428,12 +428,20 @@ static void client_start(void)
 
 void client_wanted(void *arg, int dev)
 {
+	int rc;
+
 	(void)arg;
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return;
 	/* An idle GPU's REQUEST goes out from here (client_work.c); the
-	 * client thread, woken, polls for the GRANT. */
-	if (client_started() && client_fast_request(dev) == 0) {
+	 * client thread, woken, polls for the GRANT. A GPU taken through the
+	 * lock page needs no wake-up at all: on an idle machine waking the
+	 * client thread costs this thread more than the take itself, and the
+	 * TOOK can wait for the thread's next pass (client_work.c). */
+	rc = client_started() ? client_fast_request(dev) : -1;
+	if (rc == CLIENT_FAST_RC_TOOK)
+		return;
+	if (rc == 0) {
 		client_wake();
 		return;
 	}

@@ -217,12 +217,20 @@ int  client_work(int *timeout);
 /* Refresh what the client knows of dev from the gate; 1 if known. */
 int  client_learn(int dev);
 /* The fast REQUEST (client_work.c): arm lets waiting threads send the
- * REQUEST of each idle GPU themselves until adopt takes that back; adopt
- * returns -1 if a waiting thread's send failed. */
-void client_fast_arm(void);
+ * REQUEST of each idle GPU themselves (or take it through the lock page)
+ * until adopt takes that back; arm returns 1 if a waiting thread may
+ * take one through the page; adopt returns -1 if a waiting thread's send
+ * failed. */
+int  client_fast_arm(void);
 int  client_fast_adopt(void);
-/* A waiting thread: send dev's REQUEST if armed; 0 if it went out. */
+/* A waiting thread: send dev's REQUEST if armed; 0 if it went out,
+ * CLIENT_FAST_RC_TOOK if the GPU was taken through the lock page instead
+ * (its gate open), -1 if not armed. */
+#define CLIENT_FAST_RC_TOOK 1
 int  client_fast_request(int dev);
+/* While a GPU may be taken through the lock page, the client thread
+ * looks at least this often (ms) for a take to tell the scheduler. */
+#define CLIENT_TOOK_TELL_MS 1000
 /* gate_take, then the released callback if the gate was taken. */
 int  client_take(int dev);
 /* Read what arrived and handle each frame; -1 if the connection ended. */

@@ -89,13 +89,22 @@ static void took(struct client_gpu *g)
 	g->swap.bytes = 0;
 }
 
-void client_fast_arm(void)
+int client_fast_arm(void)
 {
+	int take = 0;
+
 	if (client_c.sock < 0 || !client_c.welcomed || client_stopping())
-		return;
-	for (int dev = 0; dev < GATE_MAX_GPUS; dev++)
-		if (fast_ready(&client_g.gpu[dev]))
-			A_STORE(&client_g.gpu[dev].fast, CLIENT_FAST_READY);
+		return 0;
+	for (int dev = 0; dev < GATE_MAX_GPUS; dev++) {
+		struct client_gpu *g = &client_g.gpu[dev];
+
+		if (!fast_ready(g))
+			continue;
+		A_STORE(&g->fast, CLIENT_FAST_READY);
+		take |= g->lock_ok;
+	}
+	return take && A_LOAD(&client_c.lock) != NULL &&
+	       !client_g.conf.no_lock_page;
 }
 
 int client_fast_adopt(void)
@@ -146,7 +155,8 @@ int client_fast_request(int dev)
 		gate_grant(dev);
 		__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
 		A_STORE(&g->fast, CLIENT_FAST_TOOK);
-		return 0;
+		log_debug("GPU %d taken through the lock page", dev);
+		return CLIENT_FAST_RC_TOOK;
 	}
 	if (send_ref(VS_MSG_REQUEST, g->uuid) != 0) {
 		A_STORE(&g->fast, CLIENT_FAST_FAILED);
@@ -292,7 +302,6 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		if (send_ref(VS_MSG_TOOK, g->uuid))
 			return -1;
 		g->took = 0;
-		log_debug("GPU %d taken through the lock page", dev);
 	}
 	if (!g->attached) {
 		memset(&at, 0, sizeof(at));
@@ -327,6 +336,10 @@ int client_work(int *timeout)
 		if (gpu_work(dev, &client_g.gpu[dev], timeout) != 0)
 			return -1;
 	}
-	client_fast_arm();
+	/* A waiting thread that takes a GPU through the lock page does not
+	 * wake this thread: look again within CLIENT_TOOK_TELL_MS to tell
+	 * the scheduler (it adopts the taker anyway when anyone else asks). */
+	if (client_fast_arm() && (*timeout < 0 || *timeout > CLIENT_TOOK_TELL_MS))
+		*timeout = CLIENT_TOOK_TELL_MS;
 	return 0;
 }
