@@ -257,7 +257,7 @@ static void try_connect(void)
 	}
 	client_set_sock(fd);
 	client_c.welcome_by_ms = gate_now_ms() + CLIENT_WELCOME_MS;
-	if (client_hello() != 0)
+	if (client_hello() != 0 || client_register() != 0)
 		client_lost("sending hello failed");
 }
 

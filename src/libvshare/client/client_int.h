@@ -214,6 +214,10 @@ int  client_hello(void);
  * to the longest time in ms the thread may sleep (-1: until woken).
  * Returns -1 if sending failed (the connection is lost). */
 int  client_work(int *timeout);
+/* Right behind the HELLO, before its WELCOME: attach every GPU the gate
+ * knows, with its footprint, so that registering takes one round trip
+ * (the scheduler reads them after the HELLO); -1 if sending failed. */
+int  client_register(void);
 /* Refresh what the client knows of dev from the gate; 1 if known. */
 int  client_learn(int dev);
 /* The fast REQUEST (client_work.c): arm lets waiting threads send the

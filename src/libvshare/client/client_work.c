@@ -285,9 +285,36 @@ static int refused_wait(struct client_gpu *g, int *timeout)
 	return 0;
 }
 
-static int gpu_work(int dev, struct client_gpu *g, int *timeout)
+static int attach(struct client_gpu *g)
 {
 	struct vs_attach at;
+
+	if (g->attached)
+		return 0;
+	memset(&at, 0, sizeof(at));
+	memcpy(at.uuid, g->uuid, VS_UUID_LEN);
+	at.total_mem = g->total_mem;
+	if (client_send(VS_MSG_ATTACH, &at, sizeof(at)))
+		return -1;
+	g->attached = 1;
+	return 0;
+}
+
+int client_register(void)
+{
+	for (int dev = 0; dev < GATE_MAX_GPUS; dev++) {
+		struct client_gpu *g = &client_g.gpu[dev];
+
+		if (!client_learn(dev) || g->refused)
+			continue;
+		if (attach(g) || footprint(dev, g))
+			return -1;
+	}
+	return 0;
+}
+
+static int gpu_work(int dev, struct client_gpu *g, int *timeout)
+{
 	int t;
 
 	/* The bit only woke this thread: who waits is the gate's to say. */
@@ -303,15 +330,7 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 			return -1;
 		g->took = 0;
 	}
-	if (!g->attached) {
-		memset(&at, 0, sizeof(at));
-		memcpy(at.uuid, g->uuid, VS_UUID_LEN);
-		at.total_mem = g->total_mem;
-		if (client_send(VS_MSG_ATTACH, &at, sizeof(at)))
-			return -1;
-		g->attached = 1;
-	}
-	if (footprint(dev, g) || swapped(g))
+	if (attach(g) || footprint(dev, g) || swapped(g))
 		return -1;
 	t = drop(dev, g);
 	if (t == -2)
