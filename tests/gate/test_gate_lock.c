@@ -72,6 +72,29 @@ void lock_take_from_waiter(void **state)
 	fs_stop();
 }
 
+/* The first submission of a process, before the client has even
+ * connected: the client thread takes the free GPU for the waiting thread
+ * once it may, with no REQUEST. */
+void lock_take_for_early_waiter(void **state)
+{
+	struct entrant e;
+
+	(void)state;
+	fs_lock_page();
+	free_word();
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 0);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
+	assert_int_equal(fs_count(VS_MSG_REQUEST), 0);
+	assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	fake_shutdown();
+	fs_stop();
+}
+
 /* A closed word, or a word another client holds: the waiter asks. */
 void lock_closed_asks(void **state)
 {

@@ -125,6 +125,14 @@ static void schedule_retry(void)
 							    : b * 2;
 }
 
+/* The GPUs were attached right behind a HELLO that the scheduler
+ * refused (client_register): again on the next connection. */
+static void forget_attached(void)
+{
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		client_g.gpu[i].attached = client_g.gpu[i].fp_valid = 0;
+}
+
 void client_lost(const char *why)
 {
 	int held[GATE_MAX_GPUS], quiet;
@@ -134,6 +142,7 @@ void client_lost(const char *why)
 	 * said on the connection): HELLO again at once, in its version. */
 	if (client_c.downgrade && !client_c.welcomed) {
 		client_c.downgrade = 0;
+		forget_attached();
 		client_set_sock(-1);
 		client_c.rlen = 0;
 		client_c.refusal[0] = '\0';
@@ -257,8 +266,16 @@ static void try_connect(void)
 	}
 	client_set_sock(fd);
 	client_c.welcome_by_ms = gate_now_ms() + CLIENT_WELCOME_MS;
-	if (client_hello() != 0 || client_register() != 0)
+	if (client_hello() != 0) {
 		client_lost("sending hello failed");
+		return;
+	}
+	/* A scheduler that refuses this HELLO's version answers with an
+	 * error frame and closes, maybe before the frames behind the HELLO
+	 * are sent: their failed send is no loss of its own, the reader
+	 * finds the error frame and then the end (a version downgrade). */
+	if (client_register() != 0)
+		forget_attached();
 }
 
 /* Only a scheduler that answered takes the GPUs back from running

@@ -130,6 +130,7 @@ struct client_gpu {
 	int      lock_slot;        /* the page's slot for it, + 1 (0: not
 				    * looked up) */
 	int      took;             /* taken through the page: TOOK to send */
+	uint64_t attach_ms;        /* when ATTACH went out */
 	struct client_wait wait;
 };
 
@@ -235,6 +236,9 @@ int  client_fast_request(int dev);
 /* While a GPU may be taken through the lock page, the client thread
  * looks at least this often (ms) for a take to tell the scheduler. */
 #define CLIENT_TOOK_TELL_MS 1000
+/* How long a waiter's REQUEST waits for the MODE that confirms the
+ * ATTACH, on a connection with a lock page: a take then serves it. */
+#define CLIENT_MODE_WAIT_MS 50u
 /* gate_take, then the released callback if the gate was taken. */
 int  client_take(int dev);
 /* Read what arrived and handle each frame; -1 if the connection ended. */

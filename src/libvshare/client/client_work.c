@@ -89,8 +89,11 @@ static void took(struct client_gpu *g)
 	g->swap.bytes = 0;
 }
 
+static int mode_pending(const struct client_gpu *g, uint64_t now);
+
 int client_fast_arm(void)
 {
+	uint64_t now = gate_now_ms();
 	int take = 0;
 
 	if (client_c.sock < 0 || !client_c.welcomed || client_stopping())
@@ -98,7 +101,9 @@ int client_fast_arm(void)
 	for (int dev = 0; dev < GATE_MAX_GPUS; dev++) {
 		struct client_gpu *g = &client_g.gpu[dev];
 
-		if (!fast_ready(g))
+		/* A waiter that comes before the MODE wakes this thread,
+		 * which takes the GPU for it once the MODE is in. */
+		if (!fast_ready(g) || mode_pending(g, now))
 			continue;
 		A_STORE(&g->fast, CLIENT_FAST_READY);
 		take |= g->lock_ok;
@@ -297,6 +302,7 @@ static int attach(struct client_gpu *g)
 	if (client_send(VS_MSG_ATTACH, &at, sizeof(at)))
 		return -1;
 	g->attached = 1;
+	g->attach_ms = gate_now_ms();
 	return 0;
 }
 
@@ -311,6 +317,30 @@ int client_register(void)
 			return -1;
 	}
 	return 0;
+}
+
+/* The ATTACH went out on a connection with a lock page and its MODE (the
+ * scheduler read it: the page may be used) is one round trip away: a
+ * waiter is better served by a take once it comes than by a REQUEST now.
+ * 1 while it is due, lowering *timeout to the longest wait for it. */
+static int mode_pending(const struct client_gpu *g, uint64_t now)
+{
+	return !g->lock_ok && A_LOAD(&client_c.lock) != NULL &&
+	       !client_g.conf.no_lock_page && !g->want &&
+	       now < g->attach_ms + CLIENT_MODE_WAIT_MS;
+}
+
+static int mode_due(struct client_gpu *g, int *timeout)
+{
+	uint64_t now = gate_now_ms();
+	int t;
+
+	if (!mode_pending(g, now))
+		return 0;
+	t = (int)(g->attach_ms + CLIENT_MODE_WAIT_MS - now);
+	if (*timeout < 0 || *timeout > t)
+		*timeout = t;
+	return 1;
 }
 
 static int gpu_work(int dev, struct client_gpu *g, int *timeout)
@@ -337,9 +367,23 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		return -1;
 	if (t >= 0 && (*timeout < 0 || t < *timeout))
 		*timeout = t;
-	if (!g->held && !g->requested && (g->want || gate_waiting(dev) > 0)) {
-		if (send_request(g, gate_spin_window_ns()))
+	if (!g->held && !g->requested && (g->want || gate_waiting(dev) > 0) &&
+	    !mode_due(g, timeout)) {
+		/* A thread that began to wait before the GPU could be taken
+		 * (the first launch, while registering): take it for it now if
+		 * it is free, rather than ask. */
+		if (g->drop == 0 && fast_ready(g) && !A_LOAD(&g->fp_dirty) &&
+		    client_lock_take(g)) {
+			took(g);
+			gate_grant(dev);
+			__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
+			log_debug("GPU %d taken through the lock page", dev);
+			if (send_ref(VS_MSG_TOOK, g->uuid))
+				return -1;
+			g->took = 0;
+		} else if (send_request(g, gate_spin_window_ns())) {
 			return -1;
+		}
 	}
 	/* After the REQUEST: its wait sets the time to look again. */
 	if (client_wait_due(dev, g, timeout) && wait_query(g))
