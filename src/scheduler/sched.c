@@ -73,12 +73,11 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 
 	g->st.grants[kind]++;
 	m->swap_due = flags != 0;
-	/* A client that took the GPU through the lock page runs already. */
-	if (m->took) {
+	/* A client that took the GPU through the lock page runs already:
+	 * the grant is only logged. */
+	if (m->took)
 		g->st.took++;
-		return;
-	}
-	o = sched_out_push(s, SCHED_OUT_MSG, m);
+	o = sched_out_push(s, m->took ? SCHED_OUT_TOOK : SCHED_OUT_MSG, m);
 	if (o == NULL)
 		return;
 	o->type = VS_MSG_GRANT;

@@ -115,6 +115,9 @@ struct sched_member;
 enum sched_out_kind {
 	SCHED_OUT_MSG = 1,      /* send `type`/`u` to client `client_id` */
 	SCHED_OUT_UNRESPONSIVE, /* a holder ignored a drop for grace_ms */
+	SCHED_OUT_TOOK,         /* a take through the lock page became a
+				 * grant (`u.grant`): logged, nothing sent;
+				 * kept when its client goes (user NULL) */
 };
 
 struct sched_out {

@@ -36,9 +36,15 @@ void sched_out_purge(struct sched *s, uint32_t client_id)
 {
 	size_t j = 0;
 
-	for (size_t i = 0; i < s->n_out; i++)
-		if (s->out[i].client_id != client_id)
-			s->out[j++] = s->out[i];
+	for (size_t i = 0; i < s->n_out; i++) {
+		if (s->out[i].client_id == client_id &&
+		    s->out[i].kind != SCHED_OUT_TOOK)
+			continue;
+		/* A take adopted as its client went is still logged. */
+		if (s->out[i].client_id == client_id)
+			s->out[i].user = NULL;
+		s->out[j++] = s->out[i];
+	}
 	s->n_out = j;
 }
 

@@ -88,7 +88,9 @@ static void log_out(struct srv *s, const struct sched_out *o)
 	if (o->type == VS_MSG_GRANT)
 		log_debug("grant %s to %s: %s, quantum %u s%s", uuid, name,
 			  g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
-			  g->tq_ms / 1000, g->flags & VS_GRANTF_OVERSUB ?
+			  g->tq_ms / 1000, o->kind == SCHED_OUT_TOOK ?
+			  ", taken through the lock page" :
+			  g->flags & VS_GRANTF_OVERSUB ?
 			  ", oversubscribed (it prefetches)" : "");
 	else if (o->type == VS_MSG_DROP)
 		log_debug("drop request to %s for %s: %s", name, uuid,
@@ -104,7 +106,7 @@ static void deliver(struct srv *s, const struct sched_out *o)
 	/* Formatting costs more than the rest of a grant: only for logs. */
 	if (o->kind == SCHED_OUT_UNRESPONSIVE || log_get_level() >= LOG_LVL_DEBUG)
 		log_out(s, o);
-	if (o->kind == SCHED_OUT_UNRESPONSIVE || c == NULL)
+	if (o->kind != SCHED_OUT_MSG || c == NULL)
 		return;
 	switch (o->type) {
 	case VS_MSG_GRANT:

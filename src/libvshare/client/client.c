@@ -179,7 +179,9 @@ void client_lost(const char *why)
 		struct client_gpu *c = &client_g.gpu[i];
 
 		held[i] = c->held;
-		c->held = c->requested = c->attached = c->fp_valid = 0;
+		/* A take not told yet was of the lost connection's page: the
+		 * scheduler adopted it as that connection ended. */
+		c->held = c->requested = c->attached = c->fp_valid = c->took = 0;
 		c->swap.bytes = 0;
 		c->drop = 0;
 		/* A GPU refused on the lost connection is asked for again on
@@ -476,12 +478,16 @@ void client_prepare(int dev)
 		return;
 	/* The running thread attaches a GPU the gate knows on its next
 	 * pass; one that was not running finds it on its first. */
-	if (client_started()) {
-		client_wake();
-		return;
-	}
-	client_start();
+	if (!client_started())
+		client_start();
 	client_wake();
+	/* The first open of a context on dev waits (a round trip or two,
+	 * beside the many milliseconds a context costs) until the GPU may be
+	 * taken through the lock page: a program's first launch follows
+	 * within microseconds, and would otherwise wait for the registration
+	 * and then a REQUEST. Once per GPU, bounded. */
+	if (!on_client_thread && !A_XCHG(&client_g.gpu[dev].prep_waited, 1))
+		client_settle_gpu_wait(dev, CLIENT_PREPARE_WAIT_MS);
 }
 
 void client_policy_wait(void)

@@ -62,8 +62,11 @@ void client_wanted(void *arg, int dev);
  * The process opened a context on dev, whose gate knows the GPU
  * (gate_prepare): start the client thread if it does not run yet, so that
  * connecting, HELLO, ATTACH and the footprint are done before the first
- * submission, which then waits for one REQUEST and its GRANT only. Asks
- * for no lock: nothing is requested until a thread waits at the gate.
+ * submission. The first call for a GPU waits (CLIENT_PREPARE_WAIT_MS at
+ * most) until the scheduler confirmed the ATTACH on a connection with a
+ * lock page, or settled without one, so that the first submission can
+ * take a free GPU at once. Asks for no lock: nothing is requested until
+ * a thread waits at the gate.
  */
 void client_prepare(int dev);
 

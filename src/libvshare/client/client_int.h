@@ -125,8 +125,10 @@ struct client_gpu {
 	uint64_t retry_ms;
 	uint64_t retry_step_ms;    /* the next wait after a refusal */
 	int      fast;             /* atomic: CLIENT_FAST_* (client_work.c) */
-	int      lock_ok;          /* the scheduler confirmed the ATTACH
-				    * (its MODE): the lock page may be used */
+	int      lock_ok;          /* atomic: the scheduler confirmed the
+				    * ATTACH (its MODE): the lock page may
+				    * be used */
+	int      prep_waited;      /* atomic: a context open waited for it */
 	int      lock_slot;        /* the page's slot for it, + 1 (0: not
 				    * looked up) */
 	int      took;             /* taken through the page: TOOK to send */
@@ -165,6 +167,11 @@ void client_settle_mark(void);
 void client_settle_policy(void);   /* mark, a policy heard */
 int  client_settled(void);
 void client_settle_wait(unsigned ms);
+/* A GPU's ATTACH was confirmed: wake client_settle_gpu_wait. */
+void client_settle_notify(void);
+/* Wait at most ms until dev may be taken through the lock page, or the
+ * first connection attempt settled without a page. */
+void client_settle_gpu_wait(int dev, unsigned ms);
 void client_settle_atfork_child(void);
 
 /* client_lock.c: the lock page. fd: a descriptor that came with a
@@ -239,6 +246,8 @@ int  client_fast_request(int dev);
 /* How long a waiter's REQUEST waits for the MODE that confirms the
  * ATTACH, on a connection with a lock page: a take then serves it. */
 #define CLIENT_MODE_WAIT_MS 50u
+/* The longest a context open waits for its GPU's registration. */
+#define CLIENT_PREPARE_WAIT_MS 20u
 /* gate_take, then the released callback if the gate was taken. */
 int  client_take(int dev);
 /* Read what arrived and handle each frame; -1 if the connection ended. */

@@ -101,7 +101,7 @@ void client_lock_drop(void)
 	client_c.lock_token = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
 		client_g.gpu[i].lock_slot = 0;
-		client_g.gpu[i].lock_ok = 0;
+		A_STORE(&client_g.gpu[i].lock_ok, 0);
 	}
 }
 
@@ -138,7 +138,7 @@ int client_lock_take(struct client_gpu *g)
 	struct vs_lock_slot *sl;
 	uint64_t expect = VS_LOCK_FREE;
 
-	if (pg == NULL || !g->lock_ok || client_g.conf.no_lock_page)
+	if (pg == NULL || !A_LOAD(&g->lock_ok) || client_g.conf.no_lock_page)
 		return 0;
 	sl = slot_of(pg, g);
 	if (sl == NULL)

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "client_int.h"
 #include "frame.h"
 #include "log.h"
@@ -306,8 +307,10 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		int dev = gpu_by_uuid(m->uuid);
 
 		/* The scheduler has read this GPU's ATTACH. */
-		if (dev >= 0)
-			client_g.gpu[dev].lock_ok = 1;
+		if (dev >= 0) {
+			A_STORE(&client_g.gpu[dev].lock_ok, 1);
+			client_settle_notify();
+		}
 		vs_uuid_format(m->uuid, u);
 		log_debug("%s: mode %s", u, vs_mode_name(m->mode));
 		return 0;

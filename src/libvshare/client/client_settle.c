@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "atomics.h"
 #include "client_int.h"
 
 static int settled;          /* atomic */
@@ -49,6 +50,37 @@ void client_settle_wait(unsigned ms)
 	ts.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&settle_mu);
 	while (!__atomic_load_n(&settled, __ATOMIC_ACQUIRE) &&
+	       pthread_cond_timedwait(&settle_cv, &settle_mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&settle_mu);
+}
+
+void client_settle_notify(void)
+{
+	pthread_mutex_lock(&settle_mu);
+	pthread_cond_broadcast(&settle_cv);
+	pthread_mutex_unlock(&settle_mu);
+}
+
+/* Registered far enough for a first launch to take its GPU at once, or
+ * nothing more to wait for: no scheduler, or one that shares no page. */
+static int gpu_ready(int dev)
+{
+	return A_LOAD(&client_g.gpu[dev].lock_ok) ||
+	       (client_settled() && A_LOAD(&client_c.lock) == NULL);
+}
+
+void client_settle_gpu_wait(int dev, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000u;
+	ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&settle_mu);
+	while (!gpu_ready(dev) &&
 	       pthread_cond_timedwait(&settle_cv, &settle_mu, &ts) == 0)
 		;
 	pthread_mutex_unlock(&settle_mu);

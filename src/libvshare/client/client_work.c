@@ -106,7 +106,7 @@ int client_fast_arm(void)
 		if (!fast_ready(g) || mode_pending(g, now))
 			continue;
 		A_STORE(&g->fast, CLIENT_FAST_READY);
-		take |= g->lock_ok;
+		take |= A_LOAD(&g->lock_ok);
 	}
 	return take && A_LOAD(&client_c.lock) != NULL &&
 	       !client_g.conf.no_lock_page;
@@ -325,7 +325,7 @@ int client_register(void)
  * 1 while it is due, lowering *timeout to the longest wait for it. */
 static int mode_pending(const struct client_gpu *g, uint64_t now)
 {
-	return !g->lock_ok && A_LOAD(&client_c.lock) != NULL &&
+	return !A_LOAD(&g->lock_ok) && A_LOAD(&client_c.lock) != NULL &&
 	       !client_g.conf.no_lock_page && !g->want &&
 	       now < g->attach_ms + CLIENT_MODE_WAIT_MS;
 }
