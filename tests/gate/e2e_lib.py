@@ -1,5 +1,6 @@
 """Helpers for the gate's integration tests: a real vshare-scheduler on a
 temporary socket, processes under test, and the execution-log checks."""
+import atexit
 import importlib.util
 import json
 import os
@@ -53,6 +54,8 @@ class Scheduler:
         self.proc = subprocess.Popen(
             [self.binary, "--socket", self.sock, "--config", self.conf],
             stdout=logf, stderr=subprocess.STDOUT)
+        # A scenario that fails (fail() exits) must not leave it running.
+        atexit.register(self.kill)
         deadline = time.time() + 5
         while time.time() < deadline:
             if self.proc.poll() is not None:
