@@ -187,7 +187,6 @@ void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
 void     sched_lock_gpu_new(struct sched *s, struct sched_gpu *g);
 uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g);
 void     sched_lock_open(struct sched *s, struct sched_gpu *g);
-int      sched_lock_is_free(const struct sched *s, const struct sched_gpu *g);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */

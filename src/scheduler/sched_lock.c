@@ -70,10 +70,3 @@ void sched_lock_open(struct sched *s, struct sched_gpu *g)
 	memcpy(s->lock->slot[g->index].uuid, g->uuid, VS_UUID_LEN);
 	__atomic_store_n(w, VS_LOCK_FREE, __ATOMIC_SEQ_CST);
 }
-
-int sched_lock_is_free(const struct sched *s, const struct sched_gpu *g)
-{
-	uint64_t *w = word_of(s, g);
-
-	return w != NULL && __atomic_load_n(w, __ATOMIC_SEQ_CST) == VS_LOCK_FREE;
-}
