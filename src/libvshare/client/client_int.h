@@ -176,13 +176,14 @@ void client_settle_atfork_child(void);
 
 /* client_lock.c: the lock page. fd: a descriptor that came with a
  * frame; map: the LOCK_PAGE frame; drop: the connection ends (client
- * thread, no waiting thread inside take); take: a waiting thread that
- * claimed g's REQUEST swaps g's word, 1 if it took the GPU. */
+ * thread, no waiting thread inside take); take: the thread that may send
+ * dev's REQUEST (the client thread, or a waiting thread that claimed it)
+ * swaps its word; 1 if it took the GPU, whose gate is then open. */
 void client_lock_fd(int fd);
 void client_lock_map(const struct vs_lock_info *m);
 void client_lock_drop(void);
 void client_lock_atfork_child(void);
-int  client_lock_take(struct client_gpu *g);
+int  client_lock_take(int dev, struct client_gpu *g);
 
 /* client_fd.c: remember fd (-1: none), check that the number still names
  * it, close it only if it does. */

@@ -156,11 +156,8 @@ int client_fast_request(int dev)
 					 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return -1;
 	/* Free in the lock page: no REQUEST, no GRANT to wait for. */
-	if (client_lock_take(g)) {
-		gate_grant(dev);
-		__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
+	if (client_lock_take(dev, g)) {
 		A_STORE(&g->fast, CLIENT_FAST_TOOK);
-		log_debug("GPU %d taken through the lock page", dev);
 		return CLIENT_FAST_RC_TOOK;
 	}
 	if (send_ref(VS_MSG_REQUEST, g->uuid) != 0) {
@@ -290,6 +287,18 @@ static int refused_wait(struct client_gpu *g, int *timeout)
 	return 0;
 }
 
+/* A take through the lock page is told before anything else about the
+ * GPU, a RELEASED above all. */
+static int tell_took(struct client_gpu *g)
+{
+	if (!g->took)
+		return 0;
+	if (send_ref(VS_MSG_TOOK, g->uuid))
+		return -1;
+	g->took = 0;
+	return 0;
+}
+
 static int attach(struct client_gpu *g)
 {
 	struct vs_attach at;
@@ -353,14 +362,7 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		return 0;
 	if (g->refused && refused_wait(g, timeout))
 		return 0;
-	/* A take through the lock page is told before anything else about
-	 * the GPU, a RELEASED above all. */
-	if (g->took) {
-		if (send_ref(VS_MSG_TOOK, g->uuid))
-			return -1;
-		g->took = 0;
-	}
-	if (attach(g) || footprint(dev, g) || swapped(g))
+	if (tell_took(g) || attach(g) || footprint(dev, g) || swapped(g))
 		return -1;
 	t = drop(dev, g);
 	if (t == -2)
@@ -373,14 +375,10 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		 * (the first launch, while registering): take it for it now if
 		 * it is free, rather than ask. */
 		if (g->drop == 0 && fast_ready(g) && !A_LOAD(&g->fp_dirty) &&
-		    client_lock_take(g)) {
+		    client_lock_take(dev, g)) {
 			took(g);
-			gate_grant(dev);
-			__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
-			log_debug("GPU %d taken through the lock page", dev);
-			if (send_ref(VS_MSG_TOOK, g->uuid))
+			if (tell_took(g))
 				return -1;
-			g->took = 0;
 		} else if (send_request(g, gate_spin_window_ns())) {
 			return -1;
 		}
