@@ -521,10 +521,7 @@ void client_stop(void)
 	if (A_XCHG(&run_state, RUN_STOPPED) != RUN_RUNNING)
 		return;
 	client_wake();
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += CLIENT_STOP_WAIT_MS * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
+	client_deadline(&ts, CLIENT_STOP_WAIT_MS);
 	pthread_mutex_lock(&done_mu);
 	while (!thread_done &&
 	       pthread_cond_timedwait(&done_cv, &done_mu, &ts) == 0)

@@ -167,6 +167,9 @@ void client_settle_mark(void);
 void client_settle_policy(void);   /* mark, a policy heard */
 int  client_settled(void);
 void client_settle_wait(unsigned ms);
+/* The CLOCK_REALTIME time ms from now, for pthread_cond_timedwait. */
+struct timespec;
+void client_deadline(struct timespec *ts, unsigned ms);
 /* A GPU's ATTACH was confirmed: wake client_settle_gpu_wait. */
 void client_settle_notify(void);
 /* Wait at most ms until dev may be taken through the lock page, or the

@@ -39,20 +39,37 @@ int client_settled(void)
 	return __atomic_load_n(&settled, __ATOMIC_ACQUIRE);
 }
 
-void client_settle_wait(unsigned ms)
+void client_deadline(struct timespec *ts, unsigned ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000u;
+	ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
+	ts->tv_sec += ts->tv_nsec / 1000000000L;
+	ts->tv_nsec %= 1000000000L;
+}
+
+/* Wait at most ms until ready(dev), woken by the marks and notices. */
+static void wait_until(int (*ready)(int), int dev, unsigned ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000u;
-	ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
+	client_deadline(&ts, ms);
 	pthread_mutex_lock(&settle_mu);
-	while (!__atomic_load_n(&settled, __ATOMIC_ACQUIRE) &&
+	while (!ready(dev) &&
 	       pthread_cond_timedwait(&settle_cv, &settle_mu, &ts) == 0)
 		;
 	pthread_mutex_unlock(&settle_mu);
+}
+
+static int is_settled(int dev)
+{
+	(void)dev;
+	return client_settled();
+}
+
+void client_settle_wait(unsigned ms)
+{
+	wait_until(is_settled, 0, ms);
 }
 
 void client_settle_notify(void)
@@ -72,18 +89,7 @@ static int gpu_ready(int dev)
 
 void client_settle_gpu_wait(int dev, unsigned ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000u;
-	ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	pthread_mutex_lock(&settle_mu);
-	while (!gpu_ready(dev) &&
-	       pthread_cond_timedwait(&settle_cv, &settle_mu, &ts) == 0)
-		;
-	pthread_mutex_unlock(&settle_mu);
+	wait_until(gpu_ready, dev, ms);
 }
 
 /* The fork child keeps a policy its parent heard (the limit is in the
