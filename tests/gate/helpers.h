@@ -34,6 +34,9 @@ int  entrant_wait(struct entrant *e, int timeout_ms);  /* 0 once done */
 void entrant_join(struct entrant *e);
 /* A process holding GPU dev: scheduler up, first entry granted. */
 void granted_start(int dev);
+/* The scheduler asks for dev back at once; the client releases it, and
+ * the client thread has armed it (a waiter may request or take it). */
+void released_armed(int dev);
 /* Poll an int until it reaches at least `want`; 0 if it did. */
 int  wait_at_least(int *p, int want, int timeout_ms);
 

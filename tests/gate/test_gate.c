@@ -102,6 +102,13 @@ void granted_start(int dev)
 	entrant_join(&e);
 }
 
+void released_armed(int dev)
+{
+	fs_drop(dev, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	sleep_ms(20);
+}
+
 /* The first entry attaches the GPU, reports its footprint and requests the
  * lock, in that order, and blocks until the grant; later entries take the
  * fast path and ask the driver for the device only once per thread. */

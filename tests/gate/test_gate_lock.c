@@ -21,9 +21,7 @@ static void page_start(void)
 {
 	fs_lock_page();
 	granted_start(0);
-	fs_drop(0, VS_DROP_QUANTUM);
-	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-	sleep_ms(20);   /* the client thread armed the GPU */
+	released_armed(0);
 	assert_non_null(LD(&client_c.lock));
 }
 
@@ -60,9 +58,7 @@ void lock_take_from_waiter(void **state)
 		assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
 		/* The scheduler adopts the take and closes the word. */
 		__atomic_store_n(fs_lock_word(0), VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
-		fs_drop(0, VS_DROP_QUANTUM);
-		assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-		sleep_ms(20);
+		released_armed(0);
 	}
 	assert_int_equal(fs_count(VS_MSG_REQUEST), req);
 	assert_int_equal(LD(&client_g.fast_took) - took0, ROUNDS);
@@ -168,9 +164,7 @@ void lock_scheduler_dies(void **state)
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 4000), 0);
 	fs_grant(0, 0);
 	sleep_ms(50);
-	fs_drop(0, VS_DROP_QUANTUM);
-	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-	sleep_ms(20);
+	released_armed(0);
 	assert_non_null(LD(&client_c.lock));
 	free_word();
 	entrant_start(&e, 0, NULL, 0);

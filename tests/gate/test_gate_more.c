@@ -78,9 +78,7 @@ void fast_request_from_waiter(void **state)
 	granted_start(0);
 	fast0 = LD(&client_g.fast_sent);
 	for (int r = 0; r < ROUNDS; r++) {
-		fs_drop(0, VS_DROP_QUANTUM);
-		assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-		sleep_ms(20);      /* the client thread armed the GPU */
+		released_armed(0);
 		req = fs_count(VS_MSG_REQUEST);
 		for (int i = 0; i < THREADS; i++)
 			entrant_start(&e[i], 0, NULL, 0);
@@ -113,9 +111,7 @@ void fast_request_scheduler_gone(void **state)
 
 	(void)state;
 	granted_start(0);
-	fs_drop(0, VS_DROP_QUANTUM);
-	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-	sleep_ms(20);
+	released_armed(0);
 	fs_stop();
 	t0 = now_ms();
 	entrant_start(&e, 0, NULL, 0);
@@ -138,9 +134,7 @@ void fast_request_footprint_first(void **state)
 	fk.managed[0] = 0;
 	granted_start(0);
 	for (int r = 0; r < 20; r++) {
-		fs_drop(0, VS_DROP_QUANTUM);
-		assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
-		sleep_ms(20);      /* armed */
+		released_armed(0);
 		fk.managed[0] = (r % 2 ? 0u : 7u) << 20;
 		client_footprint_changed(0);
 		entrant_start(&e, 0, NULL, 0);
