@@ -28,11 +28,7 @@ def prog(*args, **env):
     return run.start([PROG] + [str(a) for a in args], **env)
 
 
-def ok_exit(*procs):
-    for p in procs:
-        run.finish(p)
-        if p.returncode != 0:
-            fail("%s exited %d:\n%s" % (p.args, p.returncode, p.err))
+ok_exit = run.finish_ok
 
 
 def ops(name=None, pid=None, kinds=("kernel",)):

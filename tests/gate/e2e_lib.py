@@ -104,6 +104,13 @@ class Runner:
         p.out, p.err = out, err
         return p
 
+    def finish_ok(self, *procs):
+        """Finish each process; fail unless each exited 0."""
+        for p in procs:
+            self.finish(p)
+            if p.returncode != 0:
+                fail("%s exited %d:\n%s" % (p.args, p.returncode, p.err))
+
     def kill_all(self):
         for p in self.procs:
             if p.poll() is None:

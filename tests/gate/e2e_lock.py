@@ -11,7 +11,7 @@ import shutil
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env, fail,
+from e2e_lib import (Runner, Scheduler, check, driver_env,
                      load_execlog, now_ns, tmpdir)
 
 SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:8]
@@ -29,11 +29,7 @@ def prog(*args, **env):
     return run.start([PROG] + [str(a) for a in args], **env)
 
 
-def ok_exit(*procs):
-    for p in procs:
-        run.finish(p)
-        if p.returncode != 0:
-            fail("%s exited %d:\n%s" % (p.args, p.returncode, p.err))
+ok_exit = run.finish_ok
 
 
 def kernels(pid=None):

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, cross_overlaps, fail,
+from e2e_lib import (Runner, Scheduler, check, cross_overlaps,
                      first_stamp, kernels, now_ns, read_log, tmpdir)
 
 SCHED, CTL, SIM, SCENARIO = sys.argv[1:5]
@@ -26,11 +26,7 @@ def sim(*args, **env):
     return run.start([SIM, "-l", LOG] + [str(a) for a in args], **env)
 
 
-def ok_exit(*procs):
-    for p in procs:
-        run.finish(p)
-        if p.returncode != 0:
-            fail("%s exited %d:\n%s" % (p.args, p.returncode, p.err))
+ok_exit = run.finish_ok
 
 
 def mode_on():
