@@ -673,8 +673,13 @@ void sched_lock_sync(struct sched *s)
 {
 	if (s->lock == NULL)
 		return;
-	for (size_t i = 0; i < s->n_gpus; i++)
+	/* Settling closes a free word too: it is opened again at once when
+	 * nobody took it, or a report would end the fast path until the
+	 * GPU's next decision. */
+	for (size_t i = 0; i < s->n_gpus; i++) {
 		settle(s, s->gpus[i]);
+		publish(s, s->gpus[i]);
+	}
 }
 
 /* For sched_conf.c and sched_admin.c. */

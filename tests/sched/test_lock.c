@@ -234,6 +234,27 @@ static void test_claims_beside_holder(void **state)
 	sched_free(s);
 }
 
+/* A status or metrics report adopts an untold take and leaves a free
+ * word free. */
+static void test_sync(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_client *a = client(s, GPU_A, 1);
+	struct sched_client *b = client(s, GPU_B, 1);
+	(void)state;
+
+	assert_true(take(s, a, GPU_A));
+	sched_out_clear(s);
+	sched_lock_sync(s);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
+	assert_true(*word(s, GPU_B) == VS_LOCK_FREE);
+	assert_int_equal(sched_state_of(b, GPU_B), SCHED_ST_IDLE);
+	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
+	assert_int_equal(stats(s, GPU_A).took, 1);
+	sched_free(s);
+}
+
 /* Without a page nothing is published and TOOK still makes a holder. */
 static void test_no_page(void **state)
 {
@@ -262,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_when_free),
 		cmocka_unit_test(test_dead_taker_and_junk),
 		cmocka_unit_test(test_claims_beside_holder),
+		cmocka_unit_test(test_sync),
 		cmocka_unit_test(test_no_page),
 	};
 
