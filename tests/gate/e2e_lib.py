@@ -4,6 +4,7 @@ import atexit
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -171,7 +172,12 @@ def load_execlog(path):
 
 
 def tmpdir():
-    return tempfile.mkdtemp(prefix="vsgate-e2e.")
+    d = tempfile.mkdtemp(prefix="vsgate-e2e.")
+    # Removed however the scenario ends: a failed check exits before the
+    # scripts' own removal (registered first, so it runs after the
+    # schedulers are stopped).
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def driver_env(tmp, td_dir, shim, san):
