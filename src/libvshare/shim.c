@@ -18,6 +18,7 @@
 #include "mem_alloc.h"
 #include "mem_cache.h"
 #include "mem_stage.h"
+#include "pcopy.h"
 #include "shim.h"
 #include "shim_env.h"
 #include "shim_guard.h"
@@ -75,6 +76,7 @@ static void shim_atfork_child(void)
 	mem_atfork_child();
 	mem_cache_atfork_child();
 	mem_stage_atfork_child();
+	pcopy_atfork_child();
 	ctx_atfork_child();
 	cuq_atfork_child();
 	gate_atfork_child();

@@ -21,12 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mem_stage.h"
 #include "shim_prog.h"
 
-/* mem_stage.h: STAGE_MIN and STAGE_CHUNK. */
-#define MIN_SZ   (64u << 10)
-#define CHUNK    (2u << 20)
-#define MAX_SZ   (9 * CHUNK + 7)
+#define MIN_SZ   STAGE_MIN
+#define CHUNK    STAGE_CHUNK
+/* A ring's buffers together, and a copy longer than that. */
+#define RING     (STAGE_NBUF * CHUNK)
+#define MAX_SZ   (RING + CHUNK + 7)
 #define GUARD    64
 
 static uint64_t now_ms(void)
@@ -282,12 +284,14 @@ int check_stage(void)
 	check_data(s);
 	check_data(NULL);
 	/* Staged: the source was consumed before the call returned, and
-	 * with four buffers a copy of up to four chunks did not wait for
-	 * the sleep queued before it. */
+	 * a copy that fits the ring's buffers did not wait for the sleep
+	 * queued before it. */
 	CHECK(async_old_data(s, 3 * CHUNK + 1, &ms));
 	CHECK(ms < 150);
+	CHECK(async_old_data(s, RING, &ms));
+	CHECK(ms < 150);
 	/* Longer than the ring: buffers are reused after their copies. */
-	CHECK(async_old_data(s, 9 * CHUNK + 5, &ms));
+	CHECK(async_old_data(s, RING + CHUNK + 5, &ms));
 	CHECK(async_old_data(NULL, 2 * CHUNK, &ms));
 	/* Below the threshold: the driver's own copy. */
 	CHECK(!async_old_data(s, MIN_SZ - 1, &ms));

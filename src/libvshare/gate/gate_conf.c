@@ -4,9 +4,7 @@
  * (client_conf.c). A bad value is logged and the default used
  * (shim_env.c); docs/gate.md lists them all.
  */
-#include <sched.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "gate_int.h"
 #include "log.h"
@@ -15,18 +13,6 @@
 
 #define GATE_SPIN_US_DEFAULT  200u
 #define GATE_SPIN_MIN_CPUS    4
-
-/* CPUs this process may run on (its affinity mask), at least 1. */
-static int usable_cpus(void)
-{
-	cpu_set_t set;
-	int n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return (int)sysconf(_SC_NPROCESSORS_ONLN);
-	n = CPU_COUNT(&set);
-	return n > 0 ? n : 1;
-}
 
 void gate_conf_read(struct gate_conf *c)
 {
@@ -47,7 +33,7 @@ void gate_conf_read(struct gate_conf *c)
 	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
 				  10000u) * 1000u;
 	c->spin_forced = shim_env_str("VSHARE_SPIN_US", NULL) != NULL;
-	c->cpus = usable_cpus();
+	c->cpus = shim_usable_cpus();
 	if (!c->spin_forced && c->cpus < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;
 }

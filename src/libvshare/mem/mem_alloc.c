@@ -7,6 +7,7 @@
 #include "mem_alloc.h"
 #include "mem_cache.h"
 #include "mem_reg.h"
+#include "pcopy.h"
 #include "shim_env.h"
 #include "shim_node.h"
 
@@ -76,6 +77,10 @@ void mem_conf_read(void)
 	mem_conf.async_cache = shim_env_size("VSHARE_ASYNC_CACHE",
 					     MEM_CACHE_AUTO);
 	mem_conf.stage_copies = shim_env_bool("VSHARE_STAGE_COPIES", 1);
+	/* Unset: by the usable CPUs (pcopy.h). */
+	pcopy_setup(shim_env_str("VSHARE_COPY_THREADS", NULL) == NULL ? -1 :
+		    (int)shim_env_u64("VSHARE_COPY_THREADS", PCOPY_HELPERS_AUTO,
+				      0, PCOPY_HELPERS_MAX));
 	mem_conf.swap_streams = (int)shim_env_u64("VSHARE_SWAP_STREAMS",
 		MEM_SWAP_STREAMS, 1, MEM_SWAP_STREAMS_MAX);
 }

@@ -39,6 +39,7 @@
 #include "mem_alloc.h"
 #include "mem_reg.h"
 #include "mem_stage.h"
+#include "pcopy.h"
 
 /* Rings a context may have (threads copying at once), and in all. */
 #define STAGE_RINGS_CTX 4
@@ -130,12 +131,31 @@ static void ring_free(struct stage_ring *r)
 	free(r);
 }
 
-/* A ring of ctx for this copy, with at least one buffer; NULL if none. */
-static struct stage_ring *ring_take(const void *ctx)
+/* One more buffer for a ring that has fewer than STAGE_NBUF (pinning
+ * memory takes the driver a while: never under stage_lock). The number
+ * of buffers the ring has now. */
+static int ring_grow(struct stage_ring *r)
 {
 	__typeof__(&cuMemHostAlloc) host_alloc = REAL(cuMemHostAlloc);
 	__typeof__(&cuEventCreate) create = REAL(cuEventCreate);
 	__typeof__(&cuMemFreeHost) free_host = REAL(cuMemFreeHost);
+	struct stage_buf *b = &r->b[r->nbuf];
+
+	if (r->nbuf >= STAGE_NBUF || host_alloc == NULL || create == NULL ||
+	    host_alloc(&b->host, STAGE_CHUNK, 0) != CUDA_SUCCESS)
+		return r->nbuf;
+	if (create(&b->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+		if (free_host != NULL)
+			free_host(b->host);
+		return r->nbuf;
+	}
+	b->pending = 0;
+	return ++r->nbuf;
+}
+
+/* A ring of ctx for this copy, with at least one buffer; NULL if none. */
+static struct stage_ring *ring_take(const void *ctx)
+{
 	struct stage_ring *r = NULL;
 	int mine = 0, dev = cuq_current_device();
 
@@ -159,24 +179,9 @@ static struct stage_ring *ring_take(const void *ctx)
 	if (r != NULL)
 		r->busy = 1;
 	pthread_mutex_unlock(&stage_lock);
-	if (r == NULL || host_alloc == NULL || create == NULL)
-		return r != NULL && r->nbuf > 0 ? r : NULL;
-	/* The buffers, at the ring's first use (outside the lock: pinning
-	 * memory takes the driver a while). */
-	while (r->nbuf < STAGE_NBUF) {
-		struct stage_buf *b = &r->b[r->nbuf];
-
-		if (host_alloc(&b->host, STAGE_CHUNK, 0) != CUDA_SUCCESS)
-			break;
-		if (create(&b->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-			if (free_host != NULL)
-				free_host(b->host);
-			break;
-		}
-		b->pending = 0;
-		r->nbuf++;
-	}
-	if (r->nbuf == 0) {
+	if (r == NULL)
+		return NULL;
+	if (r->nbuf == 0 && ring_grow(r) == 0) {
 		log_once(LOG_LVL_WARN, "no pinned staging buffers: copies "
 			 "from pageable memory go to the driver unstaged");
 		pthread_mutex_lock(&stage_lock);
@@ -185,6 +190,20 @@ static struct stage_ring *ring_take(const void *ctx)
 		return NULL;
 	}
 	return r;
+}
+
+/* Buffers for a copy of n bytes: as many chunks as it has, up to
+ * STAGE_NBUF, or what could be had. */
+static void ring_fit(struct stage_ring *r, size_t n)
+{
+	size_t chunks = (n + STAGE_CHUNK - 1) / STAGE_CHUNK;
+
+	while ((size_t)r->nbuf < chunks && r->nbuf < STAGE_NBUF) {
+		int had = r->nbuf;
+
+		if (ring_grow(r) == had)
+			break;
+	}
 }
 
 static void ring_give(struct stage_ring *r)
@@ -239,7 +258,7 @@ static CUresult htod(struct stage_ring *r, CUdeviceptr dst, const char *src,
 
 		if ((rc = buf_wait(b)) != CUDA_SUCCESS)
 			break;
-		memcpy(b->host, src + off, len);
+		pcopy(b->host, src + off, len);
 		rc = copy(dst + off, b->host, len, stream);
 		if (rc == CUDA_SUCCESS)
 			rc = buf_mark(b, stream);
@@ -283,7 +302,7 @@ static CUresult dtoh(struct stage_ring *r, char *dst, CUdeviceptr src,
 
 		if ((rc = buf_wait(b)) != CUDA_SUCCESS)
 			break;
-		memcpy(dst + off, b->host, len);
+		pcopy(dst + off, b->host, len);
 		done++;
 	}
 	return rc;
@@ -299,6 +318,7 @@ static CUresult staged(const void *ctx, int to_dev, CUdeviceptr dptr,
 	    REAL(cuMemcpyDtoHAsync_v2) == NULL ||
 	    (r = ring_take(ctx)) == NULL)
 		return MEM_PASS;
+	ring_fit(r, n);
 	rc = to_dev ? htod(r, dptr, host, n, stream, sync)
 		    : dtoh(r, host, dptr, n, stream);
 	ring_give(r);

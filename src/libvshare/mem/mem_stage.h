@@ -17,11 +17,20 @@
 
 /* Copies below this pass through: one pageable copy of that size costs
  * less than the shim's pointer queries would save. */
+#ifndef STAGE_MIN
 #define STAGE_MIN   (64u << 10)
-/* One pinned buffer; a ring has STAGE_NBUF of them, so that the CPU's
- * copy of chunk n+1 overlaps the DMA of chunk n. */
-#define STAGE_CHUNK (2u << 20)
-#define STAGE_NBUF  4
+#endif
+/* One pinned buffer; a ring has up to STAGE_NBUF of them, allocated as
+ * copies need them: a copy of up to STAGE_CHUNK * STAGE_NBUF bytes never
+ * waits for a buffer. Beside another process's kernels, each wait for
+ * the DMA into managed memory is a wait for this context's time slice on
+ * the GPU (docs/benchmarks.md), so a copy should wait once, at its end. */
+#ifndef STAGE_CHUNK
+#define STAGE_CHUNK (4u << 20)
+#endif
+#ifndef STAGE_NBUF
+#define STAGE_NBUF  8
+#endif
 
 /* stream: the call's stream, a per-thread variant's already mapped with
  * PTSZ(); a synchronous call passes the default stream it uses (NULL or

@@ -1,7 +1,9 @@
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "shim_env.h"
@@ -66,4 +68,15 @@ const char *shim_env_str(const char *name, const char *dflt)
 	const char *s = secure_getenv(name);
 
 	return (s == NULL || *s == '\0') ? dflt : s;
+}
+
+int shim_usable_cpus(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return (int)sysconf(_SC_NPROCESSORS_ONLN);
+	n = CPU_COUNT(&set);
+	return n > 0 ? n : 1;
 }

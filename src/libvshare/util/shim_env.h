@@ -13,5 +13,7 @@ uint64_t    shim_env_size(const char *name, uint64_t dflt);
 uint64_t    shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max);
 int         shim_env_bool(const char *name, int dflt);
 const char *shim_env_str(const char *name, const char *dflt);
+/* CPUs this process may run on (its affinity mask), at least 1. */
+int         shim_usable_cpus(void);
 
 #endif
