@@ -88,10 +88,36 @@ static void shim_atfork_child(void)
  * destructor covers an unload by dlclose. The gate opens for good first,
  * so no thread stays blocked on a gate that the stopping client would
  * never open; each runs once. */
+/* What the memory half did, at info level: enough to see whether a
+ * program's stream-ordered memory is reused and its copies staged. */
+static void log_mem_summary(void)
+{
+	static int said;
+	struct mem_cache_stats c;
+	struct mem_stage_stats st;
+
+	if (log_get_level() < LOG_LVL_INFO || __atomic_exchange_n(&said, 1,
+							      __ATOMIC_RELAXED))
+		return;
+	mem_cache_stats(&c);
+	mem_stage_stats(&st);
+	log_info("stream-ordered memory: %llu allocations served again on "
+		 "the same stream, %llu on another, %llu new; %llu frees "
+		 "kept, %llu not kept",
+		 (unsigned long long)c.hits_same, (unsigned long long)c.hits_other,
+		 (unsigned long long)c.misses, (unsigned long long)c.puts,
+		 (unsigned long long)c.refused);
+	log_info("copies staged through pinned buffers: %llu to the GPU, "
+		 "%llu from it, %llu MiB; %d copy helper threads",
+		 (unsigned long long)st.htod, (unsigned long long)st.dtoh,
+		 (unsigned long long)(st.bytes >> 20), pcopy_helpers());
+}
+
 static void shim_atexit(void)
 {
 	int outer = shim_guard_enter();
 
+	log_mem_summary();
 	gate_shutdown();
 	client_stop();
 	if (outer)

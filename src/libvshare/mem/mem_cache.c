@@ -62,6 +62,8 @@ static struct cblock *oldest, *newest;
 static uint64_t dev_bytes[MREG_MAX_DEVS];
 static uint64_t total_bytes, total_blocks;      /* read without the lock */
 static struct mem_cache_stats stats;
+/* Apart from stats: counted outside cache_lock. */
+static uint64_t misses;
 static struct {
 	CUevent ev;
 	const void *ctx;
@@ -223,8 +225,10 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 	struct cblock *b;
 	int same = 0;
 
-	if (A_LOAD_RLX(&total_blocks) == 0 || !dev_ok(dev))
+	if (A_LOAD_RLX(&total_blocks) == 0 || !dev_ok(dev)) {
+		__atomic_add_fetch(&misses, 1, __ATOMIC_RELAXED);
 		return -1;
+	}
 	ctx = cuq_current_context();
 	pthread_mutex_lock(&cache_lock);
 	b = find_locked(dev, csize, tag, stream, ctx, &same);
@@ -234,6 +238,8 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 			stats.hits_same++;
 		else
 			stats.hits_other++;
+	} else {
+		__atomic_add_fetch(&misses, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cache_lock);
 	if (b == NULL)
@@ -489,6 +495,7 @@ void mem_cache_stats(struct mem_cache_stats *out)
 {
 	pthread_mutex_lock(&cache_lock);
 	*out = stats;
+	out->misses = __atomic_load_n(&misses, __ATOMIC_RELAXED);
 	out->bytes = total_bytes;
 	out->blocks = total_blocks;
 	pthread_mutex_unlock(&cache_lock);
@@ -540,5 +547,6 @@ void mem_cache_atfork_child(void)
 	memset(dev_bytes, 0, sizeof(dev_bytes));
 	total_bytes = total_blocks = 0;
 	memset(&stats, 0, sizeof(stats));
+	misses = 0;
 	n_idle_ev = 0;
 }

@@ -55,6 +55,7 @@ uint64_t mem_cache_bytes(int dev);
 struct mem_cache_stats {
 	uint64_t hits_same;     /* taken by the stream that freed them */
 	uint64_t hits_other;    /* taken by another stream, free passed */
+	uint64_t misses;        /* allocations the cache could not serve */
 	uint64_t puts;          /* blocks kept */
 	uint64_t refused;       /* frees not kept (cap, no event) */
 	uint64_t trimmed;       /* blocks freed by trimming */
