@@ -98,7 +98,8 @@ const struct gate_cuda_ops shim_gate_ops = {
 static uint64_t prefetch(int dev, int to_host)
 {
 	int outer = shim_guard_enter();
-	uint64_t bytes = mem_prefetch_device(dev, to_host);
+	uint64_t bytes = mem_prefetch_device(dev, to_host,
+					     mem_conf.swap_streams);
 
 	if (outer)
 		shim_guard_leave();

@@ -39,6 +39,16 @@ void gate_exit(int token)
 {
 	if (token == 7)
 		__atomic_add_fetch(&stub.exits, 1, __ATOMIC_SEQ_CST);
+	if (token == 8)
+		__atomic_add_fetch(&stub.try_exits, 1, __ATOMIC_SEQ_CST);
+}
+
+int gate_try_enter(int dev)
+{
+	(void)dev;
+	__atomic_add_fetch(&stub.try_enters, 1, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&stub.try_open, __ATOMIC_SEQ_CST) ? 8
+								 : GATE_TRY_CLOSED;
 }
 
 void gate_capture_delta(int delta)

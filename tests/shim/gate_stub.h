@@ -13,6 +13,8 @@ struct gate_stub {
 	int fp_changes[4];
 	int gate_prepared[4], client_prepared[4];
 	int prepare_fails;    /* gate_prepare answers -1 */
+	int try_open;         /* gate_try_enter finds the gate open */
+	int try_enters, try_exits;
 	void *last_stream;
 };
 

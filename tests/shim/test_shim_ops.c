@@ -243,6 +243,59 @@ static void test_swap_chunks(void **state)
 	CK(cuMemFree_v2(a));
 }
 
+/* A new converted allocation of a large page or more is placed on its
+ * GPU at once while the process may submit there: a synchronous one
+ * through the thread's own stream, a stream-ordered one on its stream;
+ * nothing while the gate is closed, during a capture, or below the
+ * size. */
+static void test_prefetch_new(void **state)
+{
+	unsigned long long s_a = 0, s_b = 0, s_sync = 0;
+	CUdeviceptr small, big, a1, a2, closed, capt;
+	int ex0 = stub.try_exits;
+	CUstream s;
+
+	(void)state;
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	stub.try_open = 1;
+	CK(cuMemAlloc_v2(&small, MEM_PREFETCH_NEW_MIN - 4096));
+	CK(cuMemAlloc_v2(&big, 5u << 20));
+	CK(cuMemAllocAsync(&a1, 4u << 20, s));
+	CK(cuMemAllocAsync(&a2, 8u << 20, s));
+	/* The driver logs a prefetch when its stream runs it. */
+	CK(cuStreamSynchronize(s));
+	CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+	assert_int_equal(count_prefetch("device0", MEM_PREFETCH_NEW_MIN - 4096), 0);
+	assert_int_equal(count_prefetch_on("device0", 5u << 20, &s_sync), 1);
+	assert_int_equal(count_prefetch_on("device0", 4u << 20, &s_a), 1);
+	assert_int_equal(count_prefetch_on("device0", 8u << 20, &s_b), 1);
+	assert_true(s_a == s_b);
+	assert_true(s_a != s_sync);
+	/* Each inside the gate's bracket. */
+	assert_int_equal(stub.try_exits, ex0 + 3);
+
+	stub.try_open = 0;
+	CK(cuMemAlloc_v2(&closed, 9u << 20));
+	stub.try_open = 1;
+	gate_capture_delta(1);
+	CK(cuMemAlloc_v2(&capt, 10u << 20));
+	gate_capture_delta(-1);
+	CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+	assert_int_equal(count_prefetch("device0", 9u << 20), 0);
+	assert_int_equal(count_prefetch("device0", 10u << 20), 0);
+	assert_int_equal(stub.try_exits, ex0 + 3);
+	stub.try_open = 0;
+
+	CK(cuMemFreeAsync(a1, s));
+	CK(cuMemFreeAsync(a2, s));
+	CK(cuStreamSynchronize(s));
+	CK(cuMemFree_v2(small));
+	CK(cuMemFree_v2(big));
+	CK(cuMemFree_v2(closed));
+	CK(cuMemFree_v2(capt));
+	CK(cuStreamDestroy_v2(s));
+}
+
 /* sync_device waits for every context of the device, not only the
  * current one, and leaves the other device alone. */
 static void test_sync_device(void **state)
@@ -558,6 +611,7 @@ int main(void)
 		cmocka_unit_test(test_context_prepares),
 		cmocka_unit_test(test_footprint_prefetch),
 		cmocka_unit_test(test_swap_chunks),
+		cmocka_unit_test(test_prefetch_new),
 		cmocka_unit_test(test_sync_device),
 		cmocka_unit_test(test_refused_destroy),
 		cmocka_unit_test(test_submission_streams),

@@ -268,6 +268,24 @@ void gate_exit(int token)
 		exit_slow();
 }
 
+int gate_try_enter(int dev)
+{
+	struct gate_gpu *g;
+	int sh;
+
+	if (!A_LOAD_RLX(&gate_g.enabled))
+		return GATE_TOKEN_NONE;
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return GATE_TRY_CLOSED;
+	g = &gate_g.gpu[dev];
+	sh = my_shard();
+	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
+	if (A_LOAD(&g->state) == GATE_OPEN)
+		return dev * GATE_SHARDS + sh;
+	leave(g, sh);
+	return GATE_TRY_CLOSED;
+}
+
 void gate_capture_delta(int delta)
 {
 	if (__atomic_add_fetch(&gate_g.captures, delta, __ATOMIC_SEQ_CST) <= 0) {

@@ -68,6 +68,13 @@ void gate_init(const struct gate_cuda_ops *ops, const struct gate_events *ev);
 int  gate_enter(void *stream);
 void gate_exit(int token);
 
+/* The shim's own work on dev (a prefetch of new memory), which must
+ * never wait: a token for gate_exit when this process may submit to dev
+ * now (its gate is open, or the gate is off), GATE_TRY_CLOSED when it
+ * would have to wait for the lock. */
+#define GATE_TRY_CLOSED (-2)
+int  gate_try_enter(int dev);
+
 /* The process opened a context on dev: learn the GPU's UUID and memory
  * now, as its first submission would, so that the controller can announce
  * the GPU before any work is submitted. 0 when the GPU is known (and its

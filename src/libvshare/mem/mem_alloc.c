@@ -227,6 +227,11 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 		return alloc_pinned(dptr, size, dev);
 	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
 			  dev_limit(dev));
+	/* Usable by every stream on return: placed through the calling
+	 * thread's own default stream, which the program's streams do not
+	 * wait for (a kernel that comes first only faults). */
+	if (r == CUDA_SUCCESS)
+		mem_prefetch_new(*dptr, size, dev, CU_STREAM_PER_THREAD);
 	if (r != CUDA_ERROR_NOT_SUPPORTED)
 		return r;
 	/* Some platforms (virtual GPUs without unified memory) have no
@@ -325,8 +330,10 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 	 * now keeps the stream-ordered semantics. */
 	r = alloc_managed(dptr, csize, dev, CU_MEM_ATTACH_GLOBAL,
 			  dev_limit(dev));
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		mreg_set_tag(MREG_PTR, *dptr, tag);
+		mem_prefetch_new(*dptr, csize, dev, stream);
+	}
 	return r;
 }
 

@@ -85,9 +85,21 @@ void mem_defer_reap(int wait);
 /* Number of frees still waiting for their stream (tests, debugging). */
 size_t mem_defer_pending(void);
 
-/* Prefetch the managed memory of dev to it (or to host) and wait; the
- * bytes whose prefetch the driver took (0: nothing moved). */
-uint64_t mem_prefetch_device(int dev, int to_host);
+/* Prefetch the managed memory of dev to it (or to host) and wait, over
+ * `streams` streams (mem_conf.swap_streams); the bytes whose prefetch
+ * the driver took (0: nothing moved). */
+uint64_t mem_prefetch_device(int dev, int to_host, int streams);
+/* A new converted allocation of size bytes on dev, placed on the GPU at
+ * once (queued on s) rather than page by page at the first kernel's
+ * faults: the driver maps memory filled by faults with small pages, and
+ * kernels on it ran up to 1.4 times slower on the H100 (a JAX matmul
+ * loop, docs/benchmarks.md); prefetched, they ran at plain speed. Only
+ * while this process may submit to dev without waiting (gate_try_enter: a
+ * prefetch while another process holds the GPU would push that one's
+ * memory out), never during a capture, and not below
+ * MEM_PREFETCH_NEW_MIN (one large page). */
+#define MEM_PREFETCH_NEW_MIN (2u << 20)
+void mem_prefetch_new(CUdeviceptr p, size_t size, int dev, CUstream s);
 
 void mem_atfork_child(void);
 

@@ -1,17 +1,19 @@
 /*
  * Bulk prefetch of a device's managed memory on a grant (to the GPU,
- * much faster than page faults) or before an eager release (to host).
+ * much faster than page faults) or before an eager release (to host);
+ * and the placement of each new converted allocation on its GPU.
  */
 #include <stdlib.h>
 
 #include "ctx_track.h"
+#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
 #include "mem_reg.h"
 
-static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
-			     CUstream s)
+static CUresult prefetch_range(CUdeviceptr p, size_t size, int dev,
+			       int to_host, CUstream s)
 {
 	__typeof__(&cuMemPrefetchAsync_v2) pf2 = REAL(cuMemPrefetchAsync_v2);
 	__typeof__(&cuMemPrefetchAsync) pf1 = REAL(cuMemPrefetchAsync);
@@ -22,11 +24,29 @@ static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
 		loc.type = to_host ? CU_MEM_LOCATION_TYPE_HOST
 				   : CU_MEM_LOCATION_TYPE_DEVICE;
 		loc.id = to_host ? 0 : dev;
-		return pf2(e->key, e->size, loc, 0, s);
+		return pf2(p, size, loc, 0, s);
 	}
 	if (pf1 != NULL)
-		return pf1(e->key, e->size, to_host ? CU_DEVICE_CPU : dev, s);
+		return pf1(p, size, to_host ? CU_DEVICE_CPU : dev, s);
 	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
+			     CUstream s)
+{
+	return prefetch_range(e->key, e->size, dev, to_host, s);
+}
+
+void mem_prefetch_new(CUdeviceptr p, size_t size, int dev, CUstream s)
+{
+	int tok;
+
+	if (size < MEM_PREFETCH_NEW_MIN || gate_capturing() ||
+	    (tok = gate_try_enter(dev)) == GATE_TRY_CLOSED)
+		return;
+	/* A hint: memory that stays unplaced is still correct. */
+	(void)prefetch_range(p, size, dev, 0, s);
+	gate_exit(tok);
 }
 
 /* A bulk swap is cut into chunks spread over several streams: the driver
@@ -37,13 +57,13 @@ static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
 
 /* The bytes whose prefetch the driver took; 0 when none. */
 static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
-				 int dev, int to_host)
+				 int dev, int to_host, int want)
 {
 	__typeof__(&cuStreamCreate) screate = REAL(cuStreamCreate);
 	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
 	__typeof__(&cuStreamDestroy_v2) sdestroy = REAL(cuStreamDestroy_v2);
 	CUstream s[MEM_SWAP_STREAMS_MAX];
-	int ns = 0, want = mem_conf.swap_streams, k = 0;
+	int ns = 0, k = 0;
 	uint64_t bytes = 0, chunk = want > 1 ? PREFETCH_CHUNK : UINT64_MAX;
 
 	if (screate == NULL || ssync == NULL || sdestroy == NULL)
@@ -79,7 +99,7 @@ static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
 	return bytes;
 }
 
-uint64_t mem_prefetch_device(int dev, int to_host)
+uint64_t mem_prefetch_device(int dev, int to_host, int streams)
 {
 	__typeof__(&cuCtxPushCurrent_v2) push = REAL(cuCtxPushCurrent_v2);
 	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
@@ -99,7 +119,7 @@ uint64_t mem_prefetch_device(int dev, int to_host)
 	if (m < n)
 		n = m;
 	if (push(ctx) == CUDA_SUCCESS) {
-		bytes = prefetch_entries(es, n, dev, to_host);
+		bytes = prefetch_entries(es, n, dev, to_host, streams);
 		pop(&old);
 	}
 	free(es);
