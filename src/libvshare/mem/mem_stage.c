@@ -1,15 +1,18 @@
 /*
  * Copies between pageable host memory and converted memory, staged
- * through pinned buffers. Measured on an H100 beside a training job, a
- * burst that copied from pageable host memory into converted memory ran
- * 3.6 times slower than plain, and 1.04 times with pinned host memory:
- * the driver's pageable path into managed memory is the slow one while
- * the GPU is time-sliced. So such a copy is done as the driver does it for
- * device memory: a chunk of the source is copied by the CPU into a pinned
- * buffer, and the buffer is copied asynchronously to the destination on
- * the caller's stream, with an event recorded after it; a buffer is
- * reused once its event has completed, so the CPU's copy of the next
- * chunk overlaps the DMA of this one.
+ * through pinned buffers. Beside another process's kernels, every copy
+ * that touches managed memory waits for this context's turn on the GPU
+ * (about 1.7 ms on the H100), where a copy between pinned and device
+ * memory runs on a copy engine at once; the driver's own path from
+ * pageable memory into managed memory waits for a turn per internal
+ * chunk (19 ms for 16 MiB, gpu/copy_probe.c, docs/benchmarks.md). So
+ * such a copy is done as the driver does it for device memory, waiting
+ * once: chunks of the source are copied by the CPU (with the helper
+ * threads of util/pcopy.c) into pinned buffers, and each buffer is copied
+ * asynchronously to the destination on the caller's stream, with an event
+ * recorded after it; a ring holds STAGE_NBUF chunks, so a copy that fits
+ * never waits for a buffer, and a longer one reuses a buffer once its
+ * event has completed.
  *
  * Semantics stay CUDA's: an asynchronous host-to-device copy returns once
  * the whole source has been read (the caller may overwrite it at once),
@@ -22,8 +25,8 @@
  * for a stream of another context, or when no buffers can be had: those
  * copies go to the driver unchanged.
  *
- * Buffers come in rings of STAGE_NBUF, per context, allocated at a ring's
- * first use; a thread takes a ring for the length of one copy, so
+ * Buffers come in rings of up to STAGE_NBUF, per context, allocated as
+ * copies need them; a thread takes a ring for the length of one copy, so
  * threads never wait for each other here (one that finds every ring of
  * its context taken passes through).
  */
