@@ -351,6 +351,16 @@ def bench_burst(env):
     if shim is None:
         return [Result(name, "benchmark", FAIL, detail="shim: " + why),
                 Result(name_later, "benchmark", FAIL, detail="shim: " + why)]
+    # The staged copies (helper threads, ring) must carry the data: every
+    # burst process starts from the same tensors, so its first result is
+    # plain's (within float rounding of a different kernel choice).
+    want = plain[0]["sum"]
+    bad = [r["sum"] for r in shim + plain
+           if abs(r["sum"] - want) > 1e-4 * max(1.0, abs(want))]
+    if bad:
+        why = "burst results differ from plain's %r: %r" % (want, bad)
+        return [Result(name, "benchmark", FAIL, detail=why),
+                Result(name_later, "benchmark", FAIL, detail=why)]
     pf = median([r["first_ms"] for r in plain])
     sf = median([r["first_ms"] for r in shim])
     pl = median([r["later_ms_p50"] for r in plain])
