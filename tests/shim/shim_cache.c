@@ -366,3 +366,72 @@ int check_async_cache_threads(void)
 	CHECK(free_now() == f0);
 	return 0;
 }
+
+/* A jitted loop's pattern, x = f(x): each step allocates its output on
+ * one of two streams (which take turns, ordered by events), computes it
+ * from the last output and frees the last output behind the kernel,
+ * every other step on the other stream once that stream waited for the
+ * kernel. Each step also fills a scratch block of the same size on its
+ * stream, and another on a third stream that waits for nothing, and
+ * frees both: if a block went to a new owner before the work queued
+ * ahead of its free had run, a scratch fill would overwrite an input
+ * that work still reads. The host runs ahead of the streams (a sleep
+ * every few steps), so frees pile up. Run without the cache (every free
+ * deferred) and with it. */
+int check_async_chain(void)
+{
+	enum { N = 1 << 14, STEPS = 300 };
+	size_t bytes = N * sizeof(float);
+	CUstream s[3];
+	CUevent ev[STEPS];
+	CUdeviceptr ones, x, y, z, z3;
+	int n = N;
+
+	setup_ctx();
+	CK(cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&s[2], CU_STREAM_NON_BLOCKING));
+	for (int k = 0; k < STEPS; k++)
+		CK(cuEventCreate(&ev[k], CU_EVENT_DISABLE_TIMING));
+	CK(cuMemAlloc(&ones, bytes));
+	fill_on(s[0], ones, 1.0f, n);
+	CK(cuMemAllocAsync(&x, bytes, s[0]));
+	fill_on(s[0], x, 0.0f, n);
+	CK(cuEventRecord(ev[0], s[0]));
+	for (int k = 1; k < STEPS; k++) {
+		CUstream cur = s[k % 2], other = s[(k + 1) % 2];
+		void *args[] = { &x, &ones, &y, &n };
+
+		/* This step comes after the last, which ran on the other. */
+		CK(cuStreamWaitEvent(cur, ev[k - 1], 0));
+		if (k % 7 == 0)
+			sleep_on(cur, 2000);
+		CK(cuMemAllocAsync(&z, bytes, cur));
+		CK(cuMemAllocAsync(&y, bytes, cur));
+		fill_on(cur, z, 1e6f, n);
+		CK(cuLaunchKernel(kernel("vs_add"), 1, 1, 1, 256, 1, 1, 0, cur,
+				  args, NULL));
+		CK(cuMemFreeAsync(z, cur));
+		CK(cuMemAllocAsync(&z3, bytes, s[2]));
+		fill_on(s[2], z3, -1e6f, n);
+		CK(cuMemFreeAsync(z3, s[2]));
+		CK(cuEventRecord(ev[k], cur));
+		if (k % 2) {
+			CK(cuMemFreeAsync(x, cur));
+		} else {
+			CK(cuStreamWaitEvent(other, ev[k], 0));
+			CK(cuMemFreeAsync(x, other));
+		}
+		x = y;
+	}
+	CHECK(all_equal(x, (float)(STEPS - 1), n, s[(STEPS - 1) % 2]));
+	CK(cuMemFreeAsync(x, s[0]));
+	CK(cuCtxSynchronize());
+	CK(cuMemFree(ones));
+	for (int k = 0; k < STEPS; k++)
+		CK(cuEventDestroy(ev[k]));
+	CK(cuStreamDestroy(s[0]));
+	CK(cuStreamDestroy(s[1]));
+	CK(cuStreamDestroy(s[2]));
+	return 0;
+}

@@ -360,6 +360,7 @@ static const struct {
 	{ "async_cache", check_async_cache },
 	{ "async_cache_limit", check_async_cache_limit },
 	{ "async_cache_threads", check_async_cache_threads },
+	{ "async_chain", check_async_chain },
 	{ "capture", check_capture },
 	{ "gated", check_gated },
 	{ "fork", check_fork },
