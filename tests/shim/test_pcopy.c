@@ -123,60 +123,49 @@ static void test_threads(void **state)
 	}
 }
 
-/* A fork child has none of the parent's helpers: after the shim's fork
- * handler it starts its own and copies exactly. */
-static void test_fork_child(void **state)
+/* In a fork child, after the shim's fork handler: with `helpers`
+ * wanted (-1: as the parent set up), a large copy is exact and leaves
+ * `want_running` helpers. The child's exit status says what failed. */
+static void child_copies(int helpers, int want_running)
 {
-	pid_t pid;
+	size_t n = 8u << 20;
+	unsigned char *src, *dst;
+	pid_t pid = fork();
 	int st;
 
-	(void)state;
-	assert_true(pcopy_helpers() > 0);
-	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		size_t n = 8u << 20;
-		unsigned char *src = malloc(n), *dst = malloc(n);
-
 		pcopy_atfork_child();
+		if (helpers >= 0)
+			pcopy_setup(helpers);
+		src = malloc(n);
+		dst = malloc(n);
 		if (pcopy_helpers() != 0 || src == NULL || dst == NULL)
 			_exit(2);
 		fill(src, n, 77);
 		pcopy(dst, src, n);
 		_exit(memcmp(dst, src, n) != 0 ? 3 :
-		      pcopy_helpers() == 3 ? 0 : 4);
+		      pcopy_helpers() == want_running ? 0 : 4);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* A fork child has none of the parent's helpers: it starts its own. */
+static void test_fork_child(void **state)
+{
+	(void)state;
+	assert_true(pcopy_helpers() > 0);
+	child_copies(-1, 3);
+}
+
 /* With no helpers (VSHARE_COPY_THREADS=0) a large copy is one memcpy
- * and starts no thread: a process of its own, set up before any copy. */
+ * and starts no thread (a process of its own, set up before any copy). */
 static void test_none(void **state)
 {
-	pid_t pid;
-	int st;
-
 	(void)state;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		size_t n = 4u << 20;
-		unsigned char *src = malloc(n), *dst = malloc(n);
-
-		pcopy_atfork_child();
-		pcopy_setup(0);
-		if (src == NULL || dst == NULL)
-			_exit(2);
-		fill(src, n, 5);
-		pcopy(dst, src, n);
-		_exit(memcmp(dst, src, n) != 0 ? 3 :
-		      pcopy_helpers() == 0 ? 0 : 4);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	child_copies(0, 0);
 }
 
 int main(void)
