@@ -164,6 +164,7 @@ static int helpers_start(void)
 void pcopy(void *dst, const void *src, size_t n)
 {
 	size_t parts = (n + PCOPY_PART - 1) / PCOPY_PART;
+	int cancel;
 
 	if (n < PCOPY_MIN || A_LOAD_RLX(&pc.want) == 0 ||
 	    pthread_mutex_trylock(&pc.job_lock) != 0) {
@@ -175,6 +176,9 @@ void pcopy(void *dst, const void *src, size_t n)
 		memcpy(dst, src, n);
 		return;
 	}
+	/* The wait below is a cancellation point: a thread cancelled there
+	 * would leave m and job_lock held for good. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	pthread_mutex_lock(&pc.m);
 	pc.dst = dst;
 	pc.src = src;
@@ -192,6 +196,7 @@ void pcopy(void *dst, const void *src, size_t n)
 		pthread_cond_wait(&pc.done, &pc.m);
 	pthread_mutex_unlock(&pc.m);
 	pthread_mutex_unlock(&pc.job_lock);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 void pcopy_atfork_child(void)
