@@ -206,14 +206,20 @@ static int enter_closed(struct gate_gpu *g, int dev, int sh)
 
 /* Increment, then check: with the releaser's store-then-check (both
  * sequentially consistent) one of the two always sees the other, so no
- * entry slips past a gate that is closing. */
+ * entry slips past a gate that is closing. Nonzero when the gate was
+ * open; otherwise the caller still counts in flight. */
+static inline int enter_open(struct gate_gpu *g, int sh)
+{
+	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
+	return A_LOAD(&g->state) == GATE_OPEN;
+}
+
 static inline int enter_dev(int dev)
 {
 	struct gate_gpu *g = &gate_g.gpu[dev];
 	int sh = my_shard();
 
-	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
-	if (__builtin_expect(A_LOAD(&g->state) == GATE_OPEN, 1))
+	if (__builtin_expect(enter_open(g, sh), 1))
 		return dev * GATE_SHARDS + sh;
 	return enter_closed(g, dev, sh);
 }
@@ -279,8 +285,7 @@ int gate_try_enter(int dev)
 		return GATE_TRY_CLOSED;
 	g = &gate_g.gpu[dev];
 	sh = my_shard();
-	__atomic_fetch_add(&g->shard[sh].inflight, 1, __ATOMIC_SEQ_CST);
-	if (A_LOAD(&g->state) == GATE_OPEN)
+	if (enter_open(g, sh))
 		return dev * GATE_SHARDS + sh;
 	leave(g, sh);
 	return GATE_TRY_CLOSED;

@@ -31,12 +31,6 @@ static CUresult prefetch_range(CUdeviceptr p, size_t size, int dev,
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-static CUresult prefetch_one(const struct mreg_entry *e, int dev, int to_host,
-			     CUstream s)
-{
-	return prefetch_range(e->key, e->size, dev, to_host, s);
-}
-
 void mem_prefetch_new(CUdeviceptr p, size_t size, int dev, CUstream s)
 {
 	int tok;
@@ -75,15 +69,14 @@ static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		for (uint64_t off = 0; off < es[i].size; off += chunk) {
-			struct mreg_entry part = es[i];
-			CUresult r;
+			uint64_t len = es[i].size - off < chunk ? es[i].size - off
+								: chunk;
+			CUresult r = prefetch_range(es[i].key + off, len, dev,
+						    to_host, s[k]);
 
-			part.key = es[i].key + off;
-			part.size = es[i].size - off < chunk ? es[i].size - off : chunk;
-			r = prefetch_one(&part, dev, to_host, s[k]);
 			k = (k + 1) % ns;
 			if (r == CUDA_SUCCESS) {
-				bytes += part.size;
+				bytes += len;
 				continue;
 			}
 			log_once(LOG_LVL_INFO, "prefetch of managed memory "

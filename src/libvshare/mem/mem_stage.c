@@ -135,8 +135,8 @@ static void ring_free(struct stage_ring *r)
 }
 
 /* One more buffer for a ring that has fewer than STAGE_NBUF (pinning
- * memory takes the driver a while: never under stage_lock). The number
- * of buffers the ring has now. */
+ * memory takes the driver a while: never under stage_lock); 1 if it
+ * grew. */
 static int ring_grow(struct stage_ring *r)
 {
 	__typeof__(&cuMemHostAlloc) host_alloc = REAL(cuMemHostAlloc);
@@ -146,14 +146,15 @@ static int ring_grow(struct stage_ring *r)
 
 	if (r->nbuf >= STAGE_NBUF || host_alloc == NULL || create == NULL ||
 	    host_alloc(&b->host, STAGE_CHUNK, 0) != CUDA_SUCCESS)
-		return r->nbuf;
+		return 0;
 	if (create(&b->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
 		if (free_host != NULL)
 			free_host(b->host);
-		return r->nbuf;
+		return 0;
 	}
 	b->pending = 0;
-	return ++r->nbuf;
+	r->nbuf++;
+	return 1;
 }
 
 /* A ring of ctx for this copy, with at least one buffer; NULL if none. */
@@ -184,7 +185,7 @@ static struct stage_ring *ring_take(const void *ctx)
 	pthread_mutex_unlock(&stage_lock);
 	if (r == NULL)
 		return NULL;
-	if (r->nbuf == 0 && ring_grow(r) == 0) {
+	if (r->nbuf == 0 && !ring_grow(r)) {
 		log_once(LOG_LVL_WARN, "no pinned staging buffers: copies "
 			 "from pageable memory go to the driver unstaged");
 		pthread_mutex_lock(&stage_lock);
@@ -201,12 +202,8 @@ static void ring_fit(struct stage_ring *r, size_t n)
 {
 	size_t chunks = (n + STAGE_CHUNK - 1) / STAGE_CHUNK;
 
-	while ((size_t)r->nbuf < chunks && r->nbuf < STAGE_NBUF) {
-		int had = r->nbuf;
-
-		if (ring_grow(r) == had)
-			break;
-	}
+	while ((size_t)r->nbuf < chunks && ring_grow(r))
+		;
 }
 
 static void ring_give(struct stage_ring *r)
