@@ -30,14 +30,11 @@
 #define RING     (STAGE_NBUF * CHUNK)
 #define MAX_SZ   (RING + CHUNK + 7)
 #define GUARD    64
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+/* A sleep queued before a copy: long enough that a copy which waited
+ * for it cannot pass for one that did not, even slowed down by TSan on
+ * a busy machine; short where only the data is checked. */
+#define LONG_US  2000000ULL
+#define SHORT_US 200000ULL
 
 static void pattern(unsigned char *p, size_t n, unsigned seed)
 {
@@ -132,21 +129,20 @@ static void check_data(CUstream s)
 
 /* An asynchronous copy queued behind a sleep; the source overwritten as
  * soon as the call returns. Returns whether the old data arrived. */
-static int async_old_data(CUstream s, size_t n, uint64_t *ret_ms)
+static int async_old_data(CUstream s, size_t n, unsigned long long sleep_us,
+			  int *ret_early)
 {
 	unsigned char *src = malloc(n), *want = malloc(n);
 	CUdeviceptr d;
-	uint64_t t0;
 	int old;
 
 	CHECK(src != NULL && want != NULL);
 	CK(cuMemAlloc(&d, n));
 	pattern(src, n, 42);
 	memcpy(want, src, n);
-	sleep_on(s, 200000);
-	t0 = now_ms();
+	sleep_on(s, sleep_us);
 	CK(cuMemcpyHtoDAsync(d, src, n, s));
-	*ret_ms = now_ms() - t0;
+	*ret_early = cuStreamQuery(s) == CUDA_ERROR_NOT_READY;
 	memset(src, 0x55, n);
 	CK(cuStreamSynchronize(s));
 	old = memcmp((void *)(uintptr_t)d, want, n) == 0;
@@ -278,23 +274,23 @@ int check_stage(void)
 {
 	CUcontext c = setup_ctx();
 	CUstream s;
-	uint64_t ms;
+	int early;
 
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	check_data(s);
 	check_data(NULL);
 	/* Staged: the source was consumed before the call returned, and
-	 * a copy that fits the ring's buffers did not wait for the sleep
-	 * queued before it. */
-	CHECK(async_old_data(s, 3 * CHUNK + 1, &ms));
-	CHECK(ms < 150);
-	CHECK(async_old_data(s, RING, &ms));
-	CHECK(ms < 150);
+	 * a copy that fits the ring's buffers returned while the sleep
+	 * queued before it still ran. */
+	CHECK(async_old_data(s, 3 * CHUNK + 1, LONG_US, &early));
+	CHECK(early);
+	CHECK(async_old_data(s, RING, LONG_US, &early));
+	CHECK(early);
 	/* Longer than the ring: buffers are reused after their copies. */
-	CHECK(async_old_data(s, RING + CHUNK + 5, &ms));
-	CHECK(async_old_data(NULL, 2 * CHUNK, &ms));
+	CHECK(async_old_data(s, RING + CHUNK + 5, SHORT_US, &early));
+	CHECK(async_old_data(NULL, 2 * CHUNK, SHORT_US, &early));
 	/* Below the threshold: the driver's own copy. */
-	CHECK(!async_old_data(s, MIN_SZ - 1, &ms));
+	CHECK(!async_old_data(s, MIN_SZ - 1, SHORT_US, &early));
 	check_order(s);
 	check_order(NULL);
 	check_capture_pass();
@@ -304,7 +300,7 @@ int check_stage(void)
 	CK(cuDevicePrimaryCtxReset(0));
 	c = setup_ctx();
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CHECK(async_old_data(s, CHUNK, &ms));
+	CHECK(async_old_data(s, CHUNK, SHORT_US, &early));
 	CK(cuStreamDestroy(s));
 	return 0;
 }
@@ -313,12 +309,12 @@ int check_stage(void)
 int check_stage_off(void)
 {
 	CUstream s;
-	uint64_t ms;
+	int early;
 
 	setup_ctx();
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	check_data(s);
-	CHECK(!async_old_data(s, 3 * CHUNK + 1, &ms));
+	CHECK(!async_old_data(s, 3 * CHUNK + 1, SHORT_US, &early));
 	CK(cuStreamDestroy(s));
 	return 0;
 }
