@@ -2,7 +2,11 @@
 """JAX under the shim: are its arrays managed memory, are results the same
 as plain, and how fast is a matmul loop. Prints one JSON line.
 
-  jax_check.py [--n 4096] [--iters 200]
+  jax_check.py [--n 4096] [--iters 200] [--trail K]
+
+--trail K also prints the digests of the loop's values K steps either
+side of the result ("trail", by step count): when a run's digest differs
+from plain, a plain run's trail says whether it is a step early or late.
 
 Managed or not is asked of the driver (cuPointerGetAttribute with
 CU_POINTER_ATTRIBUTE_IS_MANAGED) for the device buffer of each probed
@@ -40,6 +44,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--trail", type=int, default=0)
     args = ap.parse_args()
     try:
         import jax
@@ -71,12 +76,22 @@ def main():
     x.block_until_ready()
     secs = time.monotonic() - t0
     digest = hashlib.sha256(jax.device_get(x).tobytes()).hexdigest()[:16]
+    trail = {}
+    if args.trail > 0:
+        # The result above is step applied iters + 1 times to a.
+        y = a
+        for k in range(1, args.iters + 2 + args.trail):
+            y = step(y)
+            if k >= args.iters + 1 - args.trail:
+                trail[k - args.iters - 1] = hashlib.sha256(
+                    jax.device_get(y).tobytes()).hexdigest()[:16]
+        trail["a"] = hashlib.sha256(jax.device_get(a).tobytes()).hexdigest()[:16]
     print(json.dumps({
         "ok": True, "jax": jax.__version__,
         "allocator": os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default"),
         "managed": sum(1 for f in flags if f), "probed": len(flags),
         "flags": flags, "seconds": secs, "iters": args.iters,
-        "digest": digest}), flush=True)
+        "digest": digest, "trail": trail}), flush=True)
     return 0
 
 

@@ -193,6 +193,8 @@ static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
 		return r;
 	}
 	record(MREG_PTR, *dptr, size, dev, MREG_MANAGED);
+	log_debug("%zu bytes of managed memory at %#llx on GPU %d", size,
+		  (unsigned long long)*dptr, dev);
 	return CUDA_SUCCESS;
 }
 

@@ -98,7 +98,9 @@ uint64_t mem_prefetch_device(int dev, int to_host, int streams);
  * prefetch while another process holds the GPU would push that one's
  * memory out), never during a capture, and not below
  * MEM_PREFETCH_NEW_MIN (one large page). */
+#ifndef MEM_PREFETCH_NEW_MIN
 #define MEM_PREFETCH_NEW_MIN (2u << 20)
+#endif
 void mem_prefetch_new(CUdeviceptr p, size_t size, int dev, CUstream s);
 
 void mem_atfork_child(void);

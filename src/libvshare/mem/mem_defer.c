@@ -58,6 +58,9 @@ int mem_defer_add(CUdeviceptr dptr, CUstream stream, int dev)
 	pthread_mutex_unlock(&defer_lock);
 	if (rc != 0)
 		destroy(ev);
+	else
+		log_debug("free of %#llx deferred until stream %p passes it",
+			  (unsigned long long)dptr, (void *)stream);
 	return rc;
 }
 
@@ -80,12 +83,19 @@ static struct pending_free *take_due(int wait, size_t *n_out)
 	for (size_t i = 0; due != NULL && i < defer_count; i++) {
 		struct pending_free *p = &defer_list[i];
 
+		CUresult q = wait || query == NULL ? CUDA_SUCCESS
+						    : query(p->ev);
+
 		/* Any answer but "not ready" (a destroyed context too)
 		 * means nothing more will run before the free. */
-		if (wait || query == NULL || query(p->ev) != CUDA_ERROR_NOT_READY)
+		if (q != CUDA_ERROR_NOT_READY) {
 			due[n++] = *p;
-		else
+			log_debug("deferred free of %#llx is due (%s, event "
+				  "%d)", (unsigned long long)p->ptr,
+				  wait ? "waited" : "queried", (int)q);
+		} else {
 			defer_list[keep++] = *p;
+		}
 	}
 	if (due != NULL)
 		__atomic_store_n(&defer_count, keep, __ATOMIC_RELAXED);
