@@ -74,27 +74,27 @@ static void same_and_other_stream(CUstream s1, CUstream s2, size_t f0)
 {
 	CUdeviceptr p, q, r;
 	const int n = MIB / sizeof(float);
+	struct hold h;
 
 	CK(cuMemAllocAsync(&p, MIB, s1));
 	CHECK(is_managed(p));
 	CHECK(free_now() == f0 - MIB);
 	fill_on(s1, p, 1.0f, n);
-	sleep_on(s1, 1000000);
+	hold_stream(&h, s1);
 	fill_on(s1, p, 2.0f, n);
 	CK(cuMemFreeAsync(p, s1));
 	CK(cuMemAllocAsync(&q, MIB, s1));
 	CHECK(q == p);
-	/* No wait for the sleep: it still runs. */
-	CHECK(cuStreamQuery(s1) == CUDA_ERROR_NOT_READY);
 	CHECK(free_now() == f0 - MIB);        /* counted once */
 	fill_on(s1, q, 3.0f, n);
 	CK(cuMemFreeAsync(q, s1));
-	/* s1 still sleeps: s2 must not get that block. */
+	/* s1 is still held: s2 must not get that block. */
 	CK(cuMemAllocAsync(&r, MIB, s2));
 	CHECK(r != p);
 	CHECK(free_now() == f0 - 2 * MIB);
 	CK(cuMemFreeAsync(r, s2));
-	CK(cuStreamSynchronize(s1));
+	/* Nothing waited for s1: it was still held. */
+	CHECK(hold_release(&h, s1));
 	CHECK(alive(p));
 	/* The free has passed: s2 may take s1's block, oldest ones first
 	 * are not promised, but both are in the cache. */

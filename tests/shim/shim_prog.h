@@ -3,6 +3,7 @@
 #define VSHARE_SHIM_PROG_H
 
 #include <cuda.h>
+#include <pthread.h>
 
 struct hooked {
 	const char *name, *base, *kind;
@@ -35,6 +36,28 @@ CUfunction kernel(const char *name);
 int is_managed(CUdeviceptr p);
 int alive(CUdeviceptr p);
 void fill_and_check(launch_fn launch, CUstream s, float v);
+
+/* A stream held still until the test lets it go (cuStreamWaitValue32 on
+ * a word of the test's): what is queued behind the hold cannot have run,
+ * however slow the machine, so "the call returned while the stream was
+ * still held" says that the call did not wait for its stream. A watchdog
+ * lets the stream go after HOLD_WATCHDOG_S, so a call that waits for the
+ * stream fails the test instead of hanging it. */
+#ifndef HOLD_WATCHDOG_S
+#define HOLD_WATCHDOG_S 60
+#endif
+struct hold {
+	CUdeviceptr word;
+	pthread_t watchdog;
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int released;           /* by the test */
+	int fired;              /* by the watchdog */
+};
+void hold_stream(struct hold *h, CUstream s);
+/* Let the stream go and wait for it; 1 when it was still held (the
+ * watchdog had not fired). */
+int hold_release(struct hold *h, CUstream s);
 
 int check_dlsym(void);
 int check_procaddr(void);

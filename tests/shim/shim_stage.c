@@ -30,10 +30,7 @@
 #define RING     (STAGE_NBUF * CHUNK)
 #define MAX_SZ   (RING + CHUNK + 7)
 #define GUARD    64
-/* A sleep queued before a copy: long enough that a copy which waited
- * for it cannot pass for one that did not, even slowed down by TSan on
- * a busy machine; short where only the data is checked. */
-#define LONG_US  2000000ULL
+/* A sleep queued before a copy whose data alone is checked. */
 #define SHORT_US 200000ULL
 
 static void pattern(unsigned char *p, size_t n, unsigned seed)
@@ -127,12 +124,16 @@ static void check_data(CUstream s)
 	free(back);
 }
 
-/* An asynchronous copy queued behind a sleep; the source overwritten as
- * soon as the call returns. Returns whether the old data arrived. */
-static int async_old_data(CUstream s, size_t n, unsigned long long sleep_us,
-			  int *ret_early)
+/* An asynchronous copy queued behind a hold of its stream (held: the
+ * stream waits until the copy has returned; else behind a short sleep,
+ * for copies longer than the ring, which must wait for their stream to
+ * reuse a buffer); the source overwritten as soon as the call returns.
+ * Returns whether the old data arrived; *early: whether the call
+ * returned while the stream was still held. */
+static int async_old_data(CUstream s, size_t n, int held, int *early)
 {
 	unsigned char *src = malloc(n), *want = malloc(n);
+	struct hold h;
 	CUdeviceptr d;
 	int old;
 
@@ -140,10 +141,13 @@ static int async_old_data(CUstream s, size_t n, unsigned long long sleep_us,
 	CK(cuMemAlloc(&d, n));
 	pattern(src, n, 42);
 	memcpy(want, src, n);
-	sleep_on(s, sleep_us);
+	if (held)
+		hold_stream(&h, s);
+	else
+		sleep_on(s, SHORT_US);
 	CK(cuMemcpyHtoDAsync(d, src, n, s));
-	*ret_early = cuStreamQuery(s) == CUDA_ERROR_NOT_READY;
 	memset(src, 0x55, n);
+	*early = held ? hold_release(&h, s) : 0;
 	CK(cuStreamSynchronize(s));
 	old = memcmp((void *)(uintptr_t)d, want, n) == 0;
 	if (!old)
@@ -280,17 +284,20 @@ int check_stage(void)
 	check_data(s);
 	check_data(NULL);
 	/* Staged: the source was consumed before the call returned, and
-	 * a copy that fits the ring's buffers returned while the sleep
-	 * queued before it still ran. */
-	CHECK(async_old_data(s, 3 * CHUNK + 1, LONG_US, &early));
+	 * a copy that fits the ring's buffers returned while its stream
+	 * was still held. */
+	CHECK(async_old_data(s, 3 * CHUNK + 1, 1, &early));
 	CHECK(early);
-	CHECK(async_old_data(s, RING, LONG_US, &early));
+	CHECK(async_old_data(s, RING, 1, &early));
+	CHECK(early);
+	CHECK(async_old_data(NULL, 2 * CHUNK, 1, &early));
 	CHECK(early);
 	/* Longer than the ring: buffers are reused after their copies. */
-	CHECK(async_old_data(s, RING + CHUNK + 5, SHORT_US, &early));
-	CHECK(async_old_data(NULL, 2 * CHUNK, SHORT_US, &early));
-	/* Below the threshold: the driver's own copy. */
-	CHECK(!async_old_data(s, MIN_SZ - 1, SHORT_US, &early));
+	CHECK(async_old_data(s, RING + CHUNK + 5, 0, &early));
+	/* Below the threshold: the driver's own copy, which reads the
+	 * source only when the stream gets there. */
+	CHECK(!async_old_data(s, MIN_SZ - 1, 1, &early));
+	CHECK(early);
 	check_order(s);
 	check_order(NULL);
 	check_capture_pass();
@@ -300,7 +307,8 @@ int check_stage(void)
 	CK(cuDevicePrimaryCtxReset(0));
 	c = setup_ctx();
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-	CHECK(async_old_data(s, CHUNK, SHORT_US, &early));
+	CHECK(async_old_data(s, CHUNK, 1, &early));
+	CHECK(early);
 	CK(cuStreamDestroy(s));
 	return 0;
 }
@@ -314,7 +322,8 @@ int check_stage_off(void)
 	setup_ctx();
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	check_data(s);
-	CHECK(!async_old_data(s, 3 * CHUNK + 1, SHORT_US, &early));
+	CHECK(!async_old_data(s, 3 * CHUNK + 1, 1, &early));
+	CHECK(early);
 	CK(cuStreamDestroy(s));
 	return 0;
 }
