@@ -272,6 +272,10 @@ int td_capture_add(struct CUstream_st *s, struct td_op *op);
 CUresult td_capture_check_sync(struct CUstream_st *s);
 CUresult td_capture_check_ctx(struct CUctx_st *c);
 CUresult td_capture_check_legacy(struct CUstream_st *legacy);
+/* A potentially unsafe call (an allocation, a free, an event query or
+ * synchronization) while a capture prohibits it for this thread: the
+ * capture is invalidated and the call refused, as in the real driver. */
+CUresult td_capture_check_unsafe(void);
 /* A wait on an event recorded during a capture pulls the waiting stream
  * into that capture (fork/join); returns 1 when it did. */
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev);

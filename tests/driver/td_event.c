@@ -121,6 +121,8 @@ CUresult cuEventQuery(CUevent hEvent)
 	td_lock();
 	if (!ev_valid(hEvent))
 		rc = CUDA_ERROR_INVALID_HANDLE;
+	else if ((rc = td_capture_check_unsafe()) != CUDA_SUCCESS)
+		;
 	else if (hEvent->recorded && !hEvent->done)
 		rc = CUDA_ERROR_NOT_READY;
 	td_unlock();
@@ -138,6 +140,10 @@ CUresult cuEventSynchronize(CUevent hEvent)
 	if (!ev_valid(hEvent)) {
 		td_unlock();
 		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if ((rc = td_capture_check_unsafe()) != CUDA_SUCCESS) {
+		td_unlock();
+		return rc;
 	}
 	gen = hEvent->gen;
 	hEvent->refs++;

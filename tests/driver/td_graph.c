@@ -135,6 +135,39 @@ CUresult td_capture_check_legacy(struct CUstream_st *legacy)
 	return rc;
 }
 
+/* This thread's capture interaction mode (cuThreadExchangeStreamCaptureMode). */
+static __thread int thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+/* Lock held. The driver's rule for potentially unsafe calls: a thread in
+ * relaxed mode may make them; otherwise a capture of its own (not begun
+ * relaxed) prohibits them, and so, for a thread in global mode, does any
+ * other thread's capture begun in global mode. Each capture that
+ * prohibits the call is invalidated. */
+CUresult td_capture_check_unsafe(void)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	CUresult rc = CUDA_SUCCESS;
+
+	if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_SUCCESS;
+	for (c = td.ctxs; c; c = c->next) {
+		for (s = c->streams; s; s = s->next) {
+			int mine;
+
+			if (!s->cap || s->cap->mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+				continue;
+			mine = pthread_equal(s->cap->thread, pthread_self());
+			if (!mine && (s->cap->mode != CU_STREAM_CAPTURE_MODE_GLOBAL ||
+				      thread_mode != CU_STREAM_CAPTURE_MODE_GLOBAL))
+				continue;
+			s->cap->invalidated = 1;
+			rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		}
+	}
+	return rc;
+}
+
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev)
 {
 	if (!ev->cap)
@@ -386,9 +419,14 @@ CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream h, CUstreamCaptureStatus *st,
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
-	if (!mode)
+	int old;
+
+	if (!mode || (int)*mode < CU_STREAM_CAPTURE_MODE_GLOBAL ||
+	    (int)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
 		return CUDA_ERROR_INVALID_VALUE;
-	*mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+	old = thread_mode;
+	thread_mode = (int)*mode;
+	*mode = (CUstreamCaptureMode)old;
 	return CUDA_SUCCESS;
 }
 

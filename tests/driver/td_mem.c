@@ -149,7 +149,9 @@ static CUresult alloc_current(CUdeviceptr *dptr, size_t bytes,
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	td_lock();
-	rc = td_mem_alloc(c, bytes, kind, NULL, dptr);
+	rc = td_capture_check_unsafe();
+	if (rc == CUDA_SUCCESS)
+		rc = td_mem_alloc(c, bytes, kind, NULL, dptr);
 	td_unlock();
 	return rc;
 }
@@ -192,6 +194,10 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 	/* The real cuMemFree synchronises the device when the memory may
 	 * still be in use; waiting for the owning context does the same. */
 	td_lock();
+	if ((rc = td_capture_check_unsafe()) != CUDA_SUCCESS) {
+		td_unlock();
+		return rc;
+	}
 	{
 		struct td_alloc *a = td_alloc_find((uintptr_t)dptr);
 		struct CUctx_st *c = a ? a->ctx : NULL;

@@ -2,6 +2,8 @@
  * Stream capture and graph replay: captured work is recorded, not run;
  * a launched graph runs it; illegal synchronisation invalidates a capture.
  */
+#include <pthread.h>
+
 #include "tdt.h"
 
 static float *fptr(CUdeviceptr p) { return (float *)(uintptr_t)p; }
@@ -105,6 +107,105 @@ static void test_illegal_sync_invalidates(void **state)
 	CK(cuStreamDestroy_v2(s));
 }
 
+/* Potentially unsafe calls (allocations, frees, event queries) during a
+ * capture: refused and the capture invalidated where the thread's mode
+ * and the capture's say so. */
+struct unsafe_probe {
+	CUcontext ctx;
+	CUevent ev;
+	CUstreamCaptureMode mode;	/* the probing thread's */
+	CUresult query, alloc;
+};
+
+static void *probe_unsafe(void *arg)
+{
+	struct unsafe_probe *u = arg;
+	CUstreamCaptureMode m = u->mode;
+	CUdeviceptr p;
+
+	CK(cuCtxSetCurrent(u->ctx));
+	CK(cuThreadExchangeStreamCaptureMode(&m));
+	u->query = cuEventQuery(u->ev);
+	u->alloc = cuMemAlloc_v2(&p, 64);
+	if (u->alloc == CUDA_SUCCESS)
+		CK(cuMemFree_v2(p));
+	CK(cuThreadExchangeStreamCaptureMode(&m));
+	return NULL;
+}
+
+/* A capture of mode cap_mode on s, probed from another thread in mode
+ * thread_mode; whether the capture then ends well. */
+static CUresult probe_from_thread(CUstream s, CUstreamCaptureMode cap_mode,
+				  CUstreamCaptureMode thread_mode,
+				  struct unsafe_probe *u)
+{
+	pthread_t t;
+	CUgraph g;
+	CUresult rc;
+
+	u->mode = thread_mode;
+	CK(cuStreamBeginCapture_v2(s, cap_mode));
+	assert_int_equal(pthread_create(&t, NULL, probe_unsafe, u), 0);
+	pthread_join(t, NULL);
+	rc = cuStreamEndCapture(s, &g);
+	if (rc == CUDA_SUCCESS)
+		CK(cuGraphDestroy(g));
+	return rc;
+}
+
+static void test_unsafe_calls(void **state)
+{
+	struct unsafe_probe u = { 0 };
+	CUstreamCaptureMode m;
+	CUstream s;
+	CUdeviceptr p;
+	CUgraph g;
+
+	(void)state;
+	u.ctx = tdt_ctx(0);
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuEventCreate(&u.ev, CU_EVENT_DISABLE_TIMING));
+	/* Another thread's global capture binds a thread in global mode. */
+	assert_int_equal(probe_from_thread(s, CU_STREAM_CAPTURE_MODE_GLOBAL,
+					   CU_STREAM_CAPTURE_MODE_GLOBAL, &u),
+			 CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	assert_int_equal(u.query, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	assert_int_equal(u.alloc, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	/* Not one in relaxed or thread-local mode. */
+	CK(probe_from_thread(s, CU_STREAM_CAPTURE_MODE_GLOBAL,
+			     CU_STREAM_CAPTURE_MODE_RELAXED, &u));
+	CK(u.query);
+	CK(u.alloc);
+	CK(probe_from_thread(s, CU_STREAM_CAPTURE_MODE_GLOBAL,
+			     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, &u));
+	CK(u.query);
+	/* A thread-local or relaxed capture binds no other thread. */
+	CK(probe_from_thread(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+			     CU_STREAM_CAPTURE_MODE_GLOBAL, &u));
+	CK(u.query);
+	CK(probe_from_thread(s, CU_STREAM_CAPTURE_MODE_RELAXED,
+			     CU_STREAM_CAPTURE_MODE_GLOBAL, &u));
+	CK(u.query);
+	/* The capturing thread itself, thread-local: refused, unless it
+	 * switched itself to relaxed. */
+	CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	assert_int_equal(cuMemFree_v2(0x1000), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	assert_int_equal(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CK(cuThreadExchangeStreamCaptureMode(&m));
+	assert_int_equal(m, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	CK(cuEventQuery(u.ev));
+	CK(cuMemAllocManaged(&p, 64, CU_MEM_ATTACH_GLOBAL));
+	CK(cuThreadExchangeStreamCaptureMode(&m));
+	assert_int_equal(m, CU_STREAM_CAPTURE_MODE_RELAXED);
+	CK(cuStreamEndCapture(s, &g));
+	CK(cuGraphDestroy(g));
+	CK(cuMemFree_v2(p));
+	CK(cuEventDestroy_v2(u.ev));
+	CK(cuStreamDestroy_v2(s));
+}
+
 static void test_fork_join(void **state)
 {
 	CUstream s1, s2;
@@ -156,6 +257,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_and_replay),
 		cmocka_unit_test(test_illegal_sync_invalidates),
+		cmocka_unit_test(test_unsafe_calls),
 		cmocka_unit_test(test_fork_join),
 	};
 
