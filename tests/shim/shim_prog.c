@@ -415,6 +415,7 @@ static const struct {
 	{ "async_cache_limit", check_async_cache_limit },
 	{ "async_cache_threads", check_async_cache_threads },
 	{ "async_chain", check_async_chain },
+	{ "async_capture", check_async_capture },
 	{ "capture", check_capture },
 	{ "gated", check_gated },
 	{ "fork", check_fork },

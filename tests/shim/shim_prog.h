@@ -68,6 +68,7 @@ int check_async_cache(void);
 int check_async_cache_limit(void);
 int check_async_cache_threads(void);
 int check_async_chain(void);
+int check_async_capture(void);
 int check_stage(void);
 int check_stage_off(void);
 int check_stage_fork(void);

@@ -101,6 +101,27 @@ int cuq_stream_capturing(void *stream)
 	return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+int cuq_relax(void)
+{
+	__typeof__(&cuThreadExchangeStreamCaptureMode) xchg =
+		REAL(cuThreadExchangeStreamCaptureMode);
+	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+	if (xchg == NULL || xchg(&m) != CUDA_SUCCESS)
+		return -1;
+	return (int)m;
+}
+
+void cuq_unrelax(int old)
+{
+	__typeof__(&cuThreadExchangeStreamCaptureMode) xchg =
+		REAL(cuThreadExchangeStreamCaptureMode);
+	CUstreamCaptureMode m = (CUstreamCaptureMode)old;
+
+	if (old >= 0 && xchg != NULL)
+		(void)xchg(&m);
+}
+
 int cuq_device_info(int dev, uint8_t uuid[16], uint64_t *total)
 {
 	__typeof__(&cuDeviceGetUuid_v2) uuid2 = REAL(cuDeviceGetUuid_v2);

@@ -19,6 +19,15 @@ void cuq_track_current(void);
 int  cuq_stream_device(void *stream);
 /* Nonzero if the stream is being captured. */
 int  cuq_stream_capturing(void *stream);
+/* While a capture is active, the driver refuses the calling thread's
+ * potentially unsafe calls (event queries and synchronizations,
+ * allocations) and invalidates the capture, unless the thread is in
+ * relaxed capture mode. The shim's own such calls, which a program's
+ * stream-ordered call does not make, are made between cuq_relax (the
+ * thread's mode to restore, -1 when it could not be changed) and
+ * cuq_unrelax. */
+int  cuq_relax(void);
+void cuq_unrelax(int old);
 /* UUID and physical memory of a device; 0 on success. */
 int  cuq_device_info(int dev, uint8_t uuid[16], uint64_t *total);
 /* Physical memory of a device (cached), 0 if unknown. */

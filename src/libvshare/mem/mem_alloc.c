@@ -2,6 +2,7 @@
 
 #include "client.h"
 #include "cu_query.h"
+#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
@@ -309,7 +310,7 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 				    : MREG_TAG_CURRENT_POOL;
 	uint64_t csize = size;
 	CUresult r;
-	int dev;
+	int dev, mode;
 
 	mem_defer_reap(0);
 	/* Inside a capture the allocation becomes a graph node whose memory
@@ -329,9 +330,13 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 			return CUDA_SUCCESS;
 	}
 	/* Managed memory is usable by the stream at once, so allocating it
-	 * now keeps the stream-ordered semantics. */
+	 * now keeps the stream-ordered semantics. A capture active on
+	 * another stream would refuse the allocation, where it allows the
+	 * program's stream-ordered one: it is made in relaxed mode. */
+	mode = gate_capturing() ? cuq_relax() : -1;
 	r = alloc_managed(dptr, csize, dev, CU_MEM_ATTACH_GLOBAL,
 			  dev_limit(dev));
+	cuq_unrelax(mode);
 	if (r == CUDA_SUCCESS) {
 		mreg_set_tag(MREG_PTR, *dptr, tag);
 		mem_prefetch_new(*dptr, csize, dev, stream);

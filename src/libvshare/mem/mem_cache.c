@@ -29,6 +29,7 @@
 #include "atomics.h"
 #include "client.h"
 #include "cu_query.h"
+#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_cache.h"
@@ -140,13 +141,28 @@ static void unlink_locked(struct cblock *b)
 	A_STORE(&total_blocks, total_blocks - 1);
 }
 
-/* Whether the GPU has passed the free: any answer but "not ready" (an
- * error too) means nothing more will run before it. */
+/* Whether the GPU has passed the free. "Not ready" says no, and so does
+ * a refusal because of a capture: it tells nothing about the event.
+ * Other errors (a destroyed context) mean nothing more will run before
+ * the free. While a capture is active the query is made in relaxed
+ * mode: a global capture would refuse it and be invalidated, though the
+ * program itself made only a stream-ordered call. */
 static int passed(CUevent ev)
 {
 	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
+	int mode = -1;
+	CUresult r;
 
-	return query == NULL || query(ev) != CUDA_ERROR_NOT_READY;
+	if (query == NULL)
+		return 1;
+	if (gate_capturing())
+		mode = cuq_relax();
+	r = query(ev);
+	cuq_unrelax(mode);
+	return r != CUDA_ERROR_NOT_READY &&
+	       r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+	       r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
+	       r != CUDA_ERROR_CAPTURED_EVENT;
 }
 
 /* An event of context ctx: an idle one, or a new one (NULL if none). */
@@ -247,8 +263,12 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 	/* The stream waits for the free in the GPU's order, not the host;
 	 * without a queued wait, the host waits instead. */
 	if (same && (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
-	    esync != NULL)
+	    esync != NULL) {
+		int mode = gate_capturing() ? cuq_relax() : -1;
+
 		esync(b->ev);
+		cuq_unrelax(mode);
+	}
 	event_put(b->ev, b->ctx);
 	*dptr = b->ptr;
 	free(b);
@@ -351,7 +371,9 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 	struct cblock *b, *next, *list = NULL, **tail = &list;
 	uint64_t got = 0;
 
-	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0)
+	/* Freeing synchronizes, which a capture forbids: blocks stay cached
+	 * until no capture is active. */
+	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0 || gate_capturing())
 		return 0;
 	pthread_mutex_lock(&cache_lock);
 	for (b = oldest; b != NULL && got < want; b = next) {

@@ -4,13 +4,15 @@
  * under work still queued on the stream. An event recorded on the stream
  * marks the point of the free, and the memory is freed once the event
  * has completed, checked without blocking on later allocation, free and
- * memory-info calls and on each release of the GPU.
+ * memory-info calls and on each release of the GPU, none of them while
+ * a stream capture is active.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
+#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
@@ -113,7 +115,10 @@ void mem_defer_reap(int wait)
 	struct mreg_entry e;
 	size_t n;
 
-	if (mem_defer_pending() == 0)
+	/* Neither the event queries nor the frees may run while a capture
+	 * is active (the driver refuses them and invalidates the capture):
+	 * the frees wait for the first call after it. */
+	if (mem_defer_pending() == 0 || gate_capturing())
 		return;
 	due = take_due(wait, &n);
 	for (size_t i = 0; i < n; i++) {
