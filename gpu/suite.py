@@ -25,7 +25,7 @@ import suite_plain as P  # noqa: E402
 from suite_lib import (GIB, Env, Guard, Result, Scheduler, SuiteError,  # noqa: E402
                        attach_gpu, gpu_memory, parse_size)
 
-CHECKS = ["examples", "drv", "rt", "torch", "torch-async", "on", "off", "oversub",
+CHECKS = ["examples", "drv", "capture", "rt", "torch", "torch-async", "on", "off", "oversub",
           "torch-bench", "torch-alloc", "jax", "launch", "lock", "handoff", "burst",
           "swapin"]
 # Run only when named: the fair-share benchmarks beside fcfs take about 5
@@ -175,7 +175,9 @@ def run_all(env, results):
         modes = sched.ensure_mode()
         env.say("main scheduler GPU modes: %s" % modes)
         for key, fn, args in (("examples", X.check_examples, ()),
-                              ("drv", C.check_drv, ()), ("rt", C.check_rt, ()),
+                              ("drv", C.check_drv, ()),
+                              ("capture", C.check_capture, ()),
+                              ("rt", C.check_rt, ()),
                               ("torch", C.check_torch, ("native",)),
                               ("torch-async", C.check_torch, ("cudaMallocAsync",)),
                               ("torch-bench", B.bench_torch_steps, ()),

@@ -46,6 +46,28 @@ def check_drv(env):
                          "graph replay, host func", data={"plain": pj, "shim": sj})
 
 
+def check_capture(env):
+    """Stream-ordered memory on other streams, from the capturing thread and
+    another, while a global capture is active (gpu/capture_side.c)."""
+    name = "stream-ordered memory beside a capture (capture_side)"
+    plain, shim = _pair(env, "capture_side", [env.prog("capture_side")])
+    if not (plain.ok and shim.ok):
+        return Result(name, "correctness", FAIL,
+                      detail="; ".join(p.why() for p in (plain, shim) if not p.ok))
+    pj, sj = plain.json, shim.json
+    ok = pj["ok"] and sj["ok"] and sj["managed"] == 1
+    return Result(name, "correctness", PASS if ok else FAIL,
+                  measured="capture %d, graph %d, data %d/%d, managed %d" % (
+                      sj["end_capture"], sj["graph_ok"], sj["side_ok"], sj["q_ok"],
+                      sj["managed"]),
+                  baseline="capture %d, graph %d, data %d/%d" % (
+                      pj["end_capture"], pj["graph_ok"], pj["side_ok"], pj["q_ok"]),
+                  target="capture ends well, graph and data exact, managed under shim",
+                  detail="a free behind a 1.5 s kernel, then cuMemAllocAsync and "
+                         "memsets on another stream during a global capture",
+                  data={"plain": pj, "shim": sj})
+
+
 def check_rt(env):
     plain, shim = _pair(env, "rt_check", [env.prog("rt_check")])
     if not (plain.ok and shim.ok):
