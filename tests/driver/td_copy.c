@@ -8,6 +8,23 @@
 
 #include <string.h>
 
+/* A linear copy's side that starts inside an allocation of the driver's
+ * must end inside it, as the real driver checks (it then copies
+ * nothing); host memory it does not know is the caller's to size. */
+static int range_ok(const void *p, size_t n)
+{
+	struct td_alloc *a;
+	uintptr_t q = (uintptr_t)p;
+	int ok = 1;
+
+	td_lock();
+	a = td_alloc_find(q);
+	if (a != NULL && a->kind != TD_MEM_REGISTERED)
+		ok = n <= a->size - (q - a->base);
+	td_unlock();
+	return ok;
+}
+
 static CUresult copy_op(void *dst, const void *src, size_t width,
 			size_t height, size_t dpitch, size_t spitch,
 			const char *name, CUstream h, int ptds, int wait)
@@ -18,6 +35,8 @@ static CUresult copy_op(void *dst, const void *src, size_t width,
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	if ((!dst || !src) && width && height)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (height == 1 && (!range_ok(dst, width) || !range_ok(src, width)))
 		return CUDA_ERROR_INVALID_VALUE;
 	op = td_op_new(TD_OP_COPY);
 	if (!op)

@@ -274,6 +274,94 @@ static void check_threads(CUcontext c)
 		pthread_join(t[i], NULL);
 }
 
+/* A synchronous copy from pageable memory reads its source once the
+ * stream's earlier work is done, as the driver's does: a host function
+ * queued before it writes the source. */
+struct host_write {
+	unsigned char *p;
+	size_t n;
+	int v;
+};
+
+static void write_host(void *arg)
+{
+	struct host_write *w = arg;
+
+	memset(w->p, w->v, w->n);
+}
+
+static void check_sync_reads_late(void)
+{
+	size_t n = 3 * CHUNK;
+	struct host_write w = { malloc(n), n, 0x77 };
+	CUdeviceptr d;
+
+	CHECK(w.p != NULL);
+	memset(w.p, 0x11, n);
+	CK(cuMemAlloc(&d, n));
+	sleep_on(NULL, 100000);
+	CK(cuLaunchHostFunc(NULL, write_host, &w));
+	CK(cuMemcpyHtoD(d, w.p, n));
+	for (size_t i = 0; i < n; i += 4093)
+		CHECK(((unsigned char *)(uintptr_t)d)[i] == 0x77);
+	CHECK(((unsigned char *)(uintptr_t)d)[n - 1] == 0x77);
+	CK(cuMemFree(d));
+	free(w.p);
+}
+
+/* A copy that runs past the end of its allocation is refused whole, as
+ * the driver refuses it: nothing of it is written. */
+static void check_past_end(void)
+{
+	size_t n = 2 * CHUNK;
+	unsigned char *src = malloc(n);
+	CUdeviceptr d;
+
+	CHECK(src != NULL);
+	memset(src, 0x5a, n);
+	CK(cuMemAlloc(&d, n));
+	memset((void *)(uintptr_t)d, 0xEE, n);
+	CHECK(cuMemcpyHtoD(d + CHUNK, src, n) == CUDA_ERROR_INVALID_VALUE);
+	for (size_t i = 0; i < n; i += 4093)
+		CHECK(((unsigned char *)(uintptr_t)d)[i] == 0xEE);
+	CHECK(((unsigned char *)(uintptr_t)d)[n - 1] == 0xEE);
+	CK(cuMemFree(d));
+	free(src);
+}
+
+/* An asynchronous copy on one stream returns while another stream, whose
+ * own staged copy is still queued, is held: it does not wait for that
+ * stream's buffers. Both arrive. */
+static void check_streams_apart(void)
+{
+	size_t n = 2 * CHUNK;
+	unsigned char *a = malloc(n), *b = malloc(n);
+	CUdeviceptr da, db;
+	CUstream s1, s2;
+	struct hold h;
+
+	CHECK(a != NULL && b != NULL);
+	CK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+	CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&da, n));
+	CK(cuMemAlloc(&db, n));
+	pattern(a, n, 1);
+	pattern(b, n, 2);
+	hold_stream(&h, s1);
+	CK(cuMemcpyHtoDAsync(da, a, n, s1));
+	CK(cuMemcpyHtoDAsync(db, b, n, s2));
+	CK(cuStreamSynchronize(s2));
+	CHECK(hold_release(&h, s1));
+	CHECK(memcmp((void *)(uintptr_t)da, a, n) == 0);
+	CHECK(memcmp((void *)(uintptr_t)db, b, n) == 0);
+	CK(cuMemFree(da));
+	CK(cuMemFree(db));
+	CK(cuStreamDestroy(s1));
+	CK(cuStreamDestroy(s2));
+	free(a);
+	free(b);
+}
+
 int check_stage(void)
 {
 	CUcontext c = setup_ctx();
@@ -300,6 +388,9 @@ int check_stage(void)
 	CHECK(early);
 	check_order(s);
 	check_order(NULL);
+	check_sync_reads_late();
+	check_past_end();
+	check_streams_apart();
 	check_capture_pass();
 	check_threads(c);
 	CK(cuStreamDestroy(s));

@@ -56,6 +56,7 @@ struct stage_buf {
 
 struct stage_ring {
 	const void *ctx;
+	CUstream stream;        /* of its last copy: its buffers' events */
 	int dev;
 	int busy;               /* a thread is copying through it */
 	int dead;               /* its context went meanwhile: the owner frees it */
@@ -70,9 +71,11 @@ static struct mem_stage_stats stats;
 
 enum ptr_kind { PTR_OTHER, PTR_PAGEABLE, PTR_CONVERTED };
 
-/* What a copy's side is: pageable host memory (unknown to the driver),
- * managed memory the registry counts, or anything else. One driver call. */
-static enum ptr_kind ptr_kind(CUdeviceptr p)
+/* What a copy's side [p, p + n) is: pageable host memory (unknown to the
+ * driver), managed memory the registry counts (the whole range inside one
+ * allocation: the driver refuses a copy past its end, and writes
+ * nothing), or anything else. One driver call. */
+static enum ptr_kind ptr_kind(CUdeviceptr p, size_t n)
 {
 	__typeof__(&cuPointerGetAttributes) get = REAL(cuPointerGetAttributes);
 	CUpointer_attribute attrs[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -88,7 +91,8 @@ static enum ptr_kind ptr_kind(CUdeviceptr p)
 	if (type == 0 && !managed)
 		return PTR_PAGEABLE;
 	if (managed && start != 0 && mreg_lookup(MREG_PTR, start, &e) == 0 &&
-	    e.kind == MREG_MANAGED)
+	    e.kind == MREG_MANAGED && p - start <= e.size &&
+	    n <= e.size - (p - start))
 		return PTR_CONVERTED;
 	return PTR_OTHER;
 }
@@ -157,40 +161,101 @@ static int ring_grow(struct stage_ring *r)
 	return 1;
 }
 
-/* A ring of ctx for this copy, with at least one buffer; NULL if none. */
-static struct stage_ring *ring_take(const void *ctx)
+static void ring_give(struct stage_ring *r)
 {
-	struct stage_ring *r = NULL;
-	int mine = 0, dev = cuq_current_device();
+	int dead;
 
 	pthread_mutex_lock(&stage_lock);
+	r->busy = 0;
+	dead = r->dead;
+	pthread_mutex_unlock(&stage_lock);
+	if (dead)
+		ring_free(r);
+}
+
+/* Whether a copy on stream may use r without waiting for another
+ * stream's work: its last copy was on stream, or every buffer's copy is
+ * done. */
+static int ring_settled(struct stage_ring *r, CUstream stream)
+{
+	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
+
+	if (r->stream == stream)
+		return 1;
+	for (int i = 0; i < r->nbuf; i++) {
+		if (!r->b[i].pending)
+			continue;
+		if (query == NULL || query(r->b[i].ev) != CUDA_SUCCESS)
+			return 0;
+		r->b[i].pending = 0;
+	}
+	return 1;
+}
+
+/* Lock held. A free ring of ctx that is not in tried: one whose last
+ * copy was on stream first; else a new one while ctx may have more. */
+static struct stage_ring *ring_pick(const void *ctx, CUstream stream,
+				    struct stage_ring *const *tried, int ntried)
+{
+	struct stage_ring *r = NULL;
+	int mine = 0;
+
 	for (int i = 0; i < n_rings; i++) {
-		if (rings[i]->ctx != ctx)
+		struct stage_ring *c = rings[i];
+		int skip = c->busy;
+
+		if (c->ctx != ctx)
 			continue;
 		mine++;
-		if (!rings[i]->busy) {
-			r = rings[i];
-			break;
-		}
+		for (int j = 0; j < ntried && !skip; j++)
+			skip = tried[j] == c;
+		if (skip)
+			continue;
+		if (c->stream == stream)
+			return c;
+		if (r == NULL)
+			r = c;
 	}
 	if (r == NULL && mine < STAGE_RINGS_CTX && n_rings < STAGE_RINGS_MAX &&
 	    (r = calloc(1, sizeof(*r))) != NULL) {
 		r->ctx = ctx;
-		r->dev = dev;
+		r->stream = stream;
+		r->dev = cuq_current_device();
 		rings[n_rings++] = r;
 		A_STORE(&stats.rings, (uint64_t)n_rings);
 	}
-	if (r != NULL)
-		r->busy = 1;
-	pthread_mutex_unlock(&stage_lock);
-	if (r == NULL)
-		return NULL;
+	return r;
+}
+
+/* A ring of ctx for a copy on stream, with at least one buffer; NULL if
+ * none. A ring whose buffers another stream's copies still use is passed
+ * over: waiting for them would make this copy wait for that stream's
+ * work (and hang, should that stream wait for this thread). */
+static struct stage_ring *ring_take(const void *ctx, CUstream stream)
+{
+	struct stage_ring *tried[STAGE_RINGS_CTX], *r;
+	int ntried = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&stage_lock);
+		r = ring_pick(ctx, stream, tried, ntried);
+		if (r != NULL)
+			r->busy = 1;
+		pthread_mutex_unlock(&stage_lock);
+		if (r == NULL)
+			return NULL;
+		if (ring_settled(r, stream))
+			break;
+		ring_give(r);
+		if (ntried == STAGE_RINGS_CTX)
+			return NULL;
+		tried[ntried++] = r;
+	}
+	r->stream = stream;
 	if (r->nbuf == 0 && !ring_grow(r)) {
 		log_once(LOG_LVL_WARN, "no pinned staging buffers: copies "
 			 "from pageable memory go to the driver unstaged");
-		pthread_mutex_lock(&stage_lock);
-		r->busy = 0;
-		pthread_mutex_unlock(&stage_lock);
+		ring_give(r);
 		return NULL;
 	}
 	return r;
@@ -206,18 +271,6 @@ static void ring_fit(struct stage_ring *r, size_t n)
 		;
 }
 
-static void ring_give(struct stage_ring *r)
-{
-	int dead;
-
-	pthread_mutex_lock(&stage_lock);
-	r->busy = 0;
-	dead = r->dead;
-	pthread_mutex_unlock(&stage_lock);
-	if (dead)
-		ring_free(r);
-}
-
 /* Wait until a buffer's last copy is done. */
 static CUresult buf_wait(struct stage_buf *b)
 {
@@ -226,7 +279,9 @@ static CUresult buf_wait(struct stage_buf *b)
 
 	if (b->pending)
 		rc = esync != NULL ? esync(b->ev) : CUDA_ERROR_NOT_INITIALIZED;
-	b->pending = 0;
+	/* A buffer whose wait failed may still be read by its copy. */
+	if (rc == CUDA_SUCCESS)
+		b->pending = 0;
 	return rc;
 }
 
@@ -311,17 +366,34 @@ static CUresult dtoh(struct stage_ring *r, char *dst, CUdeviceptr src,
 static CUresult staged(const void *ctx, int to_dev, CUdeviceptr dptr,
 		       void *host, size_t n, CUstream stream, int sync)
 {
+	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
 	struct stage_ring *r;
-	CUresult rc;
+	CUresult rc = MEM_PASS;
+	int mode, cancel;
 
+	/* A synchronous copy from pageable memory reads its source once the
+	 * stream's earlier work is done (a host function or a kernel may
+	 * still write it): the driver synchronizes the stream first. */
 	if (REAL(cuMemcpyHtoDAsync_v2) == NULL ||
-	    REAL(cuMemcpyDtoHAsync_v2) == NULL ||
-	    (r = ring_take(ctx)) == NULL)
+	    REAL(cuMemcpyDtoHAsync_v2) == NULL || ssync == NULL ||
+	    (to_dev && sync && ssync(stream) != CUDA_SUCCESS))
 		return MEM_PASS;
-	ring_fit(r, n);
-	rc = to_dev ? htod(r, dptr, host, n, stream, sync)
-		    : dtoh(r, host, dptr, n, stream);
-	ring_give(r);
+	/* A capture another thread begins meanwhile must not forbid the
+	 * shim's own waits and pinned allocations; a thread cancelled in a
+	 * wait would keep its ring for good. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	mode = cuq_relax();
+	r = ring_take(ctx, stream);
+	if (r != NULL) {
+		ring_fit(r, n);
+		rc = to_dev ? htod(r, dptr, host, n, stream, sync)
+			    : dtoh(r, host, dptr, n, stream);
+		ring_give(r);
+	}
+	cuq_unrelax(mode);
+	pthread_setcancelstate(cancel, NULL);
+	if (r == NULL)
+		return MEM_PASS;
 	__atomic_add_fetch(to_dev ? &stats.htod : &stats.dtoh, 1,
 			   __ATOMIC_RELAXED);
 	__atomic_add_fetch(&stats.bytes, n, __ATOMIC_RELAXED);
@@ -333,8 +405,8 @@ CUresult mem_copy_htod(CUdeviceptr dst, const void *src, size_t n,
 {
 	const void *ctx = stage_ctx(n, stream);
 
-	if (ctx == NULL || src == NULL || ptr_kind(dst) != PTR_CONVERTED ||
-	    ptr_kind((CUdeviceptr)(uintptr_t)src) != PTR_PAGEABLE)
+	if (ctx == NULL || src == NULL || ptr_kind(dst, n) != PTR_CONVERTED ||
+	    ptr_kind((CUdeviceptr)(uintptr_t)src, n) != PTR_PAGEABLE)
 		return MEM_PASS;
 	return staged(ctx, 1, dst, (void *)(uintptr_t)src, n, stream, sync);
 }
@@ -344,8 +416,8 @@ CUresult mem_copy_dtoh(void *dst, CUdeviceptr src, size_t n,
 {
 	const void *ctx = stage_ctx(n, stream);
 
-	if (ctx == NULL || dst == NULL || ptr_kind(src) != PTR_CONVERTED ||
-	    ptr_kind((CUdeviceptr)(uintptr_t)dst) != PTR_PAGEABLE)
+	if (ctx == NULL || dst == NULL || ptr_kind(src, n) != PTR_CONVERTED ||
+	    ptr_kind((CUdeviceptr)(uintptr_t)dst, n) != PTR_PAGEABLE)
 		return MEM_PASS;
 	return staged(ctx, 0, src, dst, n, stream, sync);
 }
@@ -358,11 +430,11 @@ CUresult mem_copy_any(CUdeviceptr dst, CUdeviceptr src, size_t n,
 
 	if (ctx == NULL)
 		return MEM_PASS;
-	d = ptr_kind(dst);
-	if (d == PTR_CONVERTED && ptr_kind(src) == PTR_PAGEABLE)
+	d = ptr_kind(dst, n);
+	if (d == PTR_CONVERTED && ptr_kind(src, n) == PTR_PAGEABLE)
 		return staged(ctx, 1, dst, (void *)(uintptr_t)src, n, stream,
 			      sync);
-	if (d == PTR_PAGEABLE && ptr_kind(src) == PTR_CONVERTED)
+	if (d == PTR_PAGEABLE && ptr_kind(src, n) == PTR_CONVERTED)
 		return staged(ctx, 0, src, (void *)(uintptr_t)dst, n, stream,
 			      sync);
 	return MEM_PASS;
