@@ -5,6 +5,7 @@
 #include "ctx_track.h"
 #include "client.h"
 #include "hook_body.h"
+#include "mem_alloc.h"
 #include "mem_cache.h"
 #include "mem_reg.h"
 #include "mem_stage.h"
@@ -21,24 +22,6 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	HOOK_LEAVE();
 }
 
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-	CUcontext primary;
-
-	HOOK_ENTER(cuDevicePrimaryCtxRelease_v2, (dev));
-	/* The last release destroys the context, and with it the pinned
-	 * staging buffers allocated in it; its handle may come back with the
-	 * next retain, so the buffers go first (an early drop only costs a
-	 * new allocation). */
-	primary = ctx_primary_of((int)dev);
-	if (primary != NULL && ctx_primary_refs(primary) <= 1)
-		mem_stage_drop_ctx(primary, (int)dev);
-	r_ = real_(dev);
-	if (r_ == CUDA_SUCCESS)
-		ctx_primary_release((int)dev);
-	HOOK_LEAVE();
-}
-
 /* The driver frees a context's memory with it: stop counting it. */
 static void forget_memory(CUcontext ctx, int dev)
 {
@@ -52,6 +35,32 @@ static void forget_memory(CUcontext ctx, int dev)
 		client_footprint_changed(d);
 }
 
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	CUcontext primary;
+	int last;
+
+	HOOK_ENTER(cuDevicePrimaryCtxRelease_v2, (dev));
+	/* The last release destroys the context, and with it its memory, the
+	 * cached stream-ordered blocks and the pinned staging buffers; its
+	 * handle may come back with the next retain, so what the shim keeps
+	 * of it goes first (an early drop only costs new allocations). */
+	primary = ctx_primary_of((int)dev);
+	last = primary != NULL && ctx_primary_refs(primary) <= 1;
+	if (last) {
+		mem_cache_drop_ctx(primary, (int)dev);
+		mem_defer_drop_ctx(primary, (int)dev);
+		mem_stage_drop_ctx(primary, (int)dev);
+	}
+	r_ = real_(dev);
+	if (r_ == CUDA_SUCCESS) {
+		ctx_primary_release((int)dev);
+		if (last)
+			forget_memory(primary, (int)dev);
+	}
+	HOOK_LEAVE();
+}
+
 /* A reset destroys the primary context and every allocation in it. */
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
@@ -62,6 +71,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	/* Cached stream-ordered memory and its events, while the context
 	 * that owns them still exists. */
 	mem_cache_drop_ctx(primary, (int)dev);
+	mem_defer_drop_ctx(primary, (int)dev);
 	mem_stage_drop_ctx(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
@@ -119,6 +129,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 	refs = ctx_primary_refs(ctx);
 	ctx_untrack(ctx);
 	mem_cache_drop_ctx(ctx, -1);
+	mem_defer_drop_ctx(ctx, -1);
 	mem_stage_drop_ctx(ctx, -1);
 	r_ = real_(ctx);
 	if (r_ == CUDA_SUCCESS)

@@ -18,13 +18,17 @@ CUresult sym params                                                       \
 	HOOK_LEAVE();                                                     \
 }
 
+/* Counted before the capture begins, so that no call of the shim's that
+ * checks for captures (gate_capturing) can miss one in progress; a begin
+ * the driver refuses is taken back. */
 #define H_BODY_CAPTURE_BEGIN(sym, stream, params, args)                   \
 CUresult sym params                                                       \
 {                                                                         \
 	HOOK_ENTER(sym, args);                                            \
+	gate_capture_delta(1);                                            \
 	r_ = real_ args;                                                  \
-	if (r_ == CUDA_SUCCESS)                                           \
-		gate_capture_delta(1);                                    \
+	if (r_ != CUDA_SUCCESS)                                           \
+		gate_capture_delta(-1);                                   \
 	HOOK_LEAVE();                                                     \
 }
 

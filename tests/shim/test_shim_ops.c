@@ -604,6 +604,81 @@ static void test_async_cache_sync(void **state)
 	CK(cuStreamDestroy_v2(s));
 }
 
+static int allocated(CUdeviceptr p)
+{
+	size_t sz = 0;
+
+	return cuPointerGetAttribute(&sz, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p) ==
+		       CUDA_SUCCESS && sz > 0;
+}
+
+/* What the shim keeps of a context goes with it: a cached block is never
+ * served to another context (the driver frees it with its own), pending
+ * deferred frees are done before the destroy (no event of a dead context
+ * is touched later), and the last release of a primary context drops its
+ * cached blocks and takes its memory off the footprint. */
+static void test_context_goes(void **state)
+{
+	CUcontext own, cur;
+	CUstream s, so;
+	CUdeviceptr p, q, a;
+	uint64_t m;
+	unsigned int flags;
+	int active;
+
+	(void)state;
+	CK(cuCtxSetCurrent(ctx0));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuCtxCreate_v4(&own, NULL, 0, 0));
+	CK(cuStreamCreate(&so, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAllocAsync(&p, 1 << 20, so));
+	CK(cuMemFreeAsync(p, so));
+	CK(cuStreamSynchronize(so));
+	/* cuMemAlloc memory freed in stream order: deferred, not cached. */
+	CK(cuMemAlloc_v2(&a, 1 << 20));
+	launch_sleep(so, 100000);
+	CK(cuMemFreeAsync(a, so));
+	assert_int_equal(mem_defer_pending(), 1);
+	CK(cuCtxPushCurrent_v2(ctx0));
+	CK(cuMemAllocAsync(&q, 1 << 20, s));
+	assert_true(q != p);
+	CK(cuMemFreeAsync(q, s));
+	CK(cuCtxPopCurrent_v2(&cur));
+	CK(cuStreamDestroy_v2(so));
+	CK(cuCtxPopCurrent_v2(&cur));
+	CK(cuCtxDestroy_v2(own));
+	assert_int_equal(mem_defer_pending(), 0);
+	CK(cuCtxSetCurrent(ctx0));
+	CK(cuStreamDestroy_v2(s));
+
+	/* The last release of device 1's primary context. */
+	CK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+	CK(cuCtxSetCurrent(ctx1));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAllocAsync(&p, 1 << 20, s));
+	CK(cuMemFreeAsync(p, s));
+	CK(cuStreamSynchronize(s));
+	CK(cuStreamDestroy_v2(s));
+	assert_int_equal(mem_cache_bytes(1), 1 << 20);
+	CK(cuCtxSetCurrent(ctx0));
+	do {
+		CK(cuDevicePrimaryCtxRelease_v2(1));
+		CK(cuDevicePrimaryCtxGetState(1, &flags, &active));
+	} while (active);
+	assert_int_equal(mem_cache_bytes(1), 0);
+	FOOTPRINT(1, &m, NULL);
+	assert_int_equal(m, 0);
+	CK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+	CK(cuCtxSetCurrent(ctx1));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAllocAsync(&q, 1 << 20, s));
+	assert_true(allocated(q));
+	CK(cuMemFreeAsync(q, s));
+	CK(cuStreamSynchronize(s));
+	CK(cuStreamDestroy_v2(s));
+	CK(cuCtxSetCurrent(ctx0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -619,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_context_memory),
 		cmocka_unit_test(test_proc_rule),
 		cmocka_unit_test(test_async_cache_sync),
+		cmocka_unit_test(test_context_goes),
 	};
 	int fd = mkstemp(log_path), rc;
 

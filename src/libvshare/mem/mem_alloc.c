@@ -330,10 +330,11 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 			return CUDA_SUCCESS;
 	}
 	/* Managed memory is usable by the stream at once, so allocating it
-	 * now keeps the stream-ordered semantics. A capture active on
-	 * another stream would refuse the allocation, where it allows the
-	 * program's stream-ordered one: it is made in relaxed mode. */
-	mode = gate_capturing() ? cuq_relax() : -1;
+	 * now keeps the stream-ordered semantics. A capture on another
+	 * stream (active, or begun meanwhile by another thread) would refuse
+	 * the allocation, where it allows the program's stream-ordered one:
+	 * it is made in relaxed mode. */
+	mode = cuq_relax();
 	r = alloc_managed(dptr, csize, dev, CU_MEM_ATTACH_GLOBAL,
 			  dev_limit(dev));
 	cuq_unrelax(mode);
@@ -341,7 +342,8 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 		mreg_set_tag(MREG_PTR, *dptr, tag);
 		mem_prefetch_new(*dptr, csize, dev, stream);
 	}
-	return r;
+	/* No managed memory here (virtual GPUs): the driver's own. */
+	return r == CUDA_ERROR_NOT_SUPPORTED ? MEM_PASS : r;
 }
 
 static CUresult free_now(CUdeviceptr dptr)

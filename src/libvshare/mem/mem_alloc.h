@@ -82,6 +82,11 @@ int  mem_defer_add(CUdeviceptr dptr, CUstream stream, int dev);
 /* Free what the streams have passed; wait = 1 waits for all of it. Never
  * blocks when wait = 0. */
 void mem_defer_reap(int wait);
+/* A context is about to be destroyed (or, ctx NULL, every context of dev
+ * by a primary context reset): its pending frees are waited for and done
+ * while it still exists, so that no event of a dead context is queried
+ * or destroyed later (its handle may be the program's by then). */
+void mem_defer_drop_ctx(const void *ctx, int dev);
 /* Number of frees still waiting for their stream (tests, debugging). */
 size_t mem_defer_pending(void);
 

@@ -144,19 +144,19 @@ static void unlink_locked(struct cblock *b)
 /* Whether the GPU has passed the free. "Not ready" says no, and so does
  * a refusal because of a capture: it tells nothing about the event.
  * Other errors (a destroyed context) mean nothing more will run before
- * the free. While a capture is active the query is made in relaxed
- * mode: a global capture would refuse it and be invalidated, though the
- * program itself made only a stream-ordered call. */
+ * the free. The query is made in relaxed mode: a global capture (one
+ * that may begin on another thread at any time) would refuse it and be
+ * invalidated, though the program itself made only a stream-ordered
+ * call. */
 static int passed(CUevent ev)
 {
 	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
-	int mode = -1;
+	int mode;
 	CUresult r;
 
 	if (query == NULL)
 		return 1;
-	if (gate_capturing())
-		mode = cuq_relax();
+	mode = cuq_relax();
 	r = query(ev);
 	cuq_unrelax(mode);
 	return r != CUDA_ERROR_NOT_READY &&
@@ -208,7 +208,9 @@ static int same_key(const struct cblock *b, int dev, uint64_t size,
 }
 
 /* Lock held. The block for a take: same stream and context first, else
- * another stream's whose free has passed. *same says which. */
+ * another stream's whose free has passed. *same says which. Only blocks
+ * that ctx owns: the driver frees a block with the context it was
+ * allocated in, whoever uses it then. */
 static struct cblock *find_locked(int dev, uint64_t size, uint64_t tag,
 				  CUstream stream, const void *ctx, int *same)
 {
@@ -216,14 +218,14 @@ static struct cblock *find_locked(int dev, uint64_t size, uint64_t tag,
 	int scanned = 0;
 
 	for (b = head; b != NULL; b = b->bnext)
-		if (same_key(b, dev, size, tag) && b->stream == stream &&
-		    b->ctx == ctx) {
+		if (same_key(b, dev, size, tag) && b->owner == ctx &&
+		    b->stream == stream && b->ctx == ctx) {
 			*same = 1;
 			return b;
 		}
 	*same = 0;
 	for (b = head; b != NULL && scanned < CACHE_SCAN_MAX; b = b->bnext) {
-		if (!same_key(b, dev, size, tag))
+		if (!same_key(b, dev, size, tag) || b->owner != ctx)
 			continue;
 		scanned++;
 		if (passed(b->ev))
@@ -264,7 +266,7 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 	 * without a queued wait, the host waits instead. */
 	if (same && (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
 	    esync != NULL) {
-		int mode = gate_capturing() ? cuq_relax() : -1;
+		int mode = cuq_relax();
 
 		esync(b->ev);
 		cuq_unrelax(mode);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "cu_query.h"
 #include "gate.h"
 #include "hooks.h"
 #include "log.h"
@@ -21,6 +22,7 @@
 struct pending_free {
 	CUdeviceptr ptr;
 	CUevent ev;
+	const void *ctx;        /* current at the free: the event's context */
 	int dev;
 };
 
@@ -56,7 +58,8 @@ int mem_defer_add(CUdeviceptr dptr, CUstream stream, int dev)
 		}
 	}
 	if (rc == 0)
-		defer_list[defer_count++] = (struct pending_free){ dptr, ev, dev };
+		defer_list[defer_count++] = (struct pending_free){
+			dptr, ev, cuq_current_context(), dev };
 	pthread_mutex_unlock(&defer_lock);
 	if (rc != 0)
 		destroy(ev);
@@ -79,6 +82,8 @@ static struct pending_free *take_due(int wait, size_t *n_out)
 	struct pending_free *due = NULL;
 	size_t n = 0, keep = 0;
 
+	int mode = wait ? -1 : cuq_relax();
+
 	pthread_mutex_lock(&defer_lock);
 	if (defer_count > 0)
 		due = malloc(defer_count * sizeof(*due));
@@ -88,9 +93,14 @@ static struct pending_free *take_due(int wait, size_t *n_out)
 		CUresult q = wait || query == NULL ? CUDA_SUCCESS
 						    : query(p->ev);
 
-		/* Any answer but "not ready" (a destroyed context too)
-		 * means nothing more will run before the free. */
-		if (q != CUDA_ERROR_NOT_READY) {
+		/* "Not ready" says no, and so does a refusal because of a
+		 * capture (one another thread began since the check in
+		 * mem_defer_reap); other answers (a destroyed context)
+		 * mean nothing more will run before the free. */
+		if (q != CUDA_ERROR_NOT_READY &&
+		    q != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+		    q != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
+		    q != CUDA_ERROR_CAPTURED_EVENT) {
 			due[n++] = *p;
 			log_debug("deferred free of %#llx is due (%s, event "
 				  "%d)", (unsigned long long)p->ptr,
@@ -102,25 +112,20 @@ static struct pending_free *take_due(int wait, size_t *n_out)
 	if (due != NULL)
 		__atomic_store_n(&defer_count, keep, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&defer_lock);
+	cuq_unrelax(mode);
 	*n_out = n;
 	return due;
 }
 
-void mem_defer_reap(int wait)
+/* Free what was taken out of the list, waiting for each event first
+ * when wait is set. */
+static void release_due(struct pending_free *due, size_t n, int wait)
 {
 	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
 	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
 	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
-	struct pending_free *due;
 	struct mreg_entry e;
-	size_t n;
 
-	/* Neither the event queries nor the frees may run while a capture
-	 * is active (the driver refuses them and invalidates the capture):
-	 * the frees wait for the first call after it. */
-	if (mem_defer_pending() == 0 || gate_capturing())
-		return;
-	due = take_due(wait, &n);
 	for (size_t i = 0; i < n; i++) {
 		if (wait && esync != NULL)
 			esync(due[i].ev);
@@ -136,6 +141,43 @@ void mem_defer_reap(int wait)
 		client_footprint_changed(e.dev);
 	}
 	free(due);
+}
+
+void mem_defer_reap(int wait)
+{
+	struct pending_free *due;
+	size_t n;
+
+	/* Neither the event queries nor the frees may run while a capture
+	 * is active (the driver refuses them and invalidates the capture):
+	 * the frees wait for the first call after it. */
+	if (mem_defer_pending() == 0 || gate_capturing())
+		return;
+	due = take_due(wait, &n);
+	release_due(due, n, wait);
+}
+
+void mem_defer_drop_ctx(const void *ctx, int dev)
+{
+	struct pending_free *due = NULL;
+	size_t n = 0, keep = 0;
+
+	if (mem_defer_pending() == 0)
+		return;
+	pthread_mutex_lock(&defer_lock);
+	due = malloc(defer_count * sizeof(*due));
+	for (size_t i = 0; due != NULL && i < defer_count; i++) {
+		struct pending_free *p = &defer_list[i];
+
+		if (ctx != NULL ? p->ctx == ctx : p->dev == dev)
+			due[n++] = *p;
+		else
+			defer_list[keep++] = *p;
+	}
+	if (due != NULL)
+		__atomic_store_n(&defer_count, keep, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&defer_lock);
+	release_due(due, n, 1);
 }
 
 void mem_atfork_child(void)
