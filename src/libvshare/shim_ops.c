@@ -26,7 +26,7 @@ static int ops_sync_device(int dev)
 	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
 	__typeof__(&cuCtxSynchronize) sync = REAL(cuCtxSynchronize);
 	CUcontext ctxs[CTX_TRACK_MAX], old;
-	int n, rc = 0, outer = shim_guard_enter();
+	int n, pushed, rc = 0, outer = shim_guard_enter();
 
 	n = ctx_list(dev, ctxs, CTX_TRACK_MAX);
 	for (int i = 0; i < n && push != NULL && pop != NULL && sync; i++) {
@@ -54,9 +54,16 @@ static int ops_sync_device(int dev)
 			rc = -1;
 		}
 	}
+	/* Frees that fell due, and a synchronization point as for the
+	 * driver's pools; in a context of the device, since the thread that
+	 * releases (the client thread) may have none current and a free may
+	 * need one. */
+	pushed = n > 0 && push != NULL && pop != NULL &&
+		 push(ctxs[0]) == CUDA_SUCCESS;
 	mem_defer_reap(0);
-	/* A synchronization point, as for the driver's pools. */
 	mem_cache_sync_point(dev);
+	if (pushed)
+		pop(&old);
 	if (outer)
 		shim_guard_leave();
 	return rc;
