@@ -55,7 +55,8 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_release((int)dev);
-		if (last)
+		/* Unless another thread retained it meanwhile. */
+		if (last && ctx_primary_refs(primary) == 0)
 			forget_memory(primary, (int)dev);
 	}
 	HOOK_LEAVE();

@@ -148,16 +148,25 @@ void hold_stream(struct hold *h, CUstream s)
 	CHECK(pthread_create(&h->watchdog, NULL, hold_watchdog, h) == 0);
 }
 
-int hold_release(struct hold *h, CUstream s)
+int hold_let_go(struct hold *h)
 {
 	int held;
 
 	pthread_mutex_lock(&h->m);
-	held = !h->fired;
+	if (!h->released)
+		h->held_at_release = !h->fired;
+	held = h->held_at_release;
 	h->released = 1;
 	__atomic_store_n((uint32_t *)(uintptr_t)h->word, 1, __ATOMIC_RELEASE);
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->m);
+	return held;
+}
+
+int hold_release(struct hold *h, CUstream s)
+{
+	int held = hold_let_go(h);
+
 	pthread_join(h->watchdog, NULL);
 	pthread_mutex_destroy(&h->m);
 	pthread_cond_destroy(&h->cv);

@@ -53,10 +53,14 @@ struct hold {
 	pthread_cond_t cv;
 	int released;           /* by the test */
 	int fired;              /* by the watchdog */
+	int held_at_release;    /* the test let it go before the watchdog */
 };
 void hold_stream(struct hold *h, CUstream s);
-/* Let the stream go and wait for it; 1 when it was still held (the
- * watchdog had not fired). */
+/* Let the stream go (from any thread, no CUDA call); 1 when it was
+ * still held (the watchdog had not fired). */
+int hold_let_go(struct hold *h);
+/* Let the stream go if not yet, wait for it and free the word (on the
+ * thread whose stream it is); 1 when the first let-go found it held. */
 int hold_release(struct hold *h, CUstream s);
 
 int check_dlsym(void);

@@ -290,18 +290,32 @@ static void write_host(void *arg)
 	memset(w->p, w->v, w->n);
 }
 
+/* Lets the held stream go after a while, from another thread: the
+ * synchronous copy waits for the stream meanwhile. */
+static void *release_later(void *arg)
+{
+	usleep(200000);
+	CHECK(hold_let_go(arg));
+	return NULL;
+}
+
 static void check_sync_reads_late(void)
 {
 	size_t n = 3 * CHUNK;
 	struct host_write w = { malloc(n), n, 0x77 };
+	struct hold h;
+	pthread_t t;
 	CUdeviceptr d;
 
 	CHECK(w.p != NULL);
 	memset(w.p, 0x11, n);
 	CK(cuMemAlloc(&d, n));
-	sleep_on(NULL, 100000);
+	hold_stream(&h, NULL);
 	CK(cuLaunchHostFunc(NULL, write_host, &w));
+	CHECK(pthread_create(&t, NULL, release_later, &h) == 0);
 	CK(cuMemcpyHtoD(d, w.p, n));
+	pthread_join(t, NULL);
+	CHECK(hold_release(&h, NULL));
 	for (size_t i = 0; i < n; i += 4093)
 		CHECK(((unsigned char *)(uintptr_t)d)[i] == 0x77);
 	CHECK(((unsigned char *)(uintptr_t)d)[n - 1] == 0x77);
@@ -362,6 +376,64 @@ static void check_streams_apart(void)
 	free(b);
 }
 
+/* The per-thread default stream has one handle and is another stream in
+ * each thread: a copy on one thread's does not wait for another thread's
+ * staged copy still queued on its own (held). */
+struct pt_side {
+	CUcontext ctx;
+	CUdeviceptr d;
+	unsigned char *src;
+	size_t n;
+	int copied, held;
+	int *done;
+};
+
+static void *pt_copier(void *arg)
+{
+	struct pt_side *p = arg;
+	struct hold h;
+
+	CK(cuCtxSetCurrent(p->ctx));
+	hold_stream(&h, CU_STREAM_PER_THREAD);
+	CK(cuMemcpyHtoDAsync(p->d, p->src, p->n, CU_STREAM_PER_THREAD));
+	__atomic_store_n(&p->copied, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(p->done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	p->held = hold_release(&h, CU_STREAM_PER_THREAD);
+	return NULL;
+}
+
+static void check_per_thread_apart(CUcontext c)
+{
+	size_t n = 2 * CHUNK;
+	unsigned char *b = malloc(n);
+	struct pt_side side = { c, 0, malloc(n), n, 0, 0, NULL };
+	CUdeviceptr db;
+	pthread_t t;
+	int done = 0;
+
+	CHECK(b != NULL && side.src != NULL);
+	side.done = &done;
+	CK(cuMemAlloc(&side.d, n));
+	CK(cuMemAlloc(&db, n));
+	pattern(side.src, n, 3);
+	pattern(b, n, 4);
+	CHECK(pthread_create(&t, NULL, pt_copier, &side) == 0);
+	while (!__atomic_load_n(&side.copied, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	CK(cuMemcpyHtoDAsync(db, b, n, CU_STREAM_PER_THREAD));
+	CK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+	__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK(side.held);
+	CHECK(memcmp((void *)(uintptr_t)side.d, side.src, n) == 0);
+	CHECK(memcmp((void *)(uintptr_t)db, b, n) == 0);
+	CK(cuMemFree(side.d));
+	CK(cuMemFree(db));
+	free(side.src);
+	free(b);
+}
+
 int check_stage(void)
 {
 	CUcontext c = setup_ctx();
@@ -391,6 +463,7 @@ int check_stage(void)
 	check_sync_reads_late();
 	check_past_end();
 	check_streams_apart();
+	check_per_thread_apart(c);
 	check_capture_pass();
 	check_threads(c);
 	CK(cuStreamDestroy(s));

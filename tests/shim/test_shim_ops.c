@@ -622,6 +622,8 @@ static void test_context_goes(void **state)
 	CUcontext own, cur;
 	CUstream s, so;
 	CUdeviceptr p, q, a;
+	uint32_t *word;
+	void *host;
 	uint64_t m;
 	unsigned int flags;
 	int active;
@@ -634,9 +636,15 @@ static void test_context_goes(void **state)
 	CK(cuMemAllocAsync(&p, 1 << 20, so));
 	CK(cuMemFreeAsync(p, so));
 	CK(cuStreamSynchronize(so));
-	/* cuMemAlloc memory freed in stream order: deferred, not cached. */
+	/* cuMemAlloc memory freed in stream order: deferred, not cached;
+	 * its stream held until just before the destroy, so that no later
+	 * call can have done the free. */
 	CK(cuMemAlloc_v2(&a, 1 << 20));
-	launch_sleep(so, 100000);
+	CK(cuMemAllocHost_v2(&host, sizeof(*word)));
+	word = host;
+	*word = 0;
+	CK(cuStreamWaitValue32_v2(so, (CUdeviceptr)(uintptr_t)word, 1,
+				  CU_STREAM_WAIT_VALUE_GEQ));
 	CK(cuMemFreeAsync(a, so));
 	assert_int_equal(mem_defer_pending(), 1);
 	CK(cuCtxPushCurrent_v2(ctx0));
@@ -644,10 +652,13 @@ static void test_context_goes(void **state)
 	assert_true(q != p);
 	CK(cuMemFreeAsync(q, s));
 	CK(cuCtxPopCurrent_v2(&cur));
+	assert_int_equal(mem_defer_pending(), 1);
+	__atomic_store_n(word, 1, __ATOMIC_RELEASE);
+	CK(cuStreamSynchronize(so));
 	CK(cuStreamDestroy_v2(so));
 	CK(cuCtxPopCurrent_v2(&cur));
 	CK(cuCtxDestroy_v2(own));
-	assert_int_equal(mem_defer_pending(), 0);
+	assert_int_equal(mem_defer_pending(), 0);	/* word went with own */
 	CK(cuCtxSetCurrent(ctx0));
 	CK(cuStreamDestroy_v2(s));
 

@@ -5,6 +5,7 @@
  * hook made sure of the init, so it reads the real pointers directly.
  */
 #include <string.h>
+#include <time.h>
 
 #include "ctx_track.h"
 #include "cu_query.h"
@@ -122,6 +123,31 @@ void cuq_unrelax(int old)
 		(void)xchg(&m);
 }
 
+static int frees_inside;
+
+void cuq_frees_enter(void)
+{
+	__atomic_add_fetch(&frees_inside, 1, __ATOMIC_SEQ_CST);
+	/* The capture count is read after this (gate_capturing). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void cuq_frees_leave(void)
+{
+	__atomic_sub_fetch(&frees_inside, 1, __ATOMIC_SEQ_CST);
+}
+
+void cuq_frees_wait(void)
+{
+	struct timespec pause = { 0, 100000 };
+
+	/* A free that waits for GPU work (at the memory limit) may take a
+	 * while; past 2 s the capture goes ahead. */
+	for (int i = 0; i < 20000 &&
+	     __atomic_load_n(&frees_inside, __ATOMIC_SEQ_CST) > 0; i++)
+		nanosleep(&pause, NULL);
+}
+
 int cuq_device_info(int dev, uint8_t uuid[16], uint64_t *total)
 {
 	__typeof__(&cuDeviceGetUuid_v2) uuid2 = REAL(cuDeviceGetUuid_v2);
@@ -187,4 +213,5 @@ void cuq_atfork_child(void)
 {
 	tl_ctx = NULL;
 	tl_dev = -1;
+	frees_inside = 0;
 }

@@ -28,6 +28,16 @@ int  cuq_stream_capturing(void *stream);
  * cuq_unrelax. */
 int  cuq_relax(void);
 void cuq_unrelax(int old);
+/* The shim's own frees (deferred frees, cache trims) must not meet a
+ * capture that begins meanwhile: the driver would refuse a free and
+ * invalidate the capture. A freeing thread enters, then checks for
+ * captures (gate_capturing) and frees only if there are none; the hook of
+ * a capture's begin counts the capture, then waits (2 s at most) until no
+ * thread is inside. So either the freeing thread sees the capture, or the
+ * begin waits for its frees. */
+void cuq_frees_enter(void);
+void cuq_frees_leave(void);
+void cuq_frees_wait(void);
 /* UUID and physical memory of a device; 0 on success. */
 int  cuq_device_info(int dev, uint8_t uuid[16], uint64_t *total);
 /* Physical memory of a device (cached), 0 if unknown. */

@@ -144,21 +144,18 @@ static void unlink_locked(struct cblock *b)
 /* Whether the GPU has passed the free. "Not ready" says no, and so does
  * a refusal because of a capture: it tells nothing about the event.
  * Other errors (a destroyed context) mean nothing more will run before
- * the free. The query is made in relaxed mode: a global capture (one
- * that may begin on another thread at any time) would refuse it and be
- * invalidated, though the program itself made only a stream-ordered
- * call. */
+ * the free. Callers make their queries in relaxed mode: a global
+ * capture (one that may begin on another thread at any time) would refuse
+ * them and be invalidated, though the program itself made only a
+ * stream-ordered call. */
 static int passed(CUevent ev)
 {
 	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
-	int mode;
 	CUresult r;
 
 	if (query == NULL)
 		return 1;
-	mode = cuq_relax();
 	r = query(ev);
-	cuq_unrelax(mode);
 	return r != CUDA_ERROR_NOT_READY &&
 	       r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
 	       r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
@@ -241,13 +238,15 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
 	const void *ctx;
 	struct cblock *b;
-	int same = 0;
+	int same = 0, mode;
 
 	if (A_LOAD_RLX(&total_blocks) == 0 || !dev_ok(dev)) {
 		__atomic_add_fetch(&misses, 1, __ATOMIC_RELAXED);
 		return -1;
 	}
 	ctx = cuq_current_context();
+	/* The queries of the scan, and the host's wait below. */
+	mode = cuq_relax();
 	pthread_mutex_lock(&cache_lock);
 	b = find_locked(dev, csize, tag, stream, ctx, &same);
 	if (b != NULL) {
@@ -260,17 +259,15 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 		__atomic_add_fetch(&misses, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cache_lock);
-	if (b == NULL)
-		return -1;
 	/* The stream waits for the free in the GPU's order, not the host;
 	 * without a queued wait, the host waits instead. */
-	if (same && (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
-	    esync != NULL) {
-		int mode = cuq_relax();
-
+	if (b != NULL && same &&
+	    (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
+	    esync != NULL)
 		esync(b->ev);
-		cuq_unrelax(mode);
-	}
+	cuq_unrelax(mode);
+	if (b == NULL)
+		return -1;
 	event_put(b->ev, b->ctx);
 	*dptr = b->ptr;
 	free(b);
@@ -373,10 +370,18 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 	struct cblock *b, *next, *list = NULL, **tail = &list;
 	uint64_t got = 0;
 
+	int mode;
+
+	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0)
+		return 0;
 	/* Freeing synchronizes, which a capture forbids: blocks stay cached
 	 * until no capture is active. */
-	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0 || gate_capturing())
+	cuq_frees_enter();
+	if (gate_capturing()) {
+		cuq_frees_leave();
 		return 0;
+	}
+	mode = cuq_relax();
 	pthread_mutex_lock(&cache_lock);
 	for (b = oldest; b != NULL && got < want; b = next) {
 		next = b->newer;
@@ -392,7 +397,9 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 		tail = &b->newer;
 	}
 	pthread_mutex_unlock(&cache_lock);
+	cuq_unrelax(mode);
 	free_blocks(list, wait, 1);
+	cuq_frees_leave();
 	return got;
 }
 

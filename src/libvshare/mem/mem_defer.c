@@ -151,10 +151,14 @@ void mem_defer_reap(int wait)
 	/* Neither the event queries nor the frees may run while a capture
 	 * is active (the driver refuses them and invalidates the capture):
 	 * the frees wait for the first call after it. */
-	if (mem_defer_pending() == 0 || gate_capturing())
+	if (mem_defer_pending() == 0)
 		return;
-	due = take_due(wait, &n);
-	release_due(due, n, wait);
+	cuq_frees_enter();
+	if (!gate_capturing()) {
+		due = take_due(wait, &n);
+		release_due(due, n, wait);
+	}
+	cuq_frees_leave();
 }
 
 void mem_defer_drop_ctx(const void *ctx, int dev)

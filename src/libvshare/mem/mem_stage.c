@@ -57,6 +57,7 @@ struct stage_buf {
 struct stage_ring {
 	const void *ctx;
 	CUstream stream;        /* of its last copy: its buffers' events */
+	pthread_t thread;       /* that copied: CU_STREAM_PER_THREAD is its own */
 	int dev;
 	int busy;               /* a thread is copying through it */
 	int dead;               /* its context went meanwhile: the owner frees it */
@@ -161,7 +162,8 @@ static int ring_grow(struct stage_ring *r)
 	return 1;
 }
 
-static void ring_give(struct stage_ring *r)
+/* Give a ring back; 1 if it was freed (its context went meanwhile). */
+static int ring_give(struct stage_ring *r)
 {
 	int dead;
 
@@ -171,6 +173,16 @@ static void ring_give(struct stage_ring *r)
 	pthread_mutex_unlock(&stage_lock);
 	if (dead)
 		ring_free(r);
+	return dead;
+}
+
+/* Whether the ring's last copy was on the same stream as a copy on
+ * stream by this thread: the per-thread default stream has one handle
+ * and is another stream in each thread. */
+static int same_stream(const struct stage_ring *r, CUstream stream)
+{
+	return r->stream == stream && (stream != CU_STREAM_PER_THREAD ||
+				       pthread_equal(r->thread, pthread_self()));
 }
 
 /* Whether a copy on stream may use r without waiting for another
@@ -180,7 +192,7 @@ static int ring_settled(struct stage_ring *r, CUstream stream)
 {
 	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
 
-	if (r->stream == stream)
+	if (same_stream(r, stream))
 		return 1;
 	for (int i = 0; i < r->nbuf; i++) {
 		if (!r->b[i].pending)
@@ -194,7 +206,7 @@ static int ring_settled(struct stage_ring *r, CUstream stream)
 
 /* Lock held. A free ring of ctx that is not in tried: one whose last
  * copy was on stream first; else a new one while ctx may have more. */
-static struct stage_ring *ring_pick(const void *ctx, CUstream stream,
+static struct stage_ring *ring_pick(const void *ctx, int dev, CUstream stream,
 				    struct stage_ring *const *tried, int ntried)
 {
 	struct stage_ring *r = NULL;
@@ -211,7 +223,7 @@ static struct stage_ring *ring_pick(const void *ctx, CUstream stream,
 			skip = tried[j] == c;
 		if (skip)
 			continue;
-		if (c->stream == stream)
+		if (same_stream(c, stream))
 			return c;
 		if (r == NULL)
 			r = c;
@@ -220,7 +232,8 @@ static struct stage_ring *ring_pick(const void *ctx, CUstream stream,
 	    (r = calloc(1, sizeof(*r))) != NULL) {
 		r->ctx = ctx;
 		r->stream = stream;
-		r->dev = cuq_current_device();
+		r->thread = pthread_self();
+		r->dev = dev;
 		rings[n_rings++] = r;
 		A_STORE(&stats.rings, (uint64_t)n_rings);
 	}
@@ -234,11 +247,11 @@ static struct stage_ring *ring_pick(const void *ctx, CUstream stream,
 static struct stage_ring *ring_take(const void *ctx, CUstream stream)
 {
 	struct stage_ring *tried[STAGE_RINGS_CTX], *r;
-	int ntried = 0;
+	int ntried = 0, dev = cuq_current_device();
 
 	for (;;) {
 		pthread_mutex_lock(&stage_lock);
-		r = ring_pick(ctx, stream, tried, ntried);
+		r = ring_pick(ctx, dev, stream, tried, ntried);
 		if (r != NULL)
 			r->busy = 1;
 		pthread_mutex_unlock(&stage_lock);
@@ -246,12 +259,15 @@ static struct stage_ring *ring_take(const void *ctx, CUstream stream)
 			return NULL;
 		if (ring_settled(r, stream))
 			break;
-		ring_give(r);
+		/* A freed ring left the list: it cannot be picked again. */
+		if (ring_give(r))
+			continue;
 		if (ntried == STAGE_RINGS_CTX)
 			return NULL;
 		tried[ntried++] = r;
 	}
 	r->stream = stream;
+	r->thread = pthread_self();
 	if (r->nbuf == 0 && !ring_grow(r)) {
 		log_once(LOG_LVL_WARN, "no pinned staging buffers: copies "
 			 "from pageable memory go to the driver unstaged");
