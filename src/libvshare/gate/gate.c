@@ -302,7 +302,9 @@ void gate_capture_delta(int delta)
 
 int gate_capturing(void)
 {
-	return A_LOAD_RLX(&gate_g.captures) > 0;
+	/* Sequentially consistent: the memory layer's frees pair it with
+	 * their own count (cu_query.h, cuq_frees_enter). */
+	return __atomic_load_n(&gate_g.captures, __ATOMIC_SEQ_CST) > 0;
 }
 
 void gate_atfork_child(void)

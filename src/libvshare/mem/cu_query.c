@@ -125,11 +125,13 @@ void cuq_unrelax(int old)
 
 static int frees_inside;
 
+/* Both sides are sequentially consistent: the count of frees inside is
+ * changed before the capture count is read (gate_capturing), and the
+ * capture count before this one is read (cuq_frees_wait), so one of the
+ * two sees the other. */
 void cuq_frees_enter(void)
 {
 	__atomic_add_fetch(&frees_inside, 1, __ATOMIC_SEQ_CST);
-	/* The capture count is read after this (gate_capturing). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void cuq_frees_leave(void)
