@@ -22,6 +22,16 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	HOOK_LEAVE();
 }
 
+/* A context is about to go (ctx NULL: every context of dev): what the
+ * memory layer keeps of it (cached blocks, deferred frees, staging
+ * buffers) goes first, while the context still exists. */
+static void drop_ctx_state(CUcontext ctx, int dev)
+{
+	mem_cache_drop_ctx(ctx, dev);
+	mem_defer_drop_ctx(ctx, dev);
+	mem_stage_drop_ctx(ctx, dev);
+}
+
 /* The driver frees a context's memory with it: stop counting it. */
 static void forget_memory(CUcontext ctx, int dev)
 {
@@ -47,11 +57,8 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	 * of it goes first (an early drop only costs new allocations). */
 	primary = ctx_primary_of((int)dev);
 	last = primary != NULL && ctx_primary_refs(primary) <= 1;
-	if (last) {
-		mem_cache_drop_ctx(primary, (int)dev);
-		mem_defer_drop_ctx(primary, (int)dev);
-		mem_stage_drop_ctx(primary, (int)dev);
-	}
+	if (last)
+		drop_ctx_state(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_release((int)dev);
@@ -69,11 +76,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
 	primary = ctx_primary_of((int)dev);
-	/* Cached stream-ordered memory and its events, while the context
-	 * that owns them still exists. */
-	mem_cache_drop_ctx(primary, (int)dev);
-	mem_defer_drop_ctx(primary, (int)dev);
-	mem_stage_drop_ctx(primary, (int)dev);
+	drop_ctx_state(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
@@ -129,9 +132,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 	dev = ctx_device_of(ctx);
 	refs = ctx_primary_refs(ctx);
 	ctx_untrack(ctx);
-	mem_cache_drop_ctx(ctx, -1);
-	mem_defer_drop_ctx(ctx, -1);
-	mem_stage_drop_ctx(ctx, -1);
+	drop_ctx_state(ctx, -1);
 	r_ = real_(ctx);
 	if (r_ == CUDA_SUCCESS)
 		forget_memory(ctx, -1);

@@ -9,6 +9,7 @@
 
 #include "ctx_track.h"
 #include "cu_query.h"
+#include "gate.h"
 #include "hooks.h"
 #include "mem_reg.h"
 
@@ -123,15 +124,27 @@ void cuq_unrelax(int old)
 		(void)xchg(&m);
 }
 
+int cuq_query_passed(int answer)
+{
+	return answer != CUDA_ERROR_NOT_READY &&
+	       answer != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+	       answer != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
+	       answer != CUDA_ERROR_CAPTURED_EVENT;
+}
+
 static int frees_inside;
 
 /* Both sides are sequentially consistent: the count of frees inside is
  * changed before the capture count is read (gate_capturing), and the
  * capture count before this one is read (cuq_frees_wait), so one of the
  * two sees the other. */
-void cuq_frees_enter(void)
+int cuq_frees_enter(void)
 {
 	__atomic_add_fetch(&frees_inside, 1, __ATOMIC_SEQ_CST);
+	if (!gate_capturing())
+		return 1;
+	cuq_frees_leave();
+	return 0;
 }
 
 void cuq_frees_leave(void)

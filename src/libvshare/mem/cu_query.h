@@ -28,14 +28,21 @@ int  cuq_stream_capturing(void *stream);
  * cuq_unrelax. */
 int  cuq_relax(void);
 void cuq_unrelax(int old);
+/* Whether an event query's answer says the GPU has passed the event:
+ * "not ready" says no, and so does a refusal because of a capture (it
+ * tells nothing of the event); any other answer (a destroyed context)
+ * means nothing more will run before it. */
+int  cuq_query_passed(int answer);
 /* The shim's own frees (deferred frees, cache trims) must not meet a
  * capture that begins meanwhile: the driver would refuse a free and
- * invalidate the capture. A freeing thread enters, then checks for
- * captures (gate_capturing) and frees only if there are none; the hook of
- * a capture's begin counts the capture, then waits (2 s at most) until no
- * thread is inside. So either the freeing thread sees the capture, or the
- * begin waits for its frees. */
-void cuq_frees_enter(void);
+ * invalidate the capture. cuq_frees_enter counts the calling thread in,
+ * then checks for captures (gate_capturing): 1 when it may free (then
+ * cuq_frees_leave after the frees), 0 when a capture is active (not
+ * counted in). The hook of a capture's begin counts the capture, then
+ * waits (2 s at most) until no thread is inside (cuq_frees_wait). So
+ * either the freeing thread sees the capture, or the begin waits for its
+ * frees. */
+int  cuq_frees_enter(void);
 void cuq_frees_leave(void);
 void cuq_frees_wait(void);
 /* UUID and physical memory of a device; 0 on success. */

@@ -29,7 +29,6 @@
 #include "atomics.h"
 #include "client.h"
 #include "cu_query.h"
-#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_cache.h"
@@ -141,25 +140,15 @@ static void unlink_locked(struct cblock *b)
 	A_STORE(&total_blocks, total_blocks - 1);
 }
 
-/* Whether the GPU has passed the free. "Not ready" says no, and so does
- * a refusal because of a capture: it tells nothing about the event.
- * Other errors (a destroyed context) mean nothing more will run before
- * the free. Callers make their queries in relaxed mode: a global
- * capture (one that may begin on another thread at any time) would refuse
- * them and be invalidated, though the program itself made only a
- * stream-ordered call. */
+/* Whether the GPU has passed the free (cuq_query_passed). Callers make
+ * their queries in relaxed mode: a global capture (one that may begin on
+ * another thread at any time) would refuse them and be invalidated,
+ * though the program itself made only a stream-ordered call. */
 static int passed(CUevent ev)
 {
 	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
-	CUresult r;
 
-	if (query == NULL)
-		return 1;
-	r = query(ev);
-	return r != CUDA_ERROR_NOT_READY &&
-	       r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-	       r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
-	       r != CUDA_ERROR_CAPTURED_EVENT;
+	return query == NULL || cuq_query_passed(query(ev));
 }
 
 /* An event of context ctx: an idle one, or a new one (NULL if none). */
@@ -211,8 +200,8 @@ static int same_key(const struct cblock *b, int dev, uint64_t size,
 static struct cblock *find_locked(int dev, uint64_t size, uint64_t tag,
 				  CUstream stream, const void *ctx, int *same)
 {
-	struct cblock *b, *head = buckets[bucket_of(dev, size)];
-	int scanned = 0;
+	struct cblock *b, *found = NULL, *head = buckets[bucket_of(dev, size)];
+	int scanned = 0, mode = -1;
 
 	for (b = head; b != NULL; b = b->bnext)
 		if (same_key(b, dev, size, tag) && b->owner == ctx &&
@@ -224,11 +213,18 @@ static struct cblock *find_locked(int dev, uint64_t size, uint64_t tag,
 	for (b = head; b != NULL && scanned < CACHE_SCAN_MAX; b = b->bnext) {
 		if (!same_key(b, dev, size, tag) || b->owner != ctx)
 			continue;
-		scanned++;
-		if (passed(b->ev))
-			return b;
+		/* Relaxed from the first query on (passed); a take on the
+		 * block's own stream makes none. */
+		if (scanned++ == 0)
+			mode = cuq_relax();
+		if (passed(b->ev)) {
+			found = b;
+			break;
+		}
 	}
-	return NULL;
+	if (scanned > 0)
+		cuq_unrelax(mode);
+	return found;
 }
 
 int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
@@ -238,15 +234,13 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
 	const void *ctx;
 	struct cblock *b;
-	int same = 0, mode;
+	int same = 0;
 
 	if (A_LOAD_RLX(&total_blocks) == 0 || !dev_ok(dev)) {
 		__atomic_add_fetch(&misses, 1, __ATOMIC_RELAXED);
 		return -1;
 	}
 	ctx = cuq_current_context();
-	/* The queries of the scan, and the host's wait below. */
-	mode = cuq_relax();
 	pthread_mutex_lock(&cache_lock);
 	b = find_locked(dev, csize, tag, stream, ctx, &same);
 	if (b != NULL) {
@@ -259,15 +253,18 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 		__atomic_add_fetch(&misses, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cache_lock);
-	/* The stream waits for the free in the GPU's order, not the host;
-	 * without a queued wait, the host waits instead. */
-	if (b != NULL && same &&
-	    (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
-	    esync != NULL)
-		esync(b->ev);
-	cuq_unrelax(mode);
 	if (b == NULL)
 		return -1;
+	/* The stream waits for the free in the GPU's order, not the host;
+	 * without a queued wait, the host waits instead (relaxed, as the
+	 * queries). */
+	if (same && (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
+	    esync != NULL) {
+		int mode = cuq_relax();
+
+		esync(b->ev);
+		cuq_unrelax(mode);
+	}
 	event_put(b->ev, b->ctx);
 	*dptr = b->ptr;
 	free(b);
@@ -369,18 +366,12 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 {
 	struct cblock *b, *next, *list = NULL, **tail = &list;
 	uint64_t got = 0;
-
 	int mode;
 
-	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0)
-		return 0;
 	/* Freeing synchronizes, which a capture forbids: blocks stay cached
 	 * until no capture is active. */
-	cuq_frees_enter();
-	if (gate_capturing()) {
-		cuq_frees_leave();
+	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0 || !cuq_frees_enter())
 		return 0;
-	}
 	mode = cuq_relax();
 	pthread_mutex_lock(&cache_lock);
 	for (b = oldest; b != NULL && got < want; b = next) {

@@ -13,7 +13,6 @@
 
 #include "client.h"
 #include "cu_query.h"
-#include "gate.h"
 #include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
@@ -74,15 +73,14 @@ size_t mem_defer_pending(void)
 	return __atomic_load_n(&defer_count, __ATOMIC_RELAXED);
 }
 
-/* Move the entries that are due out of the list; returns a malloc'ed
+/* Move the entries that pass test out of the list; returns a malloc'ed
  * array (NULL if none) and its length. */
-static struct pending_free *take_due(int wait, size_t *n_out)
+static struct pending_free *take_where(
+	int (*test)(const struct pending_free *p, const void *arg),
+	const void *arg, size_t *n_out)
 {
-	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
 	struct pending_free *due = NULL;
 	size_t n = 0, keep = 0;
-
-	int mode = wait ? -1 : cuq_relax();
 
 	pthread_mutex_lock(&defer_lock);
 	if (defer_count > 0)
@@ -90,31 +88,43 @@ static struct pending_free *take_due(int wait, size_t *n_out)
 	for (size_t i = 0; due != NULL && i < defer_count; i++) {
 		struct pending_free *p = &defer_list[i];
 
-		CUresult q = wait || query == NULL ? CUDA_SUCCESS
-						    : query(p->ev);
-
-		/* "Not ready" says no, and so does a refusal because of a
-		 * capture (one another thread began since the check in
-		 * mem_defer_reap); other answers (a destroyed context)
-		 * mean nothing more will run before the free. */
-		if (q != CUDA_ERROR_NOT_READY &&
-		    q != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-		    q != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED &&
-		    q != CUDA_ERROR_CAPTURED_EVENT) {
+		if (test(p, arg))
 			due[n++] = *p;
-			log_debug("deferred free of %#llx is due (%s, event "
-				  "%d)", (unsigned long long)p->ptr,
-				  wait ? "waited" : "queried", (int)q);
-		} else {
+		else
 			defer_list[keep++] = *p;
-		}
 	}
 	if (due != NULL)
 		__atomic_store_n(&defer_count, keep, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&defer_lock);
-	cuq_unrelax(mode);
 	*n_out = n;
 	return due;
+}
+
+/* Whether the stream has passed the free (arg: wait, which takes all). */
+static int is_due(const struct pending_free *p, const void *arg)
+{
+	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
+	int wait = *(const int *)arg;
+	CUresult q = wait || query == NULL ? CUDA_SUCCESS : query(p->ev);
+
+	if (!cuq_query_passed(q))
+		return 0;
+	log_debug("deferred free of %#llx is due (%s, event %d)",
+		  (unsigned long long)p->ptr, wait ? "waited" : "queried",
+		  (int)q);
+	return 1;
+}
+
+struct ctx_of {
+	const void *ctx;        /* NULL: every context of dev */
+	int dev;
+};
+
+static int of_ctx(const struct pending_free *p, const void *arg)
+{
+	const struct ctx_of *c = arg;
+
+	return c->ctx != NULL ? p->ctx == c->ctx : p->dev == c->dev;
 }
 
 /* Free what was taken out of the list, waiting for each event first
@@ -147,40 +157,30 @@ void mem_defer_reap(int wait)
 {
 	struct pending_free *due;
 	size_t n;
+	int mode;
 
 	/* Neither the event queries nor the frees may run while a capture
 	 * is active (the driver refuses them and invalidates the capture):
 	 * the frees wait for the first call after it. */
-	if (mem_defer_pending() == 0)
+	if (mem_defer_pending() == 0 || !cuq_frees_enter())
 		return;
-	cuq_frees_enter();
-	if (!gate_capturing()) {
-		due = take_due(wait, &n);
-		release_due(due, n, wait);
-	}
+	/* The queries in relaxed capture mode, as the cache's. */
+	mode = wait ? -1 : cuq_relax();
+	due = take_where(is_due, &wait, &n);
+	cuq_unrelax(mode);
+	release_due(due, n, wait);
 	cuq_frees_leave();
 }
 
 void mem_defer_drop_ctx(const void *ctx, int dev)
 {
-	struct pending_free *due = NULL;
-	size_t n = 0, keep = 0;
+	struct ctx_of c = { ctx, dev };
+	struct pending_free *due;
+	size_t n;
 
 	if (mem_defer_pending() == 0)
 		return;
-	pthread_mutex_lock(&defer_lock);
-	due = malloc(defer_count * sizeof(*due));
-	for (size_t i = 0; due != NULL && i < defer_count; i++) {
-		struct pending_free *p = &defer_list[i];
-
-		if (ctx != NULL ? p->ctx == ctx : p->dev == dev)
-			due[n++] = *p;
-		else
-			defer_list[keep++] = *p;
-	}
-	if (due != NULL)
-		__atomic_store_n(&defer_count, keep, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&defer_lock);
+	due = take_where(of_ctx, &c, &n);
 	release_due(due, n, 1);
 }
 
