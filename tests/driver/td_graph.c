@@ -97,24 +97,42 @@ CUresult td_capture_check_sync(struct CUstream_st *s)
 	return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
-/* Lock held. A context-wide synchronisation is illegal while a stream of
- * the context captures in global mode, or in thread-local mode from the
- * capturing thread; such captures are invalidated. */
-CUresult td_capture_check_ctx(struct CUctx_st *c)
+/* Whether a capture forbids a potentially unsafe call of this thread,
+ * in capture interaction mode mode: a capture of its own (not begun
+ * relaxed), and for a thread in global mode any other thread's capture
+ * begun in global mode. */
+static int forbids(const struct td_capture *cap, int mode)
+{
+	if (cap->mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return 0;
+	if (pthread_equal(cap->thread, pthread_self()))
+		return 1;
+	return cap->mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+	       mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+
+/* Lock held. Invalidates the captures of c that forbid the call; the
+ * call's answer. */
+static CUresult forbidden_in(struct CUctx_st *c, int mode)
 {
 	struct CUstream_st *s;
 	CUresult rc = CUDA_SUCCESS;
 
 	for (s = c->streams; s; s = s->next) {
-		if (!s->cap || s->cap->mode == CU_STREAM_CAPTURE_MODE_RELAXED)
-			continue;
-		if (s->cap->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-		    !pthread_equal(s->cap->thread, pthread_self()))
+		if (!s->cap || !forbids(s->cap, mode))
 			continue;
 		s->cap->invalidated = 1;
 		rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	}
 	return rc;
+}
+
+/* Lock held. A context-wide synchronisation is illegal while a stream of
+ * the context captures in global mode, or in thread-local mode begun by the
+ * calling thread; such captures are invalidated. */
+CUresult td_capture_check_ctx(struct CUctx_st *c)
+{
+	return forbidden_in(c, CU_STREAM_CAPTURE_MODE_GLOBAL);
 }
 
 /* Lock held. Work on the legacy stream would make it depend on a blocking
@@ -138,33 +156,18 @@ CUresult td_capture_check_legacy(struct CUstream_st *legacy)
 /* This thread's capture interaction mode (cuThreadExchangeStreamCaptureMode). */
 static __thread int thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
-/* Lock held. The driver's rule for potentially unsafe calls: a thread in
- * relaxed mode may make them; otherwise a capture of its own (not begun
- * relaxed) prohibits them, and so, for a thread in global mode, does any
- * other thread's capture begun in global mode. Each capture that
- * prohibits the call is invalidated. */
+/* Lock held. The driver's rule for potentially unsafe calls (forbids),
+ * over every context; a thread in relaxed mode may make them. */
 CUresult td_capture_check_unsafe(void)
 {
 	struct CUctx_st *c;
-	struct CUstream_st *s;
 	CUresult rc = CUDA_SUCCESS;
 
 	if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
 		return CUDA_SUCCESS;
-	for (c = td.ctxs; c; c = c->next) {
-		for (s = c->streams; s; s = s->next) {
-			int mine;
-
-			if (!s->cap || s->cap->mode == CU_STREAM_CAPTURE_MODE_RELAXED)
-				continue;
-			mine = pthread_equal(s->cap->thread, pthread_self());
-			if (!mine && (s->cap->mode != CU_STREAM_CAPTURE_MODE_GLOBAL ||
-				      thread_mode != CU_STREAM_CAPTURE_MODE_GLOBAL))
-				continue;
-			s->cap->invalidated = 1;
+	for (c = td.ctxs; c; c = c->next)
+		if (forbidden_in(c, thread_mode) != CUDA_SUCCESS)
 			rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		}
-	}
 	return rc;
 }
 
