@@ -25,6 +25,11 @@
  *      "The lock page" below) and VS_MSG_TOOK (a client took a free GPU
  *      through the page). Peers of versions 1 to 3 get no page and take
  *      every GPU through REQUEST and GRANT, as before.
+ *   5  the lock page sealed: a read-only state page and a page of words,
+ *      random tokens, TOOK refused unless the take was seen ("The lock
+ *      page" below); a VS_E_STATE answer to a request about a GPU names
+ *      the GPU first ("GPU-<uuid>: ..."), as refusals by a limit do, so
+ *      that the client can resynchronise. Peers of version 4 get no page.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -50,7 +55,7 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 4u
+#define VS_PROTO_VERSION 5u
 /* The oldest version a peer may speak to this code. */
 #define VS_PROTO_VERSION_MIN 1u
 
@@ -220,7 +225,7 @@ struct vs_wait_query {
 /* --- scheduler payloads --- */
 struct vs_welcome {
 	uint32_t proto_version;  /* the version spoken on this connection */
-	uint32_t client_id;
+	uint32_t client_id;      /* from 1 on; never one a live client holds */
 };
 
 struct vs_grant {
@@ -263,36 +268,56 @@ struct vs_policy {
 };
 
 /*
- * The lock page. The scheduler shares one page of memory (a sealed memfd,
- * passed with SCM_RIGHTS alongside VS_MSG_LOCK_PAGE) with every client of
- * version 4. Slot i describes the GPU of index i: its UUID, written by
- * the scheduler before it first opens the slot, and a lock word:
+ * The lock page (version 5). The scheduler shares two pages of memory with
+ * every client of version 5, both sealed memfds passed with SCM_RIGHTS
+ * alongside VS_MSG_LOCK_PAGE, the state page first, then the words:
  *
- *   VS_LOCK_CLOSED  take the GPU through REQUEST and GRANT;
- *   VS_LOCK_FREE    nobody holds the GPU, nobody waits and everyone's
- *                   memory fits: a client may compare-and-swap the word
- *                   from FREE to its own token, and then holds the GPU as
- *                   if the scheduler had granted it (exclusive in mode on,
- *                   shared in mode auto, never oversubscribed). It says
- *                   so with VS_MSG_TOOK, without waiting for an answer;
- *   a token         that client took it; the scheduler adopts it as the
- *                   holder (at the TOOK, or sooner when another client
- *                   asks for the GPU) and closes the word.
+ *   the state page (struct vs_lock_page) is sealed against writing
+ *     (F_SEAL_FUTURE_WRITE): clients map it read-only, and nobody but the
+ *     scheduler can change it. Slot i names the GPU of index i (its UUID)
+ *     and says whether it is open: `open` is 0 (take the GPU through
+ *     REQUEST and GRANT) or the number of the current opening, a value
+ *     with VS_LOCK_OPEN_BIT set that is never used twice;
+ *   the words page (struct vs_lock_words) is writable by every client:
+ *     word i is where the clients of GPU i race for an opening.
  *
- * Only the scheduler opens a word, and only the scheduler closes one a
- * client took. The page is a fast path: the scheduler's own state stays
- * the truth. It trusts nothing it reads there but a token of one of the
- * GPU's attached clients; anything else closes the word.
+ * The scheduler opens GPU i when nobody holds it, nobody waits and
+ * everyone's memory fits: it stores the opening's number n into word i,
+ * then into the slot's `open`. A client takes it by reading n from the
+ * state page, swapping word i from n to its own token (compare-and-swap),
+ * and reading `open` again: still n, the GPU is the client's as if the
+ * scheduler had granted it (exclusive in mode on, shared in mode auto,
+ * never oversubscribed), and it says so with VS_MSG_TOOK without waiting
+ * for an answer. The scheduler closes the GPU before any decision about
+ * it: `open` to 0, then one exchange of the word to VS_LOCK_CLOSED, which
+ * returns the token of the client that took the opening, if one did; it
+ * adopts that client as the holder. If `open` changed under the swap, the
+ * client swaps its token back to closed: if that works the scheduler
+ * never saw the take (it asks through REQUEST); if not, the scheduler
+ * took the word with the token in it, and the client holds the GPU.
+ *
+ * The words are untrusted: a client may write anything there. Writing a
+ * number into a closed word takes nothing, since `open` says closed; a
+ * token is a random 63-bit value sent to its own connection only, so
+ * nobody can write another client's; VS_MSG_TOOK from a client whose
+ * token the scheduler did not find in the word is refused (VS_E_STATE,
+ * naming the GPU). What remains: while a GPU is open, a client can write
+ * the opening's number back over another's token, so that a second
+ * client takes the same opening; the scheduler adopts the last, refuses
+ * the others' TOOK, and those give the GPU back (docs/gate.md).
+ *
+ * Peers of version 4 get no page (their page's free word could be
+ * written over a held one): they take every GPU through REQUEST.
  */
 #define VS_LOCK_PAGE_MAGIC 0x4b4c5356u /* "VSLK" */
 #define VS_LOCK_SLOTS      255u
 #define VS_LOCK_CLOSED     0ull
-#define VS_LOCK_FREE       1ull
+#define VS_LOCK_OPEN_BIT   (1ull << 62) /* every opening's number has it */
 #define VS_LOCK_TOKEN_BIT  (1ull << 63) /* every token has it */
 
 struct vs_lock_slot {
 	uint8_t  uuid[VS_UUID_LEN];
-	uint64_t word;           /* VS_LOCK_*, or a token; atomic */
+	uint64_t open;           /* 0, or the current opening's number */
 	uint8_t  pad[40];        /* one cache line per slot */
 };
 
@@ -303,12 +328,24 @@ struct vs_lock_page {
 	struct vs_lock_slot slot[VS_LOCK_SLOTS];
 };
 
-/* VS_MSG_LOCK_PAGE: this client's token and the page's size; the page's
- * descriptor travels with the frame's first byte. */
+struct vs_lock_word {
+	uint64_t word;           /* VS_LOCK_CLOSED, an opening, a token; atomic */
+	uint8_t  pad[56];        /* one cache line per word */
+};
+
+struct vs_lock_words {
+	struct vs_lock_word w[VS_LOCK_SLOTS];
+	uint8_t  pad[64];
+};
+
+/* VS_MSG_LOCK_PAGE: this client's token and the pages' sizes; their
+ * descriptors travel with the frame's first byte. A version-4 frame (an
+ * older scheduler's: one page whose words are in its slots) has words 0;
+ * this code does not use that page. */
 struct vs_lock_info {
 	uint64_t token;          /* VS_LOCK_TOKEN_BIT set */
 	uint32_t size;           /* sizeof(struct vs_lock_page) */
-	uint32_t reserved;
+	uint32_t words;          /* sizeof(struct vs_lock_words); 0 in version 4 */
 };
 
 /* VS_MSG_WAITING: the answer to a VS_MSG_WAIT_QUERY, as the scheduler
@@ -384,6 +421,8 @@ _Static_assert(sizeof(struct vs_lock_slot) == 64, "vs_lock_slot size");
 _Static_assert(offsetof(struct vs_lock_page, slot) == 64, "vs_lock_page layout");
 _Static_assert(sizeof(struct vs_lock_page) == 16384, "vs_lock_page size");
 _Static_assert(sizeof(struct vs_lock_info) == 16, "vs_lock_info size");
+_Static_assert(sizeof(struct vs_lock_word) == 64, "vs_lock_word size");
+_Static_assert(sizeof(struct vs_lock_words) == 16384, "vs_lock_words size");
 
 /* One row per message type: who sends it and how long its payload is.
  * A variable-length type (VS_MSG_REPLY) gives its minimum size. */

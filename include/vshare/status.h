@@ -63,7 +63,7 @@
 	X(uuid, STR, "", "the GPU's UUID")                                   \
 	X(managed, NUM, "bytes", "managed memory on this GPU")               \
 	X(pinned, NUM, "bytes", "memory that cannot be paged out")           \
-	X(state, STR, "", "\"idle\", \"waiting\" or \"holding\"")            \
+	X(state, STR, "", "\"idle\", \"waiting\", \"holding\" or \"took\" (took the GPU through the lock page, not yet adopted)")            \
 	X(held_ms, NUM, "ms", "time holding, since the grant")               \
 	X(waited_ms, NUM, "ms", "time waiting, since the request")           \
 	X(revoked, BOOL, "", "the grant was taken from an unresponsive holder") \
@@ -78,6 +78,9 @@
 #define VS_STATUS_IDLE    "idle"
 #define VS_STATUS_WAITING "waiting"
 #define VS_STATUS_HOLDING "holding"
+/* Took the GPU through the lock page; not yet adopted as the holder (the
+ * scheduler does at its next decision about the GPU, or at the TOOK). */
+#define VS_STATUS_TOOK    "took"
 
 /* Key indexes: VS_SD_version, VS_SG_tq_s, VS_SC_label, VS_SM_state... */
 #define VS_SD_(name, type, unit, what) VS_SD_##name,

@@ -101,3 +101,81 @@ size_t vs_label_fit(const char *label, size_t cols, char *out, size_t n)
 	snprintf(out, n, "%.*s~", (int)k, label);
 	return c + 1;
 }
+
+/* Characters a log line must not carry as they are: the C1 controls,
+ * the line and paragraph separators, and every format character
+ * (Unicode category Cf): zero-width spaces and joiners, bidirectional
+ * marks, embeddings, overrides and isolates, invisible operators, the
+ * byte order mark, tags. Each makes a label read as another one, or
+ * hides part of the line. Sorted; ranges inclusive. */
+static const struct {
+	unsigned lo, hi;
+} hidden[] = {
+	{ 0x80, 0x9f }, { 0xad, 0xad }, { 0x600, 0x605 }, { 0x61c, 0x61c },
+	{ 0x6dd, 0x6dd }, { 0x70f, 0x70f }, { 0x890, 0x891 },
+	{ 0x8e2, 0x8e2 }, { 0x180e, 0x180e }, { 0x200b, 0x200f },
+	{ 0x2028, 0x202e }, { 0x2060, 0x2064 }, { 0x2066, 0x206f },
+	{ 0xfeff, 0xfeff }, { 0xfff9, 0xfffb }, { 0x110bd, 0x110bd },
+	{ 0x110cd, 0x110cd }, { 0x13430, 0x1343f }, { 0x1bca0, 0x1bca3 },
+	{ 0x1d173, 0x1d17a }, { 0xe0001, 0xe0001 }, { 0xe0020, 0xe007f },
+};
+
+static int is_hidden(unsigned cp)
+{
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		if (cp >= hidden[i].lo && cp <= hidden[i].hi)
+			return 1;
+	return 0;
+}
+
+/* The code point of a valid sequence of k bytes. */
+static unsigned code_point(const unsigned char *p, size_t k)
+{
+	unsigned cp = k == 1 ? p[0] : p[0] & (0x7f >> k);
+
+	for (size_t i = 1; i < k; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	return cp;
+}
+
+/* The escape of the character (or stray byte) of k bytes at p into esc,
+ * or 0 when it stays as it is. */
+static int escape_one(const unsigned char *p, size_t k, char *esc, size_t n)
+{
+	unsigned cp;
+
+	if (k == 0 || p[0] < 0x20 || p[0] == 0x7f)
+		return snprintf(esc, n, "\\x%02x", p[0]);
+	if (p[0] == '"' || p[0] == '\\')
+		return snprintf(esc, n, "\\%c", p[0]);
+	cp = code_point(p, k);
+	if (!is_hidden(cp))
+		return 0;
+	return snprintf(esc, n, cp > 0xffff ? "\\U%08x" : "\\u%04x", cp);
+}
+
+void vs_label_escape(const char *label, char *out, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)label;
+	size_t left = strlen(label), o = 0;
+
+	if (n == 0)
+		return;
+	while (left > 0) {
+		size_t k = utf8_seq(p, left);
+		char esc[12];
+		int e = escape_one(p, k, esc, sizeof(esc));
+		const char *src = e > 0 ? esc : (const char *)p;
+		size_t len = e > 0 ? (size_t)e : k;
+
+		/* Whole escapes and whole characters, or nothing more. */
+		if (o + len >= n)
+			break;
+		memcpy(out + o, src, len);
+		o += len;
+		k = k == 0 ? 1 : k;
+		p += k;
+		left -= k;
+	}
+	out[o] = '\0';
+}

@@ -32,4 +32,18 @@ size_t vs_label_cols(const char *label);
  * empty label. Returns the columns of what was written. */
 size_t vs_label_fit(const char *label, size_t cols, char *out, size_t n);
 
+/*
+ * A label as a log line shows it, between double quotes: '"' and '\'
+ * get a backslash, a byte that does not begin valid UTF-8 and a C0
+ * control become \xNN, and the characters that act on a terminal or
+ * show as nothing become \uXXXX (\UXXXXXXXX past U+FFFF): C1 controls,
+ * U+2028, U+2029, and every format character (Unicode category Cf:
+ * zero-width spaces and joiners U+200B..U+200F, bidirectional controls
+ * U+202A..U+202E and U+2066..U+206F, U+2060..U+2064, U+FEFF, tags...).
+ * Another label can then never be read into it. Cut between escapes and
+ * characters to fit n bytes; VS_LABEL_ESC_SIZE(len) bytes always fit.
+ */
+#define VS_LABEL_ESC_SIZE(len) ((len) * 4 + 1)
+void vs_label_escape(const char *label, char *out, size_t n);
+
 #endif

@@ -147,9 +147,12 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 		break;
 	case VS_MSG_LOCK_PAGE: {
 		const struct vs_lock_info *m = payload;
-		if (m->reserved || !(m->token & VS_LOCK_TOKEN_BIT) ||
-		    m->size != sizeof(struct vs_lock_page))
-			FAIL("lock-page: bad token, size or reserved field");
+		/* A version-4 page is one page of the same size, with no
+		 * words page beside it. */
+		uint32_t words = h->version >= 5 ? sizeof(struct vs_lock_words) : 0;
+		if (!(m->token & VS_LOCK_TOKEN_BIT) ||
+		    m->size != sizeof(struct vs_lock_page) || m->words != words)
+			FAIL("lock-page: bad token or sizes");
 		break;
 	}
 	case VS_MSG_POLICY: {

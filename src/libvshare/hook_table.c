@@ -113,7 +113,7 @@ static int pick_variant(int first, int end, int cuda_version, int want_pt)
 void *hook_for_proc(const char *base, void *fn, int cuda_version,
 		    unsigned long long flags)
 {
-	int first, end, id;
+	int first, end, id, hooked = 0;
 
 	if (fn == NULL || base == NULL)
 		return fn;
@@ -127,6 +127,7 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 			return fn;
 		if (h->kind != HOOK_REAL && fn == hook_real_load(by_base[end]))
 			return h->hook;
+		hooked |= h->kind != HOOK_REAL;
 	}
 	if (first == end)
 		return fn;
@@ -134,6 +135,10 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 	 * tell the variant by the driver's own selection rule. */
 	id = pick_variant(first, end, cuda_version,
 			  (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+	/* A variant older than every one the shim hooks (the 32-bit
+	 * cuMemAlloc of CUDA before 3.2, ...) would be a way around it. */
+	if (id < 0 && hooked)
+		return NULL;
 	if (id < 0 || hook_infos[id].kind == HOOK_REAL)
 		return fn;
 	hook_real_claim(id, fn);
@@ -145,13 +150,32 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 /*
  * The cuGetProcAddress interposers: the CUDA runtime gets every driver
  * entry point through them since CUDA 11.3. The driver chooses the
- * variant; the shim hands out that variant's hook (hook_for_proc).
+ * variant; the shim hands out that variant's hook (hook_for_proc), and
+ * refuses a variant of a hooked function older than every one it hooks.
  */
-static void map_proc(const char *symbol, void **pfn, int version,
-		     cuuint64_t flags)
+static CUresult map_proc(const char *symbol, void **pfn, int version,
+			 cuuint64_t flags, CUdriverProcAddressQueryResult *st)
 {
-	if (pfn != NULL && *pfn != NULL)
-		*pfn = hook_for_proc(symbol, *pfn, version, flags);
+	void *fn;
+
+	if (pfn == NULL || *pfn == NULL)
+		return CUDA_SUCCESS;
+	fn = hook_for_proc(symbol, *pfn, version, flags);
+	if (fn != NULL) {
+		*pfn = fn;
+		return CUDA_SUCCESS;
+	}
+	/* Answered as the driver answers for a name that exists only in
+	 * newer versions, which is what it is under the shim. */
+	log_once(LOG_LVL_ERROR, "cuGetProcAddress(\"%s\", CUDA %d): refused: "
+		 "vshare does not intercept a variant that old, and it would "
+		 "go around the memory limit and the GPU lock; ask for CUDA "
+		 "3.2 or later (further such requests are refused without a "
+		 "line)", symbol, version);
+	*pfn = NULL;
+	if (st != NULL)
+		*st = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+	return CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
@@ -166,7 +190,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
 		return real(symbol, pfn, cudaVersion, flags);
 	r = real(symbol, pfn, cudaVersion, flags);
 	if (r == CUDA_SUCCESS)
-		map_proc(symbol, pfn, cudaVersion, flags);
+		r = map_proc(symbol, pfn, cudaVersion, flags, NULL);
 	shim_guard_leave();
 	return r;
 }
@@ -184,7 +208,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 		return real(symbol, pfn, cudaVersion, flags, symbolStatus);
 	r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
 	if (r == CUDA_SUCCESS)
-		map_proc(symbol, pfn, cudaVersion, flags);
+		r = map_proc(symbol, pfn, cudaVersion, flags, symbolStatus);
 	shim_guard_leave();
 	return r;
 }

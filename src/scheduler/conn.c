@@ -154,16 +154,16 @@ static int queue_room(struct conn *c, size_t cost)
 	const struct conf *l = c->srv->conf;
 
 	if (c->outq + cost > l->outq_max) {
-		log_warn("peer pid %d does not read its messages: "
-			 "disconnecting it", c->cred.pid);
+		plog_warn(c, "peer pid %d does not read its messages: "
+			  "disconnecting it", c->cred.pid);
 		return -1;
 	}
 	if (c->srv->outq_total + cost > l->outq_total) {
-		log_warn("%llu bytes queued to peers that do not read "
-			 "(outq_total %llu): disconnecting pid %d",
-			 (unsigned long long)c->srv->outq_total,
-			 (unsigned long long)l->outq_total,
-			 c->cred.pid);
+		plog_warn(c, "%llu bytes queued to peers that do not read "
+			  "(outq_total %llu): disconnecting pid %d",
+			  (unsigned long long)c->srv->outq_total,
+			  (unsigned long long)l->outq_total,
+			  c->cred.pid);
 		return -1;
 	}
 	return 0;
@@ -234,7 +234,8 @@ static void send_v(struct conn *c, uint16_t version, uint16_t type,
 	if (n == UV_EAGAIN || n == UV_ENOSYS)
 		n = 0;
 	if (n < 0) {
-		log_debug("peer %d: write: %s", c->cred.pid, uv_strerror(n));
+		plog_debug(c, "peer %d: write: %s", c->cred.pid,
+			   uv_strerror(n));
 		conn_close(c);
 	} else {
 		queue_rest(c, buf, (size_t)n, total);
@@ -244,17 +245,18 @@ out:
 		free(buf);
 }
 
-/* The frame with a descriptor passed alongside its first byte
- * (SCM_RIGHTS), sent at once or not at all: -1 when the peer's output is
- * queued already or the socket takes none of it (the caller goes on
- * without the descriptor). A part the socket did not take is queued. */
-int conn_send_fd(struct conn *c, uint16_t type, const void *payload,
-		 uint32_t len, int fd)
+/* The frame with n_fds descriptors (up to CONN_MAX_FDS) passed alongside
+ * its first byte (SCM_RIGHTS), sent at once or not at all: -1 when the
+ * peer's output is queued already or the socket takes none of it (the
+ * caller goes on without the descriptors). A part the socket did not
+ * take is queued. */
+int conn_send_fds(struct conn *c, uint16_t type, const void *payload,
+		  uint32_t len, const int *fds, unsigned n_fds)
 {
 	unsigned char buf[sizeof(struct vs_hdr) + 64];
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(CONN_MAX_FDS * sizeof(int))];
 	} ctl;
 	size_t total = sizeof(struct vs_hdr) + len;
 	struct iovec iov;
@@ -264,7 +266,8 @@ int conn_send_fd(struct conn *c, uint16_t type, const void *payload,
 	uv_os_fd_t sock;
 	ssize_t n;
 
-	if (c->closing || len > sizeof(buf) - sizeof(h) ||
+	if (c->closing || len > sizeof(buf) - sizeof(h) || n_fds == 0 ||
+	    n_fds > CONN_MAX_FDS ||
 	    uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) != 0 ||
 	    uv_fileno((uv_handle_t *)&c->pipe, &sock) != 0)
 		return -1;
@@ -278,20 +281,20 @@ int conn_send_fd(struct conn *c, uint16_t type, const void *payload,
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
 	mh.msg_control = ctl.b;
-	mh.msg_controllen = sizeof(ctl.b);
+	mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
 	cm = CMSG_FIRSTHDR(&mh);
 	if (cm == NULL)
 		return -1;
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, n_fds * sizeof(int));
 	do
 		n = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0) {
-		log_debug("peer %d: sendmsg: %s", c->cred.pid,
-			  n < 0 ? strerror(errno) : "nothing sent");
+		plog_debug(c, "peer %d: sendmsg: %s", c->cred.pid,
+			   n < 0 ? strerror(errno) : "nothing sent");
 		return -1;
 	}
 	queue_rest(c, buf, (size_t)n, total);
@@ -389,9 +392,10 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 			continue;
 		case VS_FRX_VERSION:
 			c->srv->mx.refused[METRICS_REFUSE_version]++;
-			log_info("peer pid %d speaks protocol version %u, not "
-				 "%u to %u", c->cred.pid, c->rx.in.hdr.version,
-				 VS_PROTO_VERSION_MIN, VS_PROTO_VERSION);
+			plog_info(c, "peer pid %d speaks protocol version %u, "
+				  "not %u to %u", c->cred.pid,
+				  c->rx.in.hdr.version, VS_PROTO_VERSION_MIN,
+				  VS_PROTO_VERSION);
 			version_error(c, "vshare-scheduler speaks protocol "
 				      "versions %u to %u, the peer version %u: "
 				      "update the older side",
@@ -401,9 +405,9 @@ static void feed(struct conn *c, const unsigned char *p, size_t n)
 			return;
 		case VS_FRX_PROTO:
 			c->srv->mx.refused[METRICS_REFUSE_protocol]++;
-			log_info("peer pid %d: %s (type 0x%x, length %u): "
-				 "disconnecting it", c->cred.pid, c->rx.why,
-				 c->rx.in.hdr.type, c->rx.in.hdr.length);
+			plog_info(c, "peer pid %d: %s (type 0x%x, length %u): "
+				  "disconnecting it", c->cred.pid, c->rx.why,
+				  c->rx.in.hdr.type, c->rx.in.hdr.length);
 			conn_send_error(c, VS_E_PROTO, 0, "%s", c->rx.why);
 			conn_close(c);
 			return;
@@ -434,11 +438,11 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	 * stays readable to the end of this function. */
 	if (n < 0) {
 		if (n != UV_EOF)
-			log_debug("peer pid %d: read: %s", c->cred.pid,
-				  uv_strerror((int)n));
+			plog_debug(c, "peer pid %d: read: %s", c->cred.pid,
+				   uv_strerror((int)n));
 		if (c->rx.len > 0)
-			log_info("peer pid %d left in the middle of a frame",
-				 c->cred.pid);
+			plog_info(c, "peer pid %d left in the middle of a frame",
+				  c->cred.pid);
 		conn_close(c);
 	} else {
 		feed(c, (const unsigned char *)buf->base, (size_t)n);
@@ -454,8 +458,8 @@ static int admit_peer(struct conn *c)
 	struct srv_uid *u;
 
 	if (s->n_conns > max) {
-		log_warn("more than max_clients (%u) connections: refusing "
-			 "pid %d", max, c->cred.pid);
+		plog_warn(c, "more than max_clients (%u) connections: refusing "
+			  "pid %d", max, c->cred.pid);
 		s->mx.refused[METRICS_REFUSE_max_clients]++;
 		conn_send_error(c, VS_E_FULL, max, "too many connections "
 				"(max_clients %u): try again later", max);
@@ -470,8 +474,8 @@ static int admit_peer(struct conn *c)
 	if (u->n >= s->conf->uid_conns) {
 		/* Not a warning per refusal: that would let the peer fill
 		 * the log. */
-		log_debug("uid %u has %u connections (uid_conns): refusing "
-			  "pid %d", c->cred.uid, u->n, c->cred.pid);
+		plog_debug(c, "uid %u has %u connections (uid_conns): "
+			   "refusing pid %d", c->cred.uid, u->n, c->cred.pid);
 		s->mx.refused[METRICS_REFUSE_uid_conns]++;
 		conn_send_error(c, VS_E_LIMIT, s->conf->uid_conns,
 				"uid %u has too many connections (uid_conns "
@@ -483,20 +487,37 @@ static int admit_peer(struct conn *c)
 	return 0;
 }
 
-void conn_on_connection(uv_stream_t *server, int status)
+/* A uid cooling down after a burst of refusals (cool.c) is closed at
+ * once: nothing sent, nothing logged. Each refusal is charged to its
+ * uid; root and the admin group are never charged. 0 if c may stay. */
+static int admit_or_cool(struct conn *c)
 {
-	struct srv *s = server->data;
+	struct srv *s = c->srv;
+	uint64_t now = uv_now(s->loop);
+
+	if (!c->is_admin && cool_active(&s->cool, c->cred.uid, now)) {
+		s->mx.refused[METRICS_REFUSE_cooldown]++;
+		return -1;
+	}
+	if (admit_peer(c) == 0)
+		return 0;
+	if (!c->is_admin && cool_refused(&s->cool, c->cred.uid, now))
+		log_warn("uid %u had %u connections refused within %u ms: its "
+			 "new connections are closed at once for %u s",
+			 c->cred.uid, COOL_BURST, COOL_WINDOW_MS,
+			 COOL_MS / 1000);
+	return -1;
+}
+
+int conn_accept(struct srv *s)
+{
 	struct conn *c;
 	uv_os_fd_t fd;
 
-	if (status < 0) {
-		log_warn("accept: %s", uv_strerror(status));
-		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL || uv_pipe_init(s->loop, &c->pipe, 0) != 0) {
 		free(c);
-		return;
+		return -1;
 	}
 	c->srv = s;
 	/* Clients and admins alike; none sends more than a request. */
@@ -507,19 +528,20 @@ void conn_on_connection(uv_stream_t *server, int status)
 	s->conns = c;
 	s->n_conns++;
 	c->t_idle = uv_now(s->loop);
-	if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+	if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->pipe) != 0) {
 		conn_close(c);
-		return;
+		return 0;
 	}
 	s->mx.conns_total++; /* accepted, whether admitted or not */
 	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
 	    sock_peer(fd, &c->cred, s, &c->is_admin) != 0 ||
-	    admit_peer(c) != 0) {
+	    admit_or_cool(c) != 0) {
 		conn_close(c);
-		return;
+		return 0;
 	}
 	if (uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) != 0)
 		conn_close(c);
+	return 0;
 }
 
 /* A peer that is not registered must send a whole frame within hello_ms
@@ -543,7 +565,8 @@ void conn_sweep(struct srv *s)
 			why = "sent no whole frame within hello_ms";
 		if (why == NULL)
 			continue;
-		log_debug("peer pid %d %s: disconnecting it", c->cred.pid, why);
+		plog_debug(c, "peer pid %d %s: disconnecting it", c->cred.pid,
+			   why);
 		s->mx.refused[METRICS_REFUSE_deadline]++;
 		conn_send_error(c, VS_E_STATE, 0, "%s", why);
 		conn_close(c);

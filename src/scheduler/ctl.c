@@ -126,7 +126,7 @@ static cJSON *member_json(const struct sched_member_info *mi)
 	v[VS_SM_uuid].str = uuid;
 	v[VS_SM_managed].num = (double)mi->managed;
 	v[VS_SM_pinned].num = (double)mi->pinned;
-	v[VS_SM_state].str = state_name(mi->state);
+	v[VS_SM_state].str = mi->took ? VS_STATUS_TOOK : state_name(mi->state);
 	v[VS_SM_held_ms].num = (double)mi->held_ms;
 	v[VS_SM_waited_ms].num = (double)mi->waited_ms;
 	v[VS_SM_revoked].bool_ = mi->revoked;
@@ -257,18 +257,18 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 		return;
 	}
 	if (type == VS_MSG_SET_TQ) {
-		log_info("uid %u (pid %d) set the quantum to %u s for %s",
-			 c->cred.uid, c->cred.pid, m->value, what);
+		plog_info(c, "uid %u (pid %d) set the quantum to %u s for %s",
+			  c->cred.uid, c->cred.pid, m->value, what);
 		reply_msg(c, VS_OK, "quantum set to %u s for %s (%d attached)",
 			  m->value, what, rc);
 	} else if (type == VS_MSG_SET_SLICE) {
-		log_info("uid %u (pid %d) set the minimum slice to %u ms for %s",
-			 c->cred.uid, c->cred.pid, m->value, what);
+		plog_info(c, "uid %u (pid %d) set the minimum slice to %u ms "
+			  "for %s", c->cred.uid, c->cred.pid, m->value, what);
 		reply_msg(c, VS_OK, "minimum slice set to %u ms for %s (%d "
 			  "attached)", m->value, what, rc);
 	} else {
-		log_info("uid %u (pid %d) set mode %s for %s", c->cred.uid,
-			 c->cred.pid, vs_mode_name(m->value), what);
+		plog_info(c, "uid %u (pid %d) set mode %s for %s", c->cred.uid,
+			  c->cred.pid, vs_mode_name(m->value), what);
 		reply_msg(c, VS_OK, "mode set to %s for %s (%d attached)",
 			  vs_mode_name(m->value), what, rc);
 	}
@@ -283,8 +283,8 @@ static void on_set_policy(struct conn *c, const struct vs_admin_set *m)
 		reply_msg(c, rc, "policy must be fair or fcfs");
 		return;
 	}
-	log_info("uid %u (pid %d) set the policy to %s", c->cred.uid,
-		 c->cred.pid, vs_policy_name(m->value));
+	plog_info(c, "uid %u (pid %d) set the policy to %s", c->cred.uid,
+		  c->cred.pid, vs_policy_name(m->value));
 	reply_msg(c, VS_OK, "policy set to %s on every GPU",
 		  vs_policy_name(m->value));
 }
@@ -308,8 +308,8 @@ static void on_set_weight(struct conn *c, const struct vs_admin_set *m)
 			  m->index);
 		return;
 	}
-	log_info("uid %u (pid %d) set the weight of uid %u to %u",
-		 c->cred.uid, c->cred.pid, m->index, m->value);
+	plog_info(c, "uid %u (pid %d) set the weight of uid %u to %u",
+		  c->cred.uid, c->cred.pid, m->index, m->value);
 	reply_msg(c, VS_OK, "weight of uid %u set to %u", m->index, m->value);
 }
 
@@ -335,7 +335,6 @@ static void on_status(struct conn *c)
 char *ctl_metrics_text(struct srv *s, size_t *len)
 {
 	s->mx.conns = s->n_conns;
-	sched_lock_sync(s->sched);
 	return metrics_cached(&s->mcache, s->sched, &s->mx, uv_now(s->loop),
 			      len);
 }
@@ -373,8 +372,14 @@ void ctl_handle(struct conn *c, const struct vs_hdr *h, const void *payload)
 	}
 	if (!c->is_admin) {
 		c->srv->mx.refused[METRICS_REFUSE_not_admin]++;
-		log_info("refused %s from uid %u (pid %d): not an admin",
-			 vs_msg_lookup(h->type)->name, c->cred.uid, c->cred.pid);
+		/* Logged once per connection, then only counted: a peer
+		 * sending admin requests in a loop must not fill the log. */
+		if (!c->refused_once)
+			plog_info(c, "refused %s from uid %u (pid %d): not an "
+				  "admin (later refusals on this connection are "
+				  "only counted)", vs_msg_lookup(h->type)->name,
+				  c->cred.uid, c->cred.pid);
+		c->refused_once = 1;
 		reply_msg(c, VS_E_PERM, "permission denied: admin requests "
 			  "need root%s%s", c->srv->has_admin_gid ?
 			  " or the admin group " : "",

@@ -196,6 +196,7 @@ int main(int argc, char **argv)
 	metrics_cache_free(&s.mcache);
 	free(s.batch);
 	free(s.uids);
+	peerlog_free(&s); /* after the last line about a peer */
 	uv_loop_close(s.loop);
 	conf_free(&c);
 	if (rc == 0)

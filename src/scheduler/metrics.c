@@ -293,9 +293,15 @@ static const struct counter counters[] = {
 	  "holders to release the GPU.", ST(handoffs), 1, NULL, NULL, 1 },
 	{ "vshare_lock_takes_total", "Grants a client took through the lock "
 	  "page (a free GPU, no round trip).", ST(took), 1, NULL, NULL, 1 },
-	{ "vshare_lock_resets_total", "Lock page words closed that held no "
-	  "attached client's token (a taker gone, or junk).", ST(lock_resets),
-	  1, NULL, NULL, 1 },
+	{ "vshare_lock_resets_total", "Open lock page words closed that held "
+	  "neither their opening nor an attached client's token (a taker "
+	  "gone, or junk).", ST(lock_resets), 1, NULL, NULL, 1 },
+	{ "vshare_lock_tampered_total", "Closed lock page words found written "
+	  "(a free word forged over a held or closed GPU: it takes nothing).",
+	  ST(lock_tampered), 1, NULL, NULL, 1 },
+	{ "vshare_lock_took_refused_total", "TOOK messages refused: the "
+	  "client's token was not found in the word (a take nobody saw, or "
+	  "none).", ST(took_refused), 1, NULL, NULL, 1 },
 	{ "vshare_drops_total", "Requests to release the GPU, by reason "
 	  "(fair: a fair-share preemption).", ST(drops), 1, "reason",
 	  drop_names, SCHED_DROP_N },

@@ -25,7 +25,9 @@
 	X(protocol,     "a malformed frame (the connection is closed)") \
 	X(version,      "a peer of an unknown protocol version") \
 	X(deadline,     "a peer past hello_ms or frame_ms") \
-	X(not_admin,    "an admin request from a peer that is not an admin")
+	X(not_admin,    "an admin request from a peer that is not an admin") \
+	X(cooldown,     "a connection of a uid cooling down after a burst " \
+			"of refusals (closed at once)")
 
 #define METRICS_ENUM(name, help) METRICS_REFUSE_##name,
 enum metrics_refusal { METRICS_REFUSALS(METRICS_ENUM) METRICS_REFUSE__N };

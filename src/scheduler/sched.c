@@ -167,12 +167,12 @@ struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
 /* ---- the lock page ---- */
 
 /* m took its GPU through the lock page: it holds it now, as if granted,
- * with no GRANT sent. A take from a free word finds nobody holding (every
- * grant settles the word first); a client that claims a take beside a
- * holder (a word written behind the scheduler's back, or a TOOK with no
- * take) runs anyway, so it counts as a holder too, and is told to give
- * the GPU back at once. Nobody waits while nobody holds (admit grants the
- * first waiter then), so nobody is passed over either. */
+ * with no GRANT sent. A take of an opening finds nobody holding (every
+ * decision settles the word first, and a GPU is opened only while
+ * nobody holds or waits); should anyone hold all the same, m runs
+ * anyway, so it counts as a holder too, and is told to give the GPU back
+ * at once. Nobody waits while nobody holds (admit grants the first
+ * waiter then), so nobody is passed over either. */
 static void adopt(struct sched *s, struct sched_member *m, uint64_t now)
 {
 	int alone = m->g->n_holders == 0;
@@ -196,25 +196,34 @@ static void adopt(struct sched *s, struct sched_member *m, uint64_t now)
 static struct sched_member *member_by_token(struct sched_gpu *g,
 					    uint64_t token)
 {
+	if (!(token & VS_LOCK_TOKEN_BIT))
+		return NULL;
 	for (struct dlink *it = g->members.next; it != &g->members;
 	     it = it->next) {
 		struct sched_member *m = dl_entry(it, struct sched_member, m_link);
 
-		if (sched_client_token(m->c) == token)
+		if (m->c->token == token)
 			return m;
 	}
 	return NULL;
 }
 
-/* Before any decision about g: close its word, and adopt the client that
- * took it meanwhile, if one did. A value that is no attached client's
- * token (a client gone since, or one writing junk) only closes the word. */
+/* Before any decision about g: close its slot and word, and adopt the
+ * client that took the opening, if one did. Only a token found here
+ * adopts (a TOOK alone never does), and only while the slot was open: a
+ * value in a closed word was written behind the scheduler's back and
+ * took nothing, since the slot said closed. */
 static void settle(struct sched *s, struct sched_gpu *g)
 {
-	uint64_t v = sched_lock_close(s, g);
+	uint64_t opening, v = sched_lock_close(s, g, &opening);
 	struct sched_member *m;
 
-	if (v == 0)
+	if (opening == 0) {
+		if (v != VS_LOCK_CLOSED)
+			g->st.lock_tampered++;
+		return;
+	}
+	if (v == opening)
 		return;
 	m = member_by_token(g, v);
 	if (m == NULL) {
@@ -222,6 +231,7 @@ static void settle(struct sched *s, struct sched_gpu *g)
 		return;
 	}
 	adopt(s, m, sched_now(s));
+	m->took_untold = 1;
 }
 
 /* After a decision about g: open its word when whoever asks next would
@@ -362,14 +372,12 @@ struct sched_client *sched_client_new(struct sched *s,
 
 	if (c == NULL)
 		return NULL;
-	c->u = sched_uid_ref(s, cred->uid);
+	c->id = sched_id_next(s);
+	c->u = c->id != 0 ? sched_uid_ref(s, cred->uid) : NULL;
 	if (c->u == NULL) {
 		free(c);
 		return NULL;
 	}
-	c->id = s->next_id++;
-	if (s->next_id == 0)
-		s->next_id = 1;
 	c->cred = *cred;
 	c->weight = c->u->weight ? c->u->weight : SCHED_WEIGHT_DEFAULT;
 	c->slot = sched_stat_slot(s, cred->uid);
@@ -426,34 +434,55 @@ static uint64_t capacity_of(uint64_t total_mem, uint64_t cap)
 	return cap < total_mem ? cap : total_mem;
 }
 
+/* The record of a GPU that is not vouched for and that nobody is
+ * attached to, to be reused; NULL when SCHED_MAX_GPUS such records are
+ * not all made yet, or none is free (*full tells which). */
+static struct sched_gpu *idle_unvouched(struct sched *s, int *full)
+{
+	struct sched_gpu *idle = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		if (s->gpus[i]->vouched)
+			continue;
+		n++;
+		if (idle == NULL && s->gpus[i]->n_members == 0)
+			idle = s->gpus[i];
+	}
+	*full = n >= SCHED_MAX_GPUS;
+	return *full ? idle : NULL;
+}
+
 /* A zeroed GPU with its index. GPUs are kept after their last client
- * leaves (their index and settings stay); only a full table reuses the
- * slot of a GPU nobody is attached to, so that peers attaching made-up
- * UUIDs cannot lock real GPUs out for good. */
-static struct sched_gpu *gpu_slot(struct sched *s)
+ * leaves (their index and settings stay). A GPU the configuration names
+ * or NVML knows (vouched) always gets a record of its own; the others
+ * share SCHED_MAX_GPUS records, and once those are made a new one takes
+ * the record of one nobody is attached to, or is refused: peers
+ * attaching made-up UUIDs can neither grow the table without bound nor
+ * lock a real GPU out. */
+static struct sched_gpu *gpu_slot(struct sched *s, int vouched)
 {
 	struct sched_gpu *g;
+	int full = 0;
 
-	if (s->n_gpus >= SCHED_MAX_GPUS) {
-		for (size_t i = 0; i < s->n_gpus; i++) {
-			g = s->gpus[i];
-			if (g->n_members == 0) {
-				struct sched_gpu_uid *keep = g->uids;
-				struct sched_usage *keep_u = g->usage;
-				size_t cap = g->cap_uids, cap_u = g->cap_usage;
+	g = vouched ? NULL : idle_unvouched(s, &full);
+	if (g != NULL) {
+		struct sched_gpu_uid *keep = g->uids;
+		struct sched_usage *keep_u = g->usage;
+		size_t cap = g->cap_uids, cap_u = g->cap_usage;
+		uint32_t index = g->index;
 
-				/* Another GPU now: its users' history goes. */
-				memset(g, 0, sizeof(*g));
-				g->index = (uint32_t)i;
-				g->uids = keep;
-				g->cap_uids = cap;
-				g->usage = keep_u;
-				g->cap_usage = cap_u;
-				return g;
-			}
-		}
-		return NULL;
+		/* Another GPU now: its users' history goes. */
+		memset(g, 0, sizeof(*g));
+		g->index = index;
+		g->uids = keep;
+		g->cap_uids = cap;
+		g->usage = keep_u;
+		g->cap_usage = cap_u;
+		return g;
 	}
+	if (full)
+		return NULL;
 	if (VS_GROW(s->gpus, s->n_gpus, s->cap_gpus, 8) != 0)
 		return NULL;
 	g = calloc(1, sizeof(*g));
@@ -464,15 +493,25 @@ static struct sched_gpu *gpu_slot(struct sched *s)
 	return g;
 }
 
+static uint64_t driver_total(const struct sched *s,
+			     const uint8_t uuid[VS_UUID_LEN])
+{
+	return s->cfg.total_fn != NULL ?
+	       s->cfg.total_fn(s->cfg.total_arg, uuid) : 0;
+}
+
 static struct sched_gpu *gpu_new(struct sched *s,
 				 const uint8_t uuid[VS_UUID_LEN])
 {
-	struct sched_gpu *g = gpu_slot(s);
+	int named = sched_gpu_named(s, uuid);
+	uint64_t drv = named ? 0 : driver_total(s, uuid);
+	struct sched_gpu *g = gpu_slot(s, named || drv != 0);
 	uint64_t cap = s->cfg.capacity;
 	int trusted = 0;
 
 	if (g == NULL)
 		return NULL;
+	g->vouched = named || drv != 0;
 	memcpy(g->uuid, uuid, VS_UUID_LEN);
 	g->mode = s->cfg.mode;
 	g->tq_ms = s->cfg.tq_ms;
@@ -497,8 +536,8 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	}
 	g->cap_cfg = cap;
 	g->trusted = trusted;
-	if (!trusted && s->cfg.total_fn != NULL)
-		g->drv_total = s->cfg.total_fn(s->cfg.total_arg, uuid);
+	if (!trusted)
+		g->drv_total = named ? driver_total(s, uuid) : drv;
 	dl_init(&g->members);
 	dl_init(&g->queue);
 	dl_init(&g->holders);
@@ -655,31 +694,25 @@ int sched_took(struct sched *s, struct sched_client *c,
 {
 	struct sched_member *m = sched_member_find(c, uuid);
 	struct sched_gpu *g;
-	uint64_t now = sched_now(s);
 
 	if (m == NULL)
 		return VS_E_NOGPU;
 	g = m->g;
-	/* Adopted here when the word holds its token; otherwise its word
-	 * was closed before its take could be adopted (junk written over
-	 * it), or it took none: adopted all the same (see adopt). */
+	/* Adopted here when the word holds its token, or at an earlier
+	 * decision that found it there. Otherwise nobody saw a take: junk
+	 * or another's token was written over it, or it took none. Its
+	 * word says nothing about who runs, so it is refused (the client
+	 * gives the GPU back and asks) rather than adopted: adopting a bare
+	 * TOOK let a client jump the queue at will. */
 	settle(s, g);
-	adopt(s, m, now);
+	if (!m->took_untold) {
+		g->st.took_refused++;
+		admit(s, g);
+		return VS_E_STATE;
+	}
+	m->took_untold = 0;
 	admit(s, g);
 	return 0;
-}
-
-void sched_lock_sync(struct sched *s)
-{
-	if (s->lock == NULL)
-		return;
-	/* Settling closes a free word too: it is opened again at once when
-	 * nobody took it, or a report would end the fast path until the
-	 * GPU's next decision. */
-	for (size_t i = 0; i < s->n_gpus; i++) {
-		settle(s, s->gpus[i]);
-		publish(s, s->gpus[i]);
-	}
 }
 
 /* For sched_conf.c and sched_admin.c. */

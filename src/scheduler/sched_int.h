@@ -72,6 +72,9 @@ struct sched_member {
 				   * swap-in is not reported yet */
 	int took;                 /* being adopted: it took the GPU through
 				   * the lock page, no GRANT goes out */
+	int took_untold;          /* adopted from its token in the word, its
+				   * TOOK not heard yet: the one TOOK that
+				   * is not refused */
 	int out;                  /* preempted and not yet granted again */
 	uint64_t out_at;          /* when that preemption took the GPU */
 	uint64_t out_hard;        /* g->hard_seq then */
@@ -103,6 +106,7 @@ struct sched_gpu_uid {
 
 struct sched_client {
 	uint32_t id;
+	uint64_t token;           /* its lock page token, 0: none */
 	struct sched_cred cred;
 	struct sched_uid *u;
 	char label[VS_LABEL_MAX + 1];
@@ -124,6 +128,8 @@ struct sched_gpu {
 	uint64_t cap_cfg;         /* configured cap, 0: none */
 	int trusted;              /* cap_cfg is this GPU's own: every view */
 	uint64_t drv_total;       /* the driver's report, 0: none */
+	int vouched;              /* named in "gpus" or known to NVML when
+				   * made: its record is never reused */
 	uint64_t hcap;            /* smallest known view among the holders */
 	size_t n_hcap;            /* holders whose view is hcap */
 	struct sched_gpu_uid *uids;
@@ -146,6 +152,10 @@ struct sched_gpu {
 	size_t n_usage, cap_usage;
 	struct sched_gpu_stats st; /* counters, sched_stat.c */
 	uint64_t blocked;         /* admissions that left waiters queued */
+	uint64_t opening;         /* the lock slot's open number, 0: closed */
+	uint64_t seen;            /* in a snapshot: the token found in the
+				   * open word at the copy (a take not yet
+				   * adopted); 0 elsewhere */
 };
 
 struct sched {
@@ -161,12 +171,15 @@ struct sched {
 	size_t n_clients;
 	struct sched_uid **uids;
 	size_t n_uids, cap_uids;
-	uint32_t next_id;
+	uint32_t next_id;         /* sched_id.c */
+	int ids_wrapped;          /* next_id went past 2^32 - 1 once */
 	uint64_t next_seq;        /* of requests, for arrival order */
 	struct sched_out *out;
 	size_t n_out, cap_out;
 	struct sched_stat_users su; /* users with a slot in the counters */
 	struct vs_lock_page *lock; /* shared with the clients, NULL: none */
+	struct vs_lock_words *words; /* its words */
+	uint64_t n_openings;      /* openings of a word, ever: their numbers */
 };
 
 /* sched.c, for sched_conf.c, sched_admin.c and sched_tick.c */
@@ -182,11 +195,15 @@ struct sched_out *sched_hard_drop(struct sched *s, struct sched_member *m,
 /* sched_admin.c, for sched_conf.c: a GPU's new mode, told and applied */
 void sched_gpu_mode(struct sched *s, struct sched_gpu *g, uint32_t mode);
 
-/* sched_lock.c: the lock page's words (no transitions). close returns
- * what a client wrote into an open word (0: nothing), the word closed. */
+/* sched_lock.c: the lock's pages (no transitions). close closes g's slot
+ * and word and returns what the word held (VS_LOCK_CLOSED if nothing);
+ * *opening is the number g was open with, 0 if it was closed. peek reads
+ * the word without changing it. */
 void     sched_lock_gpu_new(struct sched *s, struct sched_gpu *g);
-uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g);
+uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g,
+			  uint64_t *opening);
 void     sched_lock_open(struct sched *s, struct sched_gpu *g);
+uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */
@@ -236,6 +253,10 @@ void sched_fair_swapped(struct sched_gpu *g, uint64_t us);
 void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
 			struct sched_member *m, uint64_t now);
 
+/* sched_id.c: a new client's id, never one a live client holds; 0 when
+ * memory is short. */
+uint32_t sched_id_next(struct sched *s);
+
 /* sched_stat.c: counters (pure bookkeeping, no transitions) */
 /* The counters' slot of a uid, taken on its first call. */
 uint32_t sched_stat_slot(struct sched *s, uint32_t uid);
@@ -247,6 +268,8 @@ void sched_stat_unheld(struct sched_gpu *g, const struct sched_member *m,
 		       uint64_t now);
 void sched_stat_hist(struct sched_hist *h, uint64_t ms);
 void sched_stat_swapped(struct sched_gpu *g, uint64_t us, uint64_t bytes);
+/* 1 when the configuration's "gpus" names the GPU (it is real). */
+int sched_gpu_named(const struct sched *s, const uint8_t uuid[VS_UUID_LEN]);
 
 /* sched_view.c */
 struct sched_out *sched_out_push(struct sched *s, enum sched_out_kind kind,

@@ -1,12 +1,14 @@
 /*
  * The policy's side of the lock page (include/vshare/proto.h, "The lock
- * page"): the words it opens and closes. Plain memory operations, below
- * the transitions in sched.c, which decide when a GPU is free to take and
- * whom to adopt as the holder of a word a client took.
+ * page"): the slots and words it opens and closes. Plain memory
+ * operations, below the transitions in sched.c, which decide when a GPU
+ * is free to take and whom to adopt as the holder of an opening a client
+ * took.
  *
- * The words are shared with every client, so everything read back from
- * them is untrusted: sched.c adopts a token only if it is one of the
- * GPU's attached clients', and closes any other value.
+ * The state page is the daemon's alone (clients map it read-only); the
+ * words are shared with every client, so everything read back from them
+ * is untrusted: sched.c adopts a token only if it is one of the GPU's
+ * attached clients', and counts any other value.
  */
 #include <string.h>
 
@@ -14,15 +16,17 @@
 
 static uint64_t *word_of(const struct sched *s, const struct sched_gpu *g)
 {
-	if (s->lock == NULL || g->index >= VS_LOCK_SLOTS)
+	if (s->lock == NULL || s->words == NULL || g->index >= VS_LOCK_SLOTS)
 		return NULL;
-	return &s->lock->slot[g->index].word;
+	return &s->words->w[g->index].word;
 }
 
-void sched_lock_set(struct sched *s, struct vs_lock_page *page)
+void sched_lock_set(struct sched *s, struct vs_lock_page *page,
+		    struct vs_lock_words *words)
 {
-	s->lock = page;
-	if (page == NULL)
+	s->lock = page != NULL && words != NULL ? page : NULL;
+	s->words = s->lock != NULL ? words : NULL;
+	if (s->lock == NULL)
 		return;
 	for (size_t i = 0; i < s->n_gpus; i++)
 		sched_lock_gpu_new(s, s->gpus[i]);
@@ -30,43 +34,76 @@ void sched_lock_set(struct sched *s, struct vs_lock_page *page)
 
 uint64_t sched_client_token(const struct sched_client *c)
 {
-	return VS_LOCK_TOKEN_BIT | c->id;
+	return c->token;
+}
+
+void sched_client_set_token(struct sched_client *c, uint64_t t)
+{
+	c->token = t;
+}
+
+int sched_token_in_use(const struct sched *s, uint64_t t)
+{
+	for (const struct dlink *it = s->clients.next; it != &s->clients;
+	     it = it->next)
+		if (dl_entry(it, struct sched_client, link)->token == t)
+			return 1;
+	return 0;
 }
 
 void sched_lock_gpu_new(struct sched *s, struct sched_gpu *g)
 {
 	uint64_t *w = word_of(s, g);
+	struct vs_lock_slot *sl;
 
 	if (w == NULL)
 		return;
+	sl = &s->lock->slot[g->index];
 	/* Closed first: a client that still reads the slot's old UUID (a
-	 * GPU table slot reused) can no longer take it. The word is freed
+	 * GPU table slot reused) can no longer take it. The slot is opened
 	 * later by a store that orders the new UUID before it. */
+	__atomic_store_n(&sl->open, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(w, VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
-	memcpy(s->lock->slot[g->index].uuid, g->uuid, VS_UUID_LEN);
+	g->opening = 0;
+	memcpy(sl->uuid, g->uuid, VS_UUID_LEN);
 }
 
-/* One exchange, so that a client's compare-and-swap from FREE lands
- * either before it (its token comes back) or after it (it finds the word
- * closed and asks through REQUEST). */
-uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g)
+/* The slot first, then one exchange of the word: a client's swap lands
+ * either before the exchange (its token comes back) or after it, when
+ * the slot says closed already, so that the client undoes it (proto.h). */
+uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g,
+			  uint64_t *opening)
 {
-	uint64_t *w = word_of(s, g), v;
+	uint64_t *w = word_of(s, g);
 
+	*opening = g->opening;
 	if (w == NULL)
-		return 0;
-	v = __atomic_exchange_n(w, VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
-	return v == VS_LOCK_FREE ? 0 : v;
+		return VS_LOCK_CLOSED;
+	if (g->opening != 0)
+		__atomic_store_n(&s->lock->slot[g->index].open, 0,
+				 __ATOMIC_SEQ_CST);
+	g->opening = 0;
+	return __atomic_exchange_n(w, VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
 }
 
 void sched_lock_open(struct sched *s, struct sched_gpu *g)
 {
-	uint64_t *w = word_of(s, g);
+	uint64_t *w = word_of(s, g), n;
 
 	if (w == NULL)
 		return;
-	/* The slot's UUID again, before the word: a client may have written
-	 * junk over it, which would keep everyone on the slow path. */
+	/* A number never used before, so that nothing written for an
+	 * earlier opening matches this one. */
+	n = VS_LOCK_OPEN_BIT | (++s->n_openings & (VS_LOCK_OPEN_BIT - 1));
 	memcpy(s->lock->slot[g->index].uuid, g->uuid, VS_UUID_LEN);
-	__atomic_store_n(w, VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	__atomic_store_n(w, n, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&s->lock->slot[g->index].open, n, __ATOMIC_SEQ_CST);
+	g->opening = n;
+}
+
+uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g)
+{
+	const uint64_t *w = word_of(s, g);
+
+	return w == NULL ? VS_LOCK_CLOSED : __atomic_load_n(w, __ATOMIC_SEQ_CST);
 }

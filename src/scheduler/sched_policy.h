@@ -211,19 +211,26 @@ void sched_tick(struct sched *s);
 
 /*
  * The lock page (include/vshare/proto.h, "The lock page"). sched_lock_set
- * gives the policy the page it publishes free GPUs in (NULL: none, every
+ * gives the policy the pages it publishes free GPUs in (NULL: none, every
  * grant goes through REQUEST); the I/O layer owns the memory. A client's
- * token is what it writes into a word it takes. sched_took: the client
- * says it took uuid through the page (VS_MSG_TOOK): 0, or VS_E_NOGPU.
+ * token is what it writes into a word it takes: 0 until the I/O layer
+ * gave it one (sched_client_set_token, after the client was sent it), and
+ * a client without one takes nothing. sched_token_in_use: whether a
+ * client has t already (tokens are unique). sched_took: the client says
+ * it took uuid through the page (VS_MSG_TOOK): 0 when the scheduler found
+ * its token in the word (now, or at an earlier decision), else
+ * VS_E_STATE (a take nobody saw: the client must give the GPU back) or
+ * VS_E_NOGPU. Only the loop's own decisions adopt a take: a status or
+ * metrics report reads the word (sched_gpu_info's untold) and changes
+ * nothing.
  */
-void sched_lock_set(struct sched *s, struct vs_lock_page *page);
+void sched_lock_set(struct sched *s, struct vs_lock_page *page,
+		    struct vs_lock_words *words);
 uint64_t sched_client_token(const struct sched_client *c);
+void sched_client_set_token(struct sched_client *c, uint64_t t);
+int sched_token_in_use(const struct sched *s, uint64_t t);
 int sched_took(struct sched *s, struct sched_client *c,
 	       const uint8_t uuid[VS_UUID_LEN]);
-/* Adopt every take not told yet (a client tells its take within a second,
- * or is adopted when another asks): before a status or metrics report,
- * so that it shows who runs. */
-void sched_lock_sync(struct sched *s);
 uint64_t sched_next_deadline(const struct sched *s);
 
 /* Admin. `target`/`index`/`uuid` as in struct vs_admin_set. A change to
@@ -310,8 +317,13 @@ struct sched_hist {
 struct sched_gpu_stats {
 	uint64_t grants[2];             /* by VS_GRANT_* kind */
 	uint64_t took;                  /* of those, taken through the lock page */
-	uint64_t lock_resets;           /* lock words closed that held no
-					 * attached client's token */
+	uint64_t lock_resets;           /* open lock words closed that held
+					 * neither the opening nor an attached
+					 * client's token */
+	uint64_t lock_tampered;         /* closed lock words found written
+					 * (a free word forged over a held or
+					 * closed GPU: it took nothing) */
+	uint64_t took_refused;          /* TOOKs of takes nobody saw */
 	uint64_t handoffs;              /* grants to a waiter that had to wait
 					 * for holders to release */
 	uint64_t drops[SCHED_DROP_N];   /* drop requests by reason; [0] unused */
@@ -366,6 +378,10 @@ struct sched_member_info {
 	uint64_t capacity;      /* its view: see struct sched_cfg */
 	enum sched_state state;
 	int      revoked;       /* grant taken back after a hang */
+	int      took;          /* in a snapshot: it took the GPU through the
+				 * lock page, and the scheduler has not
+				 * adopted the take yet (it will at its next
+				 * decision about the GPU, or at the TOOK) */
 	uint64_t held_ms;       /* in the current grant, 0 unless holding */
 	uint64_t waited_ms;     /* in the current wait, 0 unless waiting */
 	/* Fair share, on this GPU: recent GPU time (held, decayed) of the

@@ -58,6 +58,7 @@ static void client_copy(struct sched *snap, struct arena *a,
 	n->id = c->id;
 	n->cred = c->cred;
 	n->weight = c->weight;
+	n->token = c->token;
 	n->slot = c->slot;
 	memcpy(n->label, c->label, sizeof(n->label));
 	dl_append(&snap->clients, &n->link);
@@ -117,9 +118,14 @@ static int snap_fill(struct sched *snap, const struct sched *s)
 		return -1;
 	snap->cap_gpus = s->n_gpus;
 	for (size_t i = 0; i < s->n_gpus; i++) {
+		uint64_t w = sched_lock_peek(s, s->gpus[i]);
+
 		snap->gpus[i] = gpu_copy(s->gpus[i]);
 		if (snap->gpus[i] == NULL)
 			return -1;
+		/* Read, never settled: a report changes nothing. */
+		if (s->gpus[i]->opening != 0 && (w & VS_LOCK_TOKEN_BIT))
+			snap->gpus[i]->seen = w;
 		snap->n_gpus++;
 	}
 	if (arena_new(snap, s, &a) != 0)

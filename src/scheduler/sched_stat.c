@@ -68,16 +68,19 @@ void sched_stat_swapped(struct sched_gpu *g, uint64_t us, uint64_t bytes)
 	g->st.swap_bytes += bytes;
 }
 
+int sched_gpu_named(const struct sched *s, const uint8_t uuid[VS_UUID_LEN])
+{
+	for (size_t i = 0; i < s->cfg.n_gpus; i++)
+		if (memcmp(s->gcfg[i].uuid, uuid, VS_UUID_LEN) == 0)
+			return 1;
+	return 0;
+}
+
 /* NVML's report, or an entry of the configuration's "gpus": a GPU that
  * is there, not a UUID that a client made up. */
 int sched_gpu_vouched(const struct sched *s, const struct sched_gpu *g)
 {
-	if (g->drv_total != 0)
-		return 1;
-	for (size_t i = 0; i < s->cfg.n_gpus; i++)
-		if (memcmp(s->gcfg[i].uuid, g->uuid, VS_UUID_LEN) == 0)
-			return 1;
-	return 0;
+	return g->drv_total != 0 || sched_gpu_named(s, g->uuid);
 }
 
 void sched_gpu_stats(const struct sched *s, const struct sched_gpu *g,

@@ -251,6 +251,8 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->capacity = m->cap;
 	out->state = m->state;
 	out->revoked = m->revoked;
+	out->took = m->state == SCHED_ST_IDLE && m->g->seen != 0 &&
+		    m->g->seen == m->c->token;
 	out->held_ms = m->state == SCHED_ST_HOLDING ? now - m->since : 0;
 	out->waited_ms = m->state == SCHED_ST_WAITING ? now - m->since : 0;
 	out->recent_ms = (uint64_t)sched_fair_recent(s, m, now);

@@ -1,9 +1,14 @@
 /*
- * The listening socket: its directory, a stale file left by a crash, its
- * owner and mode, and who is calling (SO_PEERCRED, never the payload).
+ * The listening socket: its directory (checked, held by a descriptor), a
+ * stale file left by a crash, its owner and mode (set through that
+ * descriptor, never through a link), how many connections one turn of
+ * the loop accepts, and who is calling (SO_PEERCRED, never the payload).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -13,35 +18,153 @@
 #include "log.h"
 #include "srv.h"
 
-/* mkdir -p of the socket's directory, 0755. */
-static int make_parent(const char *path)
+/* ---- the socket's directory ---- */
+
+/*
+ * A directory on the socket's way must be one that only root or the
+ * daemon can change: whoever else owns or may write it could swap the
+ * socket, between its bind and its chown and chmod, for a link to any
+ * file, which the daemon would then hand over (a root daemon: any file
+ * of the system), or swap the directory itself. A sticky directory such
+ * as /tmp is safe: there nobody renames or removes another's entry.
+ * 0, or -EPERM (logged).
+ */
+static int dir_safe(const char *dir, const struct stat *st)
 {
-	char dir[CONF_PATH_MAX];
-	char *p;
+	unsigned me = (unsigned)geteuid();
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	p = strrchr(dir, '/');
-	if (p == NULL || p == dir)
-		return 0;
-	*p = '\0';
-	for (p = dir + 1; ; p++) {
-		if (*p == '/' || *p == '\0') {
-			char save = *p;
-
-			*p = '\0';
-			if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-				int e = errno;
-
-				log_error("cannot create directory %s: %s", dir,
-					  strerror(e));
-				return -e;
-			}
-			*p = save;
-			if (save == '\0')
-				break;
-		}
+	if (!S_ISDIR(st->st_mode)) {
+		log_error("socket directory %s: not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st->st_uid != 0 && st->st_uid != me) {
+		log_error("socket directory %s belongs to uid %u, neither "
+			  "root nor the daemon's user (uid %u): refusing it, "
+			  "since its owner could swap the socket for a link to "
+			  "another file", dir, (unsigned)st->st_uid, me);
+		return -EPERM;
+	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
+		log_error("socket directory %s may be written by %s (mode "
+			  "%04o) and has no sticky bit: refusing it, since "
+			  "they could swap the socket for a link to another "
+			  "file", dir, st->st_mode & S_IWOTH ? "everyone" :
+			  "its group",
+			  (unsigned)(st->st_mode & 07777));
+		return -EPERM;
 	}
 	return 0;
+}
+
+/* One step down from the directory fd, to its entry name (made first,
+ * mode 0755, when `make`): opened without following a link, and checked.
+ * *way is the path so far, which grows by the name. The new descriptor
+ * (fd is closed), or -errno (logged). */
+static int step(int fd, const char *name, int make, char *way, size_t n)
+{
+	struct stat st;
+	size_t len = strlen(way);
+	int next, rc;
+
+	snprintf(way + len, n - len, "%s%s", len > 1 ? "/" : "", name);
+	if (make && mkdirat(fd, name, 0755) != 0 && errno != EEXIST) {
+		rc = -errno;
+		log_error("cannot create directory %s: %s", way, strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	rc = next < 0 ? -errno : 0;
+	close(fd);
+	if (rc != 0) {
+		/* ENOTDIR or ELOOP: a link appeared where the real path had
+		 * none. */
+		log_error("cannot open directory %s: %s", way, strerror(-rc));
+		return rc;
+	}
+	if (fstat(next, &st) != 0 || (rc = dir_safe(way, &st)) != 0) {
+		close(next);
+		return rc != 0 ? rc : -EIO;
+	}
+	return next;
+}
+
+/* Every name of path, one after the other, down from fd (made where
+ * `make`); the last descriptor, or -errno (logged). */
+static int walk(int fd, char *path, int make, char *way, size_t n)
+{
+	char *save = NULL;
+
+	for (char *c = strtok_r(path, "/", &save); c != NULL && fd >= 0;
+	     c = strtok_r(NULL, "/", &save)) {
+		if (make && (strcmp(c, ".") == 0 || strcmp(c, "..") == 0)) {
+			log_error("socket directory %s: \"%s\" in a part that "
+				  "does not exist yet", way, c);
+			close(fd);
+			return -EINVAL;
+		}
+		fd = step(fd, c, make, way, n);
+	}
+	return fd;
+}
+
+/* tail becomes part + tail; both come from a socket path (under 108
+ * bytes), far below tail's PATH_MAX. */
+static void prepend(char *tail, const char *part)
+{
+	size_t len = strlen(part);
+
+	memmove(tail + len, tail, strlen(tail) + 1);
+	memcpy(tail, part, len);
+}
+
+/*
+ * The socket's directory, made where missing (mode 0755), opened with
+ * every directory on its way checked (dir_safe): the way is the real one
+ * (a link on the configured path is resolved once, by realpath, for the
+ * part that exists), walked from / one name at a time without following
+ * links, so that what is checked is what is used. real gets the path
+ * walked. The directory's descriptor (O_PATH), or -errno (logged).
+ */
+static int open_dir(const char *dir, char *real, size_t n)
+{
+	char have[PATH_MAX], rp[PATH_MAX], tail[PATH_MAX] = "";
+	struct stat st;
+	int fd;
+
+	snprintf(have, sizeof(have), "%s", dir);
+	/* The longest part that exists; the rest (tail) is to be made. */
+	while (realpath(have, rp) == NULL) {
+		int e = errno;
+		char *cut = strrchr(have, '/');
+
+		if (e != ENOENT) {
+			log_error("cannot use the socket directory %s: %s", dir,
+				  strerror(e));
+			return -e;
+		}
+		if (cut == NULL) {           /* relative: below the cwd */
+			prepend(tail, have);
+			prepend(tail, "/");
+			snprintf(have, sizeof(have), ".");
+		} else {
+			prepend(tail, cut);
+			if (cut == have)
+				cut[1] = '\0';  /* "/name": / exists */
+			else
+				cut[0] = '\0';
+		}
+	}
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0 || dir_safe("/", &st) != 0) {
+		close(fd);
+		return -EPERM;
+	}
+	snprintf(real, n, "/");
+	fd = walk(fd, rp, 0, real, n);
+	return walk(fd, tail, 1, real, n);
 }
 
 /* Is a scheduler answering on path? 1 yes, 0 no (stale), -errno. */
@@ -62,63 +185,93 @@ static int socket_alive(const char *path)
 	return rc;
 }
 
-int sock_prepare(const char *path)
+/* The socket's directory and name in s, from s->path; 0 or -errno. */
+static int locate(struct srv *s)
 {
+	char dir[CONF_PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(s->path, '/');
+	int fd;
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == s->path ? 1 :
+			 (int)(slash - s->path), s->path);
+	s->sock_name = slash == NULL ? s->path : slash + 1;
+	fd = open_dir(dir, real, sizeof(real));
+	if (fd < 0)
+		return fd;
+	if (snprintf(s->bind_path, sizeof(s->bind_path), "%s%s%s", real,
+		     strcmp(real, "/") == 0 ? "" : "/", s->sock_name) >=
+	    (int)sizeof(s->bind_path)) {
+		log_error("socket path too long once its links are resolved: "
+			  "%s/%s", real, s->sock_name);
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	s->sock_dir = fd;
+	s->has_sock_dir = 1;
+	return 0;
+}
+
+int sock_prepare(struct srv *s)
+{
+	size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
 	struct stat st;
 	int rc;
 
-	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (strlen(s->path) > max) {
 		log_error("socket path too long (%zu bytes, at most %zu): %s",
-			  strlen(path),
-			  sizeof(((struct sockaddr_un *)0)->sun_path) - 1, path);
+			  strlen(s->path), max, s->path);
 		return -ENAMETOOLONG;
 	}
-	rc = make_parent(path);
+	rc = locate(s);
 	if (rc != 0)
 		return rc;
-	if (lstat(path, &st) != 0) {
+	if (fstatat(s->sock_dir, s->sock_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		int e = errno;
 
 		if (e == ENOENT)
 			return 0;
-		/* ENOTDIR: a part of the directory is a file; EACCES... */
-		log_error("cannot use the socket path %s: %s", path,
+		log_error("cannot use the socket path %s: %s", s->path,
 			  strerror(e));
 		return -e;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		log_error("%s exists and is not a socket: not touching it", path);
+		log_error("%s exists and is not a socket: not touching it",
+			  s->path);
 		return -EEXIST;
 	}
-	rc = socket_alive(path);
+	rc = socket_alive(s->bind_path);
 	if (rc == 1) {
-		log_error("another vshare-scheduler is running on %s", path);
+		log_error("another vshare-scheduler is running on %s", s->path);
 		return -EADDRINUSE;
 	}
 	if (rc < 0) {
-		log_error("cannot check the socket %s: %s", path, strerror(-rc));
+		log_error("cannot check the socket %s: %s", s->path,
+			  strerror(-rc));
 		return rc;
 	}
-	log_info("replacing the stale socket %s", path);
-	if (unlink(path) != 0 && errno != ENOENT)
+	log_info("replacing the stale socket %s", s->path);
+	if (unlinkat(s->sock_dir, s->sock_name, 0) != 0 && errno != ENOENT)
 		return -errno;
 	return 0;
 }
+
+/* ---- the socket's owner and mode, by its directory's descriptor ---- */
 
 /* Hand the socket to socket_group. A daemon that already runs with that
  * group (the systemd unit's Group=vshare) makes no chown call at all: the
  * unit's system call filter refuses chown, and a non-root daemon may only
  * give a file to a group it is in. */
-static int give_group(const struct srv *s)
+static int give_group(const struct srv *s, const struct stat *st)
 {
-	struct stat st;
 	int e;
 
-	if (!s->has_sock_gid)
+	if (!s->has_sock_gid || st->st_gid == s->sock_gid)
 		return 0;
-	if (stat(s->path, &st) == 0 && st.st_gid == s->sock_gid)
-		return 0;
-	if (chown(s->path, (uid_t)-1, s->sock_gid) == 0)
+	if (fchownat(s->sock_dir, s->sock_name, (uid_t)-1, s->sock_gid,
+		     AT_SYMLINK_NOFOLLOW) == 0)
 		return 0;
 	e = errno;
 	log_error("cannot give %s to group %u (socket_group): %s; the daemon "
@@ -127,38 +280,149 @@ static int give_group(const struct srv *s)
 	return -e;
 }
 
-int sock_listen(struct srv *s, uv_connection_cb on_connection)
+/* chmod without following a link. A C library that cannot do that
+ * (EOPNOTSUPP, also its answer for a link) may chmod by name once the
+ * name is seen to be a socket again: in a directory that only root and
+ * the daemon may change (dir_safe), nobody else can swap it meanwhile. */
+static int set_mode(const struct srv *s, mode_t mode)
+{
+	struct stat st;
+
+	if (fchmodat(s->sock_dir, s->sock_name, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOTSUP)
+		return -errno;
+	if (fstatat(s->sock_dir, s->sock_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	return fchmodat(s->sock_dir, s->sock_name, mode, 0) == 0 ? 0 : -errno;
+}
+
+/* What was bound must be the daemon's socket still, then gets its group
+ * and mode: never through a link, never a file swapped in for it. */
+static int own_socket(struct srv *s)
+{
+	struct stat st;
+	int rc;
+
+	if (fstatat(s->sock_dir, s->sock_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		log_error("%s is not the socket just bound (replaced?): not "
+			  "touching it", s->path);
+		return -EEXIST;
+	}
+	s->have_socket = 1;
+	rc = give_group(s, &st);
+	if (rc != 0)
+		return rc;
+	rc = set_mode(s, s->conf->socket_mode);
+	if (rc != 0)
+		log_error("cannot chmod %s: %s", s->path, strerror(-rc));
+	return rc;
+}
+
+/* ---- listening and accepting ---- */
+
+/*
+ * Connections taken in one turn of the loop, at most. libuv accepts until
+ * the listen queue is empty, which a flood of connections keeps from ever
+ * happening: the loop would serve nobody else, and grants would wait for
+ * the flood to end. Past the bound the listener's callback leaves the
+ * connection with libuv, which then stops polling the listener until
+ * uv_accept takes it; a check handle, which runs once the turn's I/O
+ * callbacks are done, starts the next batch with it.
+ */
+#define SOCK_ACCEPTS_PER_TURN 32u
+#define SOCK_BACKLOG 512
+
+static void on_turn_end(uv_check_t *h);
+
+/* Hand the connection waiting in the listener to the layer above; one
+ * it could not take (out of memory) waits for the next turn. */
+static void accept_one(struct srv *s)
+{
+	s->acc_turn++;
+	if (s->accept_one(s) != 0)
+		s->acc_held = 1;
+	if (!uv_is_active((uv_handle_t *)&s->acc_check))
+		uv_check_start(&s->acc_check, on_turn_end);
+}
+
+static void on_turn_end(uv_check_t *h)
+{
+	struct srv *s = h->data;
+
+	s->acc_turn = 0;
+	if (!s->acc_held) {
+		uv_check_stop(h);
+		return;
+	}
+	s->acc_held = 0;
+	accept_one(s);
+}
+
+static void on_listener(uv_stream_t *server, int status)
+{
+	struct srv *s = server->data;
+
+	if (status < 0) {
+		log_warn("accept: %s", uv_strerror(status));
+		return;
+	}
+	if (s->acc_turn >= SOCK_ACCEPTS_PER_TURN) {
+		s->acc_held = 1; /* libuv keeps it: on_turn_end takes it */
+		return;
+	}
+	accept_one(s);
+}
+
+int sock_listen(struct srv *s, int (*accept_one_cb)(struct srv *s))
 {
 	mode_t old;
 	int rc;
 
+	s->accept_one = accept_one_cb;
+	uv_check_init(s->loop, &s->acc_check);
+	s->acc_check.data = s;
 	rc = uv_pipe_init(s->loop, &s->listener, 0);
 	if (rc != 0)
 		return rc;
 	s->listener.data = s;
 	/* Bind with no access for anyone but us, then open up: a peer never
-	 * sees the socket with the umask's permissions. */
+	 * sees the socket with the umask's permissions. Bound by its real
+	 * path, in the directory that sock_prepare checked and holds. */
 	old = umask(0177);
-	rc = uv_pipe_bind(&s->listener, s->path);
+	rc = uv_pipe_bind(&s->listener, s->bind_path);
 	umask(old);
 	if (rc != 0) {
 		log_error("cannot bind %s: %s", s->path, uv_strerror(rc));
 		return rc;
 	}
-	s->have_socket = 1;
-	rc = give_group(s);
+	rc = own_socket(s);
 	if (rc != 0)
 		return rc;
-	if (chmod(s->path, s->conf->socket_mode) != 0) {
-		rc = -errno;
-		log_error("cannot chmod %s: %s", s->path, strerror(errno));
-		return rc;
-	}
 	/* The kernel caps the backlog at net.core.somaxconn. */
-	rc = uv_listen((uv_stream_t *)&s->listener, 4096, on_connection);
+	rc = uv_listen((uv_stream_t *)&s->listener, SOCK_BACKLOG, on_listener);
 	if (rc != 0)
 		log_error("cannot listen on %s: %s", s->path, uv_strerror(rc));
 	return rc;
+}
+
+void sock_close(struct srv *s)
+{
+	if (s->have_socket) {
+		(void)unlinkat(s->sock_dir, s->sock_name, 0);
+		s->have_socket = 0;
+	}
+	if (s->listener.loop != NULL)
+		uv_close((uv_handle_t *)&s->listener, NULL);
+	if (s->acc_check.loop != NULL)
+		uv_close((uv_handle_t *)&s->acc_check, NULL);
+	if (s->has_sock_dir) {
+		close(s->sock_dir);
+		s->has_sock_dir = 0;
+	}
 }
 
 /* Is gid the admin group, or among the peer's supplementary groups? */

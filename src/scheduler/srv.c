@@ -38,6 +38,7 @@ static void on_sweep(uv_timer_t *t)
 	struct srv *s = t->data;
 
 	conn_sweep(s);
+	peerlog_sweep(s);
 	srv_flush(s);
 }
 
@@ -56,47 +57,56 @@ static void rearm(struct srv *s)
 	uv_timer_start(&s->timer, on_timer, due > now ? due - now : 0, 0);
 }
 
-/* "client 3 "train" (pid 1234)" for log lines: who the policy acts on. */
+/* "client 3 "train" (pid 1234)" for log lines: who the policy acts on,
+ * its label escaped (vs_label_escape), in WHO_MAX bytes. */
+#define WHO_MAX (VS_LABEL_ESC_SIZE(VS_LABEL_MAX) + 48)
+
 static void who(const struct conn *c, uint32_t id, char *out, size_t n)
 {
 	struct sched_client_info ci;
+	char label[VS_LABEL_ESC_SIZE(VS_LABEL_MAX)];
 
 	if (c == NULL || c->client == NULL) {
 		snprintf(out, n, "client %u", id);
 		return;
 	}
 	sched_client_info(c->client, &ci);
-	snprintf(out, n, "client %u \"%s\" (pid %d)", id, ci.label,
+	vs_label_escape(ci.label, label, sizeof(label));
+	snprintf(out, n, "client %u \"%s\" (pid %d)", id, label,
 		 (int)ci.cred.pid);
 }
 
+/* Lines about the client the entry is for (peer_log: limited per
+ * connection and uid, unless the client is gone). */
 static void log_out(struct srv *s, const struct sched_out *o)
 {
-	char uuid[VS_UUID_STR_LEN], name[VS_LABEL_MAX + 48];
+	char uuid[VS_UUID_STR_LEN], name[WHO_MAX];
 	const struct vs_grant *g = &o->u.grant;
+	struct conn *c = o->user;
 
 	vs_uuid_format(o->uuid, uuid);
-	who(o->user, o->client_id, name, sizeof(name));
+	who(c, o->client_id, name, sizeof(name));
 	if (o->kind == SCHED_OUT_UNRESPONSIVE) {
-		log_warn("%s has not released %s within %u ms of a drop "
-			 "request%s", name, uuid, s->conf->grace_ms,
-			 o->revoked ? ": skipping it, the others proceed" :
-			 ": the others wait (skip_unresponsive is off)");
+		plog_warn(c, "%s has not released %s within %u ms of a drop "
+			  "request%s", name, uuid, s->conf->grace_ms,
+			  o->revoked ? ": skipping it, the others proceed" :
+			  ": the others wait (skip_unresponsive is off)");
 		return;
 	}
 	/* Debug: a busy node grants and drops many times a second. */
 	if (o->type == VS_MSG_GRANT)
-		log_debug("grant %s to %s: %s, quantum %u s%s", uuid, name,
-			  g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
-			  g->tq_ms / 1000, o->kind == SCHED_OUT_TOOK ?
-			  ", taken through the lock page" :
-			  g->flags & VS_GRANTF_OVERSUB ?
-			  ", oversubscribed (it prefetches)" : "");
+		plog_debug(c, "grant %s to %s: %s, quantum %u s%s", uuid, name,
+			   g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" :
+			   "shared", g->tq_ms / 1000,
+			   o->kind == SCHED_OUT_TOOK ?
+			   ", taken through the lock page" :
+			   g->flags & VS_GRANTF_OVERSUB ?
+			   ", oversubscribed (it prefetches)" : "");
 	else if (o->type == VS_MSG_DROP)
-		log_debug("drop request to %s for %s: %s", name, uuid,
-			  o->fair ? "fair share, a waiter with much less recent "
-			  "GPU time (release now)" :
-			  vs_drop_reason_name(o->u.drop.reason));
+		plog_debug(c, "drop request to %s for %s: %s", name, uuid,
+			   o->fair ? "fair share, a waiter with much less "
+			   "recent GPU time (release now)" :
+			   vs_drop_reason_name(o->u.drop.reason));
 }
 
 static void deliver(struct srv *s, const struct sched_out *o)
@@ -157,10 +167,10 @@ static void peer_gone(struct conn *c)
 	if (c->client == NULL)
 		return;
 	if (log_get_level() >= LOG_LVL_INFO) {
-		char name[VS_LABEL_MAX + 48];
+		char name[WHO_MAX];
 
 		who(c, sched_client_id(c->client), name, sizeof(name));
-		log_info("%s left", name);
+		plog_info(c, "%s left", name);
 	}
 	sched_client_del(c->srv->sched, c->client);
 	c->client = NULL;
@@ -188,7 +198,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	struct conf_policy pol;
 	struct vs_welcome w;
 	struct sched_uid_info ui;
-	char label[VS_LABEL_MAX + 1];
+	char label[VS_LABEL_MAX + 1], shown[VS_LABEL_ESC_SIZE(VS_LABEL_MAX)];
 
 	/* The header's version, which the reader checked, is the one this
 	 * client speaks; its HELLO must say the same. */
@@ -219,11 +229,12 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	if (sched_uid_info(c->srv->sched, c->cred.uid, &ui) == 0 &&
 	    ui.n_clients == 1)
 		sched_client_set_weight(c->srv->sched, c->client, pol.weight);
-	log_info("client %u \"%s\" registered: pid %d, uid %u, protocol %u; "
-		 "policy: limit %llu bytes per GPU (0: none)%s, weight %u",
-		 sched_client_id(c->client), label, c->cred.pid, c->cred.uid,
-		 c->rx.version, (unsigned long long)pol.mem_limit,
-		 pol.require ? ", scheduler required" : "", pol.weight);
+	vs_label_escape(label, shown, sizeof(shown));
+	plog_info(c, "client %u \"%s\" registered: pid %d, uid %u, protocol "
+		  "%u; policy: limit %llu bytes per GPU (0: none)%s, weight %u",
+		  sched_client_id(c->client), shown, c->cred.pid, c->cred.uid,
+		  c->rx.version, (unsigned long long)pol.mem_limit,
+		  pol.require ? ", scheduler required" : "", pol.weight);
 	memset(&w, 0, sizeof(w));
 	w.proto_version = c->rx.version;
 	w.client_id = sched_client_id(c->client);
@@ -232,18 +243,18 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	send_policy(c);
 }
 
-static void log_new_gpu(const struct sched_gpu *g)
+static void log_new_gpu(struct conn *c, const struct sched_gpu *g)
 {
 	struct sched_gpu_info gi;
 	char uuid[VS_UUID_STR_LEN];
 
 	sched_gpu_info(g, &gi);
 	vs_uuid_format(gi.uuid, uuid);
-	log_info("first attach of GPU %u, %s: %.1f GiB, capacity %.1f GiB, "
-		 "mode %s, quantum %u s", gi.index, uuid,
-		 (double)gi.total_mem / (1 << 30),
-		 (double)gi.capacity / (1 << 30), vs_mode_name(gi.mode),
-		 gi.tq_ms / 1000);
+	plog_info(c, "first attach of GPU %u, %s: %.1f GiB, capacity %.1f "
+		  "GiB, mode %s, quantum %u s", gi.index, uuid,
+		  (double)gi.total_mem / (1 << 30),
+		  (double)gi.capacity / (1 << 30), vs_mode_name(gi.mode),
+		  gi.tq_ms / 1000);
 }
 
 static uint64_t gpu_total(const struct sched_gpu *g)
@@ -305,10 +316,10 @@ static void refuse(struct conn *c, uint16_t type, const void *payload, int rc)
 		c->srv->mx.refused[lim.reason]++;
 	vs_uuid_format(id, uuid);
 	if (!c->refused_once)
-		log_warn("%s refused for uid %u (pid %d) on %s: %s (%u); the "
-			 "client runs that GPU unshared",
-			 type == VS_MSG_ATTACH ? "attach" : "request",
-			 c->cred.uid, c->cred.pid, uuid, lim.name, lim.value);
+		plog_warn(c, "%s refused for uid %u (pid %d) on %s: %s (%u); "
+			  "the client runs that GPU unshared",
+			  type == VS_MSG_ATTACH ? "attach" : "request",
+			  c->cred.uid, c->cred.pid, uuid, lim.name, lim.value);
 	c->refused_once = 1;
 	conn_send_error(c, rc, lim.value, "%s: %s refused: %s (%u)", uuid,
 			type == VS_MSG_ATTACH ? "attach" : "request", lim.name,
@@ -388,6 +399,27 @@ static void attached(struct conn *c, const uint8_t uuid[VS_UUID_LEN])
 	conn_send(c, VS_MSG_MODE, &m, sizeof(m));
 }
 
+/* Every client request but HELLO starts with its GPU's UUID: an error
+ * names it first ("GPU-<uuid>: request: ..."), as a refusal by a limit
+ * does, so that a client of version 5 knows which GPU to resynchronise
+ * (it asks again, or gives back a take the scheduler did not see). */
+static void answer_error(struct conn *c, uint16_t type, const void *payload,
+			 int rc)
+{
+	const struct vs_msg_info *mi = vs_msg_lookup(type);
+	char uuid[VS_UUID_STR_LEN];
+
+	if (mi == NULL || mi->role != VS_ROLE_CLIENT || type == VS_MSG_HELLO ||
+	    mi->size < VS_UUID_LEN) {
+		conn_send_error(c, rc, 0, "%s: %s", mi ? mi->name : "?",
+				vs_err_name(rc));
+		return;
+	}
+	vs_uuid_format(((const struct vs_gpu_ref *)payload)->uuid, uuid);
+	conn_send_error(c, rc, 0, "%s: %s: %s", uuid, mi->name,
+			vs_err_name(rc));
+}
+
 static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 			  const void *payload)
 {
@@ -410,13 +442,13 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 			attached(c, m->uuid);
 		/* A new GPU may take the slot of an unused one: by UUID. */
 		if (rc >= 0 && known == NULL)
-			log_new_gpu(sched_gpu_find(sc, m->uuid));
+			log_new_gpu(c, sched_gpu_find(sc, m->uuid));
 		else if (rc >= 0 && m->total_mem != total)
-			log_debug("client %u reports %llu bytes on a GPU known "
-				  "with %llu: its report binds its own grants "
-				  "only", sched_client_id(c->client),
-				  (unsigned long long)m->total_mem,
-				  (unsigned long long)total);
+			plog_debug(c, "client %u reports %llu bytes on a GPU "
+				   "known with %llu: its report binds its own "
+				   "grants only", sched_client_id(c->client),
+				   (unsigned long long)m->total_mem,
+				   (unsigned long long)total);
 		break;
 	}
 	case VS_MSG_FOOTPRINT: {
@@ -436,10 +468,10 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	case VS_MSG_SWAPPED: {
 		const struct vs_swapped *m = payload;
 
-		log_debug("client %u swapped in %llu bytes in %llu us",
-			  sched_client_id(c->client),
-			  (unsigned long long)m->bytes,
-			  (unsigned long long)m->us);
+		plog_debug(c, "client %u swapped in %llu bytes in %llu us",
+			   sched_client_id(c->client),
+			   (unsigned long long)m->bytes,
+			   (unsigned long long)m->us);
 		rc = sched_swapped(sc, c->client, m->uuid, m->us, m->bytes);
 		break;
 	}
@@ -450,8 +482,17 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 		rc = sched_took(sc, c->client,
 				((const struct vs_gpu_ref *)payload)->uuid);
 		if (rc == 0)
-			log_debug("client %u took its GPU through the lock page",
-				  sched_client_id(c->client));
+			plog_debug(c, "client %u took its GPU through the "
+				   "lock page", sched_client_id(c->client));
+		else if (rc == VS_E_STATE && !c->took_refused)
+			plog_info(c, "client %u (uid %u, pid %d) says it took "
+				  "a GPU through the lock page, but its token "
+				  "was not in the word: refused (counted from "
+				  "now on, not logged)",
+				  sched_client_id(c->client),
+				  (unsigned)c->cred.uid, (int)c->cred.pid);
+		if (rc == VS_E_STATE)
+			c->took_refused = 1;
 		break;
 	default:
 		rc = VS_E_PROTO;
@@ -459,12 +500,8 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 	}
 	if (rc == VS_E_LIMIT || rc == VS_E_FULL)
 		refuse(c, h->type, payload, rc);
-	else if (rc < 0) {
-		const struct vs_msg_info *mi = vs_msg_lookup(h->type);
-
-		conn_send_error(c, rc, 0, "%s: %s", mi ? mi->name : "?",
-				vs_err_name(rc));
-	}
+	else if (rc < 0)
+		answer_error(c, h->type, payload, rc);
 }
 
 static void dispatch(struct conn *c, const struct vs_hdr *h,
@@ -528,11 +565,9 @@ static const char *group_name(int has, gid_t gid)
 
 static char *metrics_text(void *arg, size_t *len)
 {
-	char *t = ctl_metrics_text(arg, len);
-
-	/* Adopting a take may have queued a drop (sched_lock_sync). */
-	srv_flush(arg);
-	return t;
+	/* A render reads the policy's state and changes nothing (a take
+	 * not yet told shows as such), so there is nothing to flush. */
+	return ctl_metrics_text(arg, len);
 }
 
 /* The metrics over HTTP, when metrics_listen asks for them: 0, or -1
@@ -567,8 +602,9 @@ int srv_start(struct srv *s)
 		cfg.total_fn = nvml_total;
 	s->timer_due = SCHED_NO_DEADLINE;
 	s->events = &events;
-	s->lock_fd = -1;
+	s->lock_fd = s->words_fd = -1;
 	s->lock = NULL;
+	s->words = NULL;
 	s->sched = sched_new(&cfg, loop_clock, s->loop);
 	if (s->sched == NULL)
 		return -1;
@@ -577,7 +613,7 @@ int srv_start(struct srv *s)
 		if (rc != 0)
 			log_warn("no lock page (%s): every grant goes through "
 				 "the socket", strerror(-rc));
-		sched_lock_set(s->sched, s->lock);
+		sched_lock_set(s->sched, s->lock, s->words);
 	}
 	uv_timer_init(s->loop, &s->timer);
 	s->timer.data = s;
@@ -592,9 +628,9 @@ int srv_start(struct srv *s)
 		s->sig[i].data = s;
 		uv_signal_start(&s->sig[i], on_signal, signums[i]);
 	}
-	rc = sock_prepare(s->path);
+	rc = sock_prepare(s);
 	if (rc == 0)
-		rc = sock_listen(s, conn_on_connection);
+		rc = sock_listen(s, conn_accept);
 	if (rc == 0)
 		rc = http_up(s);
 	if (rc != 0) {
@@ -621,12 +657,7 @@ void srv_stop(struct srv *s)
 		conn_close(s->conns);
 	sched_out_clear(s->sched);
 	srv_flush(s);
-	if (s->have_socket) {
-		unlink(s->path);
-		s->have_socket = 0;
-	}
-	if (s->listener.loop != NULL)
-		uv_close((uv_handle_t *)&s->listener, NULL);
+	sock_close(s);
 	uv_close((uv_handle_t *)&s->timer, NULL);
 	uv_close((uv_handle_t *)&s->sweep, NULL);
 	stq_close(s);

@@ -8,10 +8,11 @@
  *
  * Calls go one way (STYLE.md rule 12): srv.c calls ctl.c, stq.c,
  * reload.c, http.c, conn.c and sock.c; stq.c calls ctl.c and conn.c;
- * ctl.c calls metrics.c and conn.c; conn.c calls sock.c. A lower
- * file reports upward through a return value, or through the callbacks
- * srv.c hands down: struct conn_events for conn.c, the connection
- * callback of sock_listen for sock.c.
+ * ctl.c calls metrics.c and conn.c; conn.c calls sock.c and cool.c. A
+ * lower file reports upward through a return value, or through the
+ * callbacks srv.c hands down: struct conn_events for conn.c, the accept
+ * callback of sock_listen for sock.c. srv.c, ctl.c and conn.c write the
+ * lines about a peer through peerlog.c, which calls nothing of theirs.
  */
 #ifndef VSHARE_SRV_H
 #define VSHARE_SRV_H
@@ -21,8 +22,10 @@
 #include <uv.h>
 
 #include "conf.h"
+#include "cool.h"
 #include "frame.h"
 #include "http.h"
+#include "log.h"
 #include "metrics.h"
 #include "sched_policy.h"
 #include "vshare/proto.h"
@@ -55,12 +58,15 @@ struct conn {
 	int is_admin;
 	int closing;
 	int paused;                  /* reading stopped: output backed up */
-	int refused_once;            /* a limit refusal was logged */
+	int refused_once;            /* a refusal (limit, not admin) was
+				      * logged: later ones are counted */
+	int took_refused;            /* a TOOK refusal was logged */
 	int counted;                 /* in its uid's connection count */
 	uint64_t wq_window;          /* start of this second of WAIT_QUERYs */
 	uint32_t wq_n;               /* answered in it */
 	uint64_t t_idle;             /* accept or last whole frame, ms */
 	uint64_t t_frame;            /* first byte of a partial frame, or 0 */
+	uint64_t log_tat;            /* its log bucket's clock (peerlog.c) */
 	uint64_t outq;               /* bytes queued, with their overhead */
 	uint32_t status_gen;         /* waits for this status rendering */
 	unsigned char *stash;        /* read, not yet decoded (paused) */
@@ -87,6 +93,17 @@ struct srv {
 	int log_level_arg;           /* --log-level, or -1 */
 	char path[CONF_PATH_MAX];
 	int have_socket;
+	/* sock.c: the socket's directory, checked and held open; the
+	 * socket's name in it, and its path with no link on the way. */
+	int sock_dir, has_sock_dir;
+	const char *sock_name;
+	char bind_path[CONF_PATH_MAX];
+	/* sock.c: the accepts of this loop turn; one held for the next. */
+	int (*accept_one)(struct srv *s);
+	uv_check_t acc_check;
+	unsigned acc_turn;
+	int acc_held;
+	struct cool cool;            /* uids refused in bursts (cool.c) */
 	gid_t sock_gid, admin_gid;
 	int has_sock_gid, has_admin_gid;
 	char admin_group_name[CONF_NAME_MAX];
@@ -96,6 +113,8 @@ struct srv {
 	uint64_t outq_total;         /* every conn's outq */
 	struct srv_uid *uids;
 	size_t n_uids, cap_uids;
+	struct peerlog_uid *log_uids; /* log buckets per uid (peerlog.c) */
+	size_t n_log_uids, cap_log_uids;
 	/* stq.c: status renderings */
 	uv_work_t st_work;
 	uv_timer_t st_timer;
@@ -112,36 +131,61 @@ struct srv {
 	struct metrics_daemon mx;    /* connection counters, for metrics */
 	struct metrics_cache mcache; /* the text every metrics reader gets */
 	struct http *http;           /* metrics_listen's server, or NULL */
-	int lock_fd;                 /* the lock page's memfd, -1: none */
+	int lock_fd;                 /* the lock's state page, -1: none */
 	struct vs_lock_page *lock;   /* its mapping */
+	int words_fd;                /* the lock's words page */
+	struct vs_lock_words *words; /* its mapping */
 	struct sched_out *batch;     /* srv_flush's copy of the outbox */
 	size_t batch_cap;
 	int flushing;
 	int stopping;
 };
 
-/* lockpage.c: the lock page shared with clients (proto.h). create: 0,
- * or -errno and no page (every grant then goes through REQUEST). */
+/* lockpage.c: the lock's two pages shared with clients (proto.h).
+ * create: 0, or -errno and no pages (every grant then goes through
+ * REQUEST). */
 int  lockpage_create(struct srv *s);
 void lockpage_destroy(struct srv *s);
-/* Pass the page to a client of version 4 or later, after its WELCOME. */
+/* Give a client of version 5 or later its token and pass it the pages,
+ * after its WELCOME. */
 void lockpage_send(struct conn *c);
 
+/* peerlog.c: lines about a peer (c may be NULL: not limited), at most
+ * a burst and then one a second per connection and per uid; the rest
+ * are counted per uid and the count logged. The sweep logs the counts of
+ * uids whose bucket is full again; free logs what is left to tell. */
+struct peerlog_uid;
+void peer_log(struct conn *c, enum log_level level, const char *func,
+	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define plog_warn(c, ...)  peer_log((c), LOG_LVL_WARN, __func__, __VA_ARGS__)
+#define plog_info(c, ...)  peer_log((c), LOG_LVL_INFO, __func__, __VA_ARGS__)
+#define plog_debug(c, ...) peer_log((c), LOG_LVL_DEBUG, __func__, __VA_ARGS__)
+void peerlog_sweep(struct srv *s);
+void peerlog_free(struct srv *s);
+
 /* sock.c */
-int sock_prepare(const char *path);  /* dirs, stale file; 0 or -errno */
-/* Bind, own, listen; each new peer goes to on_connection. 0 or -errno. */
-int sock_listen(struct srv *s, uv_connection_cb on_connection);
+/* The socket's directory (made where missing, refused where another user
+ * could change it) and a stale file; 0 or -errno (logged). */
+int sock_prepare(struct srv *s);
+/* Bind, own, listen. accept_one takes the connection waiting in the
+ * listener (uv_accept): 0, or -1 when it could not (out of memory; the
+ * connection waits for the next loop turn). 0 or -errno. */
+int sock_listen(struct srv *s, int (*accept_one)(struct srv *s));
+/* Remove the socket, close the listener and the directory. */
+void sock_close(struct srv *s);
 int sock_peer(int fd, struct sched_cred *cred, const struct srv *s,
 	      int *is_admin);
 
-/* conn.c; the listener's data is the struct srv, whose events it calls */
-void conn_on_connection(uv_stream_t *server, int status);
+/* conn.c; the listener's data is the struct srv, whose events it calls.
+ * accept: sock_listen's accept_one. */
+int  conn_accept(struct srv *s);
 void conn_send(struct conn *c, uint16_t type, const void *payload,
 	       uint32_t len);
 void conn_send_error(struct conn *c, int32_t code, uint32_t detail,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-int  conn_send_fd(struct conn *c, uint16_t type, const void *payload,
-		  uint32_t len, int fd);
+#define CONN_MAX_FDS 2
+int  conn_send_fds(struct conn *c, uint16_t type, const void *payload,
+		   uint32_t len, const int *fds, unsigned n_fds);
 void conn_close(struct conn *c);
 /* Close peers past their hello or frame deadline (the sweep timer). */
 void conn_sweep(struct srv *s);

@@ -133,7 +133,6 @@ static void start(struct srv *s)
 		return;
 	}
 	t0 = uv_hrtime();
-	sched_lock_sync(s->sched);
 	s->st_snap = sched_snapshot(s->sched);
 	s->st_cost = uv_hrtime() - t0;
 	s->st_cur = s->st_next++;

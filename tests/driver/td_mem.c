@@ -34,6 +34,28 @@ static void *map_bytes(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Memory whose address fits 32 bits, for the entry points of CUDA
+ * before 3.2 (CUdeviceptr_v1): the low 2 GiB where the kernel has
+ * MAP_32BIT, else a hint at 1 GiB; NULL when it does not fit. */
+static void *map_low(size_t bytes)
+{
+#ifdef MAP_32BIT
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		       MAP_ANONYMOUS | MAP_NORESERVE | MAP_32BIT, -1, 0);
+#else
+	void *p = mmap((void *)(1ul << 30), bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+#endif
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if ((uint64_t)(uintptr_t)p + bytes > UINT32_MAX) {
+		munmap(p, bytes);
+		return NULL;
+	}
+	return p;
+}
+
 static void release(size_t i)
 {
 	struct td_alloc *a = &allocs[i];
@@ -88,8 +110,9 @@ void td_mem_unregister_range(uintptr_t base, size_t size)
 }
 
 /* Lock held. */
-CUresult td_mem_alloc(struct CUctx_st *c, size_t bytes, enum td_mem_kind kind,
-		      CUmemoryPool pool, CUdeviceptr *out)
+static CUresult alloc_mapped(struct CUctx_st *c, size_t bytes,
+			     enum td_mem_kind kind, CUmemoryPool pool,
+			     CUdeviceptr *out, void *(*map)(size_t))
 {
 	size_t counted = kind == TD_MEM_MANAGED || kind == TD_MEM_HOST ? 0 : bytes;
 	struct td_alloc *a;
@@ -99,7 +122,7 @@ CUresult td_mem_alloc(struct CUctx_st *c, size_t bytes, enum td_mem_kind kind,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (td_devmem_reserve(c->dev, counted) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	p = map_bytes(bytes);
+	p = map(bytes);
 	a = p ? td_mem_register((uintptr_t)p, bytes, kind, c) : NULL;
 	if (!a) {
 		if (p)
@@ -111,6 +134,13 @@ CUresult td_mem_alloc(struct CUctx_st *c, size_t bytes, enum td_mem_kind kind,
 	a->pool = pool;
 	*out = (CUdeviceptr)a->base;
 	return CUDA_SUCCESS;
+}
+
+/* Lock held. */
+CUresult td_mem_alloc(struct CUctx_st *c, size_t bytes, enum td_mem_kind kind,
+		      CUmemoryPool pool, CUdeviceptr *out)
+{
+	return alloc_mapped(c, bytes, kind, pool, out, map_bytes);
 }
 
 /* Lock held. Frees the allocation that starts at p. */
@@ -140,8 +170,8 @@ void td_mem_free_ctx(struct CUctx_st *c)
 	}
 }
 
-static CUresult alloc_current(CUdeviceptr *dptr, size_t bytes,
-			      enum td_mem_kind kind)
+static CUresult alloc_in(CUdeviceptr *dptr, size_t bytes,
+			 enum td_mem_kind kind, void *(*map)(size_t))
 {
 	struct CUctx_st *c;
 	CUresult rc = td_current_ctx(&c);
@@ -151,9 +181,36 @@ static CUresult alloc_current(CUdeviceptr *dptr, size_t bytes,
 	td_lock();
 	rc = td_capture_check_unsafe();
 	if (rc == CUDA_SUCCESS)
-		rc = td_mem_alloc(c, bytes, kind, NULL, dptr);
+		rc = alloc_mapped(c, bytes, kind, NULL, dptr, map);
 	td_unlock();
 	return rc;
+}
+
+static CUresult alloc_current(CUdeviceptr *dptr, size_t bytes,
+			      enum td_mem_kind kind)
+{
+	return alloc_in(dptr, bytes, kind, map_bytes);
+}
+
+/* The 32-bit cuMemAlloc and cuMemFree of CUDA before 3.2, which the real
+ * driver still exports: device memory, counted as cuMemAlloc_v2's is,
+ * at an address that fits a CUdeviceptr_v1. */
+CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+	CUdeviceptr p;
+	CUresult rc;
+
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	rc = alloc_in(&p, bytesize, TD_MEM_DEVICE, map_low);
+	if (rc == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr_v1)p;
+	return rc;
+}
+
+CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+	return cuMemFree_v2((CUdeviceptr)dptr);
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)

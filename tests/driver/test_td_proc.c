@@ -35,7 +35,10 @@ static void test_versions(void **state)
 			 (void *)cuGetProcAddress_v2);
 	assert_ptr_equal(proc("cuGetProcAddress", 11080, 0, &st),
 			 (void *)cuGetProcAddress);
-	assert_null(proc("cuMemAlloc", 3000, 0, &st));
+	/* Before CUDA 3.2 the 32-bit variant, before 2.0 none. */
+	assert_ptr_equal(proc("cuMemAlloc", 3000, 0, &st), (void *)cuMemAlloc);
+	assert_ptr_equal(proc("cuMemAlloc", 3020, 0, &st), (void *)cuMemAlloc_v2);
+	assert_null(proc("cuMemAlloc", 1000, 0, &st));
 	assert_int_equal(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 	assert_null(proc("cuNoSuchFunction", 13000, 0, &st));
 	assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);

@@ -43,16 +43,20 @@ def sched_takes(s):
 
 
 def page_fds(pid):
-    """Descriptors of pid that name the lock page, and whether it is
-    mapped."""
+    """Descriptors of pid that name a lock page, and whether both pages
+    are mapped, the state page read-only."""
     fds = 0
     for fd in os.listdir("/proc/%d/fd" % pid):
         try:
-            fds += "vshare-lock-page" in os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            fds += "vshare-lock-" in os.readlink("/proc/%d/fd/%s" % (pid, fd))
         except OSError:
             pass
     with open("/proc/%d/maps" % pid) as f:
-        mapped = "vshare-lock-page" in f.read()
+        maps = [l.split() for l in f]
+    perms = {l[-2] if l[-1] == "(deleted)" else l[-1]: l[1]
+             for l in maps if "vshare-lock-" in " ".join(l)}
+    mapped = (perms.get("/memfd:vshare-lock-state") == "r--s" and
+              perms.get("/memfd:vshare-lock-words") == "rw-s")
     return fds, mapped
 
 
@@ -66,8 +70,8 @@ def take_back():
     a = prog("-n", 4, "-k", 10000, "-m", 8, "-P", 1500, "-W", 300)
     time.sleep(0.15)
     fds, mapped = page_fds(a.pid)
-    check(mapped and fds == 0, "the page is mapped and its descriptor "
-          "closed (%d open)" % fds)
+    check(mapped and fds == 0, "the pages are mapped, the state page "
+          "read-only, and their descriptors closed (%d open)" % fds)
     time.sleep(0.45)
     b = prog("-n", 2, "-k", 10000, "-m", 8)
     ok_exit(b)

@@ -8,6 +8,7 @@
 #ifndef VSHARE_TEST_GATE_FAKE_H
 #define VSHARE_TEST_GATE_FAKE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "client.h"
@@ -75,6 +76,7 @@ struct fs_msg {
 	uint16_t type;
 	uint16_t version;             /* of its header */
 	uint32_t len;
+	uint64_t at_ms;               /* when the fake read its header */
 	union {
 		unsigned char raw[256];
 		struct vs_hello hello;
@@ -107,12 +109,39 @@ void fs_no_welcome(int on);
 void fs_speak(uint16_t v);
 /* Automatic mode for the stress test: grant every request at once. */
 void fs_auto_grant(int on);
-/* Share a lock page with version-4 clients (before fs_start): passed
- * after WELCOME, each ATTACH confirmed with a MODE. fs_lock_word: GPU
- * dev's word, for the test to free and read. */
-#define FS_TOKEN (VS_LOCK_TOKEN_BIT | 7u)
+/* A scheduler that accepts nothing (before fs_start): its listen queue
+ * (backlog 0) is filled by fs_start, so that the client's connect gets
+ * EAGAIN. fs_accept_again: it accepts again, the fillers first. */
+void fs_queue_full(void);
+void fs_accept_again(void);
+/* Answer a frame about dev with VS_E_STATE, naming the GPU and the
+ * message ("took", "request", ...) as the scheduler does. */
+void fs_refuse(int dev, const char *what);
+/* Answer the next n REQUESTs so (a scheduler whose state does not agree
+ * with the client's). */
+void fs_refuse_requests(int n);
+/* Share the lock pages with clients of version 4 and later (before
+ * fs_start): passed after WELCOME (a version-4 frame says words 0 and
+ * passes a version-4 page, which the client must not use). Each ATTACH
+ * of such a client is confirmed with a MODE, page or not, as the real
+ * scheduler does.
+ * fs_lock_word: GPU dev's word; fs_lock_state: its slot's `open` in the
+ * state page (writable here); fs_lock_open: open dev with the number n
+ * (the word, then the state); fs_lock_close: close it (the state, then
+ * one exchange of the word), returning what the word held. */
+#define FS_TOKEN (VS_LOCK_TOKEN_BIT | 0x5eed1e55u)
 void fs_lock_page(void);
+/* The same with the state page sealed by `seal` alone against writing
+ * (0: not sealed, which the client must refuse). */
+void fs_lock_page_sealed(int seal);
 uint64_t *fs_lock_word(int dev);
+uint64_t *fs_lock_state(int dev);
+void fs_lock_open(int dev, uint64_t n);
+uint64_t fs_lock_close(int dev);
+/* The descriptors to pass to a client of `version` (fds may be NULL):
+ * 2 (state, words) for version 5, 1 (the version-4 page) for version 4,
+ * 0 if there are no pages or none for that version. */
+size_t fs_lock_fds(uint16_t version, int fds[2]);
 
 /* Time helpers. */
 uint64_t now_ms(void);

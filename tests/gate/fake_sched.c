@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -22,6 +20,7 @@
 #define CMD_NONE 0
 #define CMD_KICK 1
 #define CMD_STOP 2
+#define CMD_WAKE 3                  /* look at the settings again */
 
 static struct {
 	pthread_mutex_t mu;
@@ -32,12 +31,12 @@ static struct {
 	int lfd, cfd, wake[2];
 	int cmd;
 	int auto_grant;
+	int refuse_requests;        /* answer so many REQUESTs with VS_E_STATE */
 	int no_welcome;
 	int speak;
-	int lock_on;                /* share a lock page (fs_lock_page) */
-	int lock_fd;
-	struct vs_lock_page *lock;
 	int conns;
+	int queue_full;             /* atomic: accept nothing (fs_queue_full) */
+	int fill[8], n_fill;        /* the connections that fill the queue */
 	/* The client's protocol state per GPU, on this connection (atomics). */
 	int attached[FAKE_GPUS], reported[FAKE_GPUS];
 	int held[FAKE_GPUS], asked[FAKE_GPUS];
@@ -172,6 +171,45 @@ void fs_drop(int dev, uint32_t reason)
 	fs_send_raw(&h, &m);
 }
 
+void fs_refuse(int dev, const char *what)
+{
+	char u[VS_UUID_STR_LEN];
+	uint8_t uuid[VS_UUID_LEN];
+	struct vs_error e;
+	struct vs_hdr h;
+
+	/* The scheduler counts neither the take nor the request it refuses. */
+	if (strcmp(what, "took") == 0)
+		__atomic_store_n(&fs.held[dev], 0, __ATOMIC_SEQ_CST);
+	if (strcmp(what, "request") == 0)
+		__atomic_store_n(&fs.asked[dev], 0, __ATOMIC_SEQ_CST);
+	memset(&e, 0, sizeof(e));
+	e.code = VS_E_STATE;
+	fake_uuid(dev, uuid);
+	vs_uuid_format(uuid, u);
+	snprintf(e.msg, sizeof(e.msg), "%s: %s: %s", u, what,
+		 vs_err_name(VS_E_STATE));
+	vs_hdr_init(&h, VS_MSG_ERROR, sizeof(e));
+	fs_send_raw(&h, &e);
+}
+
+void fs_refuse_requests(int n)
+{
+	__atomic_store_n(&fs.refuse_requests, n, __ATOMIC_SEQ_CST);
+}
+
+/* 1 if this REQUEST is one to refuse (fs_refuse_requests). */
+static int refuse_one(void)
+{
+	int n = __atomic_load_n(&fs.refuse_requests, __ATOMIC_SEQ_CST);
+
+	while (n > 0 && !__atomic_compare_exchange_n(&fs.refuse_requests, &n,
+						     n - 1, 0, __ATOMIC_SEQ_CST,
+						     __ATOMIC_SEQ_CST))
+		;
+	return n > 0;
+}
+
 void fs_no_welcome(int on)
 {
 	__atomic_store_n(&fs.no_welcome, on, __ATOMIC_SEQ_CST);
@@ -217,37 +255,19 @@ static void check_order(const struct fs_msg *m, int dev)
 		__atomic_add_fetch(&fk.bad_order, 1, __ATOMIC_SEQ_CST);
 }
 
-/* The lock page, as lockpage.c makes it: a sealed memfd whose slot d
- * names fake GPU d. */
-void fs_lock_page(void)
-{
-	fs.lock_fd = memfd_create("vshare-lock-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fs.lock_fd < 0 ||
-	    ftruncate(fs.lock_fd, sizeof(struct vs_lock_page)) != 0 ||
-	    fcntl(fs.lock_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
-		abort();
-	fs.lock = mmap(NULL, sizeof(struct vs_lock_page), PROT_READ | PROT_WRITE,
-		       MAP_SHARED, fs.lock_fd, 0);
-	if (fs.lock == MAP_FAILED)
-		abort();
-	fs.lock->magic = VS_LOCK_PAGE_MAGIC;
-	fs.lock->n_slots = VS_LOCK_SLOTS;
-	for (int d = 0; d < FAKE_GPUS; d++)
-		fake_uuid(d, fs.lock->slot[d].uuid);
-}
-
-uint64_t *fs_lock_word(int dev)
-{
-	return &fs.lock->slot[dev].word;
-}
-
+/* LOCK_PAGE in the client's version, with both descriptors; a
+ * version-4 frame (words 0) with the one page of an older scheduler,
+ * which the client must not use. */
 static void send_page(uint16_t version)
 {
-	struct vs_lock_info li = { FS_TOKEN, sizeof(struct vs_lock_page), 0 };
+	struct vs_lock_info li = { FS_TOKEN, sizeof(struct vs_lock_page),
+				   version >= 5 ? sizeof(struct vs_lock_words) : 0 };
 	unsigned char buf[sizeof(struct vs_hdr) + sizeof(li)];
+	int fds[2];
+	size_t nfd = fs_lock_fds(version, fds);
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(sizeof(fds))];
 	} ctl;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -257,6 +277,7 @@ static void send_page(uint16_t version)
 	struct vs_hdr h;
 
 	memset(&ctl, 0, sizeof(ctl));
+	mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 	vs_hdr_init_v(&h, version, VS_MSG_LOCK_PAGE, sizeof(li));
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), &li, sizeof(li));
@@ -265,8 +286,8 @@ static void send_page(uint16_t version)
 		return;
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fs.lock_fd, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
 	pthread_mutex_lock(&fs.send_mu);
 	(void)!sendmsg(__atomic_load_n(&fs.cfd, __ATOMIC_SEQ_CST), &mh,
 		       MSG_NOSIGNAL);
@@ -306,12 +327,13 @@ static int got(const struct fs_msg *m)
 
 		vs_hdr_init_v(&h, m->version, VS_MSG_WELCOME, sizeof(w));
 		fs_send_raw(&h, &w);
-		if (m->version >= 4 && fs.lock != NULL)
+		if (m->version >= 4 && fs_lock_fds(m->version, NULL) > 0)
 			send_page(m->version);
 	}
-	/* What the real scheduler says to a client of version 4 that may
-	 * use the page: its ATTACH was read. */
-	if (m->type == VS_MSG_ATTACH && m->version >= 4 && fs.lock != NULL) {
+	/* What the real scheduler says to a client of version 4 or later,
+	 * which takes a GPU through the lock pages only after it: its
+	 * ATTACH was read. */
+	if (m->type == VS_MSG_ATTACH && m->version >= 4) {
 		struct vs_mode md;
 		struct vs_hdr h;
 
@@ -320,6 +342,10 @@ static int got(const struct fs_msg *m)
 		md.mode = VS_MODE_ON;
 		vs_hdr_init_v(&h, m->version, VS_MSG_MODE, sizeof(md));
 		fs_send_raw(&h, &md);
+	}
+	if (m->type == VS_MSG_REQUEST && dev >= 0 && refuse_one()) {
+		fs_refuse(dev, "request");
+		return 0;
 	}
 	if (m->type == VS_MSG_REQUEST && dev >= 0 &&
 	    __atomic_load_n(&fs.auto_grant, __ATOMIC_SEQ_CST))
@@ -341,6 +367,7 @@ static int read_frames(int fd)
 	m.type = h.type;
 	m.version = h.version;
 	m.len = h.length;
+	m.at_ms = now_ms();
 	if (h.length && recv(fd, m.u.raw, h.length, MSG_WAITALL) != (ssize_t)h.length)
 		return -1;
 	return got(&m);
@@ -373,7 +400,8 @@ static void *fs_main(void *arg)
 	for (;;) {
 		struct pollfd pf[3] = {
 			{ .fd = fs.wake[0], .events = POLLIN },
-			{ .fd = fs.lfd, .events = POLLIN },
+			{ .fd = __atomic_load_n(&fs.queue_full, __ATOMIC_SEQ_CST) ?
+				-1 : fs.lfd, .events = POLLIN },
 			{ .fd = fs.cfd, .events = POLLIN },
 		};
 		char c;
@@ -412,6 +440,43 @@ static void *fs_main(void *arg)
 	}
 }
 
+static void command(int cmd);
+
+/* Connect without blocking until the listen queue is full: the next
+ * connect, the client's, then gets EAGAIN. */
+static void fill_queue(const struct sockaddr_un *sa)
+{
+	int full = 0;
+
+	while (!full && fs.n_fill < (int)(sizeof(fs.fill) / sizeof(fs.fill[0]))) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+		if (fd < 0)
+			abort();
+		if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
+			fs.fill[fs.n_fill++] = fd;
+			continue;
+		}
+		if (errno != EAGAIN)
+			abort();
+		close(fd);
+		full = 1;
+	}
+	if (!full)
+		abort();
+}
+
+void fs_queue_full(void)
+{
+	__atomic_store_n(&fs.queue_full, 1, __ATOMIC_SEQ_CST);
+}
+
+void fs_accept_again(void)
+{
+	__atomic_store_n(&fs.queue_full, 0, __ATOMIC_SEQ_CST);
+	command(CMD_WAKE);
+}
+
 void fs_start(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -421,8 +486,10 @@ void fs_start(void)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fs.path);
 	fs.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fs.lfd < 0 || bind(fs.lfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    listen(fs.lfd, 8) != 0 || pipe(fs.wake) != 0)
+	    listen(fs.lfd, fs.queue_full ? 0 : 8) != 0 || pipe(fs.wake) != 0)
 		abort();
+	if (fs.queue_full)
+		fill_queue(&sa);
 	fs.running = 1;
 	pthread_create(&fs.thr, NULL, fs_main, NULL);
 }
@@ -459,6 +526,8 @@ void fs_stop(void)
 	close(fs.wake[0]);
 	close(fs.wake[1]);
 	fs.lfd = -1;
+	while (fs.n_fill > 0)
+		close(fs.fill[--fs.n_fill]);
 	fs.running = 0;
 	unlink(fs.path);
 	clear_released();

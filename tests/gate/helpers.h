@@ -39,5 +39,10 @@ void granted_start(int dev);
 void released_armed(int dev);
 /* Poll an int until it reaches at least `want`; 0 if it did. */
 int  wait_at_least(int *p, int want, int timeout_ms);
+/* test_gate_lock.c: the fake scheduler shares its lock pages, and the
+ * process held GPU 0 through a grant and gave it back (the client may
+ * take it through the pages now); a fresh opening number. */
+void page_start(void);
+uint64_t next_opening(void);
 
 #endif

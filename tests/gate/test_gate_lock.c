@@ -1,8 +1,9 @@
-/* The lock page (client_lock.c), against the fake scheduler's page: a
- * waiting thread takes a free GPU with no REQUEST, says TOOK, and gives
- * it back on a drop; a closed word, a client told not to use the page and
- * a scheduler that dies while the GPU is free each fall back to the
- * REQUEST. */
+/* The lock pages (client_lock.c), against the fake scheduler's: a
+ * waiting thread takes an open GPU with no REQUEST, says TOOK, and gives
+ * it back on a drop; a closed GPU, a word another client took, a client
+ * told not to use the pages and a scheduler that dies while the GPU is
+ * open each fall back to the REQUEST. test_gate_take.c has the rules of
+ * the take (protocol version 5). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,8 +17,8 @@
 #include "helpers.h"
 
 /* The process holds GPU 0 through a grant, then gives it back: its
- * client thread has the page, the GPU is attached and confirmed. */
-static void page_start(void)
+ * client thread has the pages, the GPU is attached and confirmed. */
+void page_start(void)
 {
 	fs_lock_page();
 	granted_start(0);
@@ -25,12 +26,22 @@ static void page_start(void)
 	assert_non_null(LD(&client_c.lock));
 }
 
-/* The scheduler frees GPU 0 in its page: from now on the client may
- * run there (what a grant means to the fake's checks). */
-static void free_word(void)
+/* A number for each opening, never used twice. */
+uint64_t next_opening(void)
 {
-	__atomic_store_n(&fk.released[0], 0, __ATOMIC_SEQ_CST);
-	__atomic_store_n(fs_lock_word(0), VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	static uint64_t n;
+
+	return VS_LOCK_OPEN_BIT | __atomic_add_fetch(&n, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The scheduler opens GPU 0 in its pages: from now on the client may run
+ * there (what a grant means to the fake's checks). The opening's number. */
+static uint64_t free_word(void)
+{
+	uint64_t n = next_opening();
+
+	fs_lock_open(0, n);
+	return n;
 }
 
 /* Many threads start to wait at a free GPU: one takes it for all of
@@ -56,8 +67,8 @@ void lock_take_from_waiter(void **state)
 		}
 		assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
 		assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
-		/* The scheduler adopts the take and closes the word. */
-		__atomic_store_n(fs_lock_word(0), VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
+		/* The scheduler closes the GPU and adopts the take. */
+		assert_true(fs_lock_close(0) == FS_TOKEN);
 		released_armed(0);
 	}
 	assert_int_equal(fs_count(VS_MSG_REQUEST), req);
@@ -91,13 +102,15 @@ void lock_take_for_early_waiter(void **state)
 	fs_stop();
 }
 
-/* A closed word, or a word another client holds: the waiter asks. */
+/* An open GPU whose word another client took already: the waiter
+ * asks. */
 void lock_closed_asks(void **state)
 {
 	struct entrant e;
 
 	(void)state;
 	page_start();
+	free_word();
 	__atomic_store_n(fs_lock_word(0), VS_LOCK_TOKEN_BIT | 99u,
 			 __ATOMIC_SEQ_CST);
 	entrant_start(&e, 0, NULL, 0);
@@ -114,21 +127,22 @@ void lock_closed_asks(void **state)
 	fs_stop();
 }
 
-/* VSHARE_LOCK_PAGE=0: a free word is left alone, the REQUEST goes out. */
+/* VSHARE_LOCK_PAGE=0: an open GPU is left alone, the REQUEST goes out. */
 void lock_page_off(void **state)
 {
 	struct entrant e;
+	uint64_t n;
 
 	(void)state;
 	setenv("VSHARE_LOCK_PAGE", "0", 1);
 	page_start();
-	__atomic_store_n(fs_lock_word(0), VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	n = free_word();
 	entrant_start(&e, 0, NULL, 0);
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
 	fs_grant(0, 0);
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
-	assert_true(LD(fs_lock_word(0)) == VS_LOCK_FREE);
+	assert_true(LD(fs_lock_word(0)) == n);
 	assert_int_equal(fs_count(VS_MSG_TOOK), 0);
 	fake_shutdown();
 	fs_stop();
@@ -141,7 +155,7 @@ void lock_page_off(void **state)
 void lock_scheduler_dies(void **state)
 {
 	struct entrant e;
-	uint64_t t0;
+	uint64_t t0, n;
 	int tok;
 
 	(void)state;
@@ -152,13 +166,15 @@ void lock_scheduler_dies(void **state)
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
 	assert_true(now_ms() - t0 < 1000);
-	__atomic_store_n(fs_lock_word(0), VS_LOCK_FREE, __ATOMIC_SEQ_CST);
+	n = next_opening();
+	__atomic_store_n(fs_lock_word(0), n, __ATOMIC_SEQ_CST);
+	__atomic_store_n(fs_lock_state(0), n, __ATOMIC_SEQ_CST);
 	tok = bracket_enter(0, NULL);
 	assert_true(tok >= 0);
 	bracket_exit(0, tok);
 	sleep_ms(50);
 	assert_null(LD(&client_c.lock));
-	assert_true(LD(fs_lock_word(0)) == VS_LOCK_FREE);
+	assert_true(LD(fs_lock_word(0)) == n);
 	fs_start();
 	/* Back from unshared: the GPU is asked for again. */
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 4000), 0);

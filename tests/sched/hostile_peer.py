@@ -9,6 +9,11 @@ connections open until its stdin closes (or --hold seconds pass).
   hostile_peer.py SOCKET conns N idle|half   N connections that send nothing or half a frame
   hostile_peer.py SOCKET flood NCONN NREQ    NCONN connections send NREQ requests, never read
   hostile_peer.py SOCKET status NCONN        NCONN connections send STATUS back to back
+  hostile_peer.py SOCKET churn SECONDS HOW   connect and close in a tight loop (HOW:
+                                             block, or nonblock: retry EAGAIN at once)
+  hostile_peer.py SOCKET register N          not an attack: N programs one after the
+                                             other connect as the shim does and time
+                                             their registration
 """
 import json
 import os
@@ -202,6 +207,99 @@ def status(path, nconn):
     print(json.dumps({"replies": replies}), flush=True)
 
 
+def churn(path, seconds, how):
+    """Connect and close as fast as one process can, for SECONDS or until
+    stdin closes; then print what the connections met."""
+    print(json.dumps({"churning": how}), flush=True)
+    n, busy, other = 0, 0, 0
+    end = time.monotonic() + float(seconds)
+    while True:
+        # Look at the clock and at stdin once per 64 connections: the
+        # loop must stay tight.
+        if n % 64 == 0 and (time.monotonic() >= end or
+                            select.select([sys.stdin], [], [], 0)[0]):
+            break
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if how == "nonblock":
+            s.setblocking(False)
+        try:
+            s.connect(path)
+            n += 1
+        except BlockingIOError:
+            busy += 1
+        except OSError:
+            other += 1
+        s.close()
+    print(json.dumps({"conns": n, "busy": busy, "failed": other}), flush=True)
+
+
+# The shim's connect (src/libvshare/client/client_connect.c): EAGAIN is a
+# busy scheduler, tried again for up to 3 s, each try waiting in the
+# listen queue for 50 ms at most; a connection must be welcomed within 2 s.
+BUSY_WAIT, BUSY_FOR, WELCOME_FOR = 0.05, 3.0, 2.0
+WELCOME = 0x101
+
+
+def shim_connect(path):
+    """(socket or None, seconds busy, EAGAINs) as the shim connects."""
+    t0, busy = time.monotonic(), 0
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if busy:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                         struct.pack("ll", 0, int(BUSY_WAIT * 1e6)))
+        else:
+            s.setblocking(False)
+        try:
+            s.connect(path)
+            s.setblocking(False)
+            return s, time.monotonic() - t0, busy
+        except BlockingIOError:
+            s.close()
+            busy += 1
+        if time.monotonic() - t0 >= BUSY_FOR:
+            return None, time.monotonic() - t0, busy
+        time.sleep(0.001)
+
+
+def welcomed(s):
+    """Seconds until the WELCOME of a HELLO sent on s, or None."""
+    t0 = time.monotonic()
+    s.sendall(hello(b"newprog"))
+    buf = b""
+    while time.monotonic() - t0 < WELCOME_FOR:
+        if not select.select([s], [], [], WELCOME_FOR)[0]:
+            continue
+        try:
+            d = s.recv(4096)
+        except OSError:
+            return None
+        if not d:
+            return None
+        buf += d
+        if len(buf) >= HDR.size:
+            return (time.monotonic() - t0
+                    if HDR.unpack(buf[:HDR.size])[2] == WELCOME else None)
+    return None
+
+
+def register(path, n):
+    out = {"welcomed": 0, "busy": 0, "busy_max_s": 0.0, "welcome_max_s": 0.0}
+    socks = []
+    for _ in range(int(n)):
+        s, busy_s, busy = shim_connect(path)
+        out["busy"] += busy
+        out["busy_max_s"] = max(out["busy_max_s"], round(busy_s, 3))
+        if s is None:
+            continue
+        w = welcomed(s)
+        if w is not None:
+            out["welcomed"] += 1
+            out["welcome_max_s"] = max(out["welcome_max_s"], round(w, 3))
+        socks.append(s)
+    return out, socks
+
+
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -209,8 +307,12 @@ def main():
     if cmd == "status":
         status(path, *args)
         return
+    if cmd == "churn":
+        churn(path, *args)
+        sys.stdin.read()
+        return
     fn = {"lie": lie, "label": label, "fill": fill, "conns": conns,
-          "flood": flood}[cmd]
+          "flood": flood, "register": register}[cmd]
     result, keep = fn(path, *args)
     print(json.dumps(result), flush=True)
     sys.stdin.read()  # hold the connections until told to stop

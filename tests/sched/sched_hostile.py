@@ -131,8 +131,11 @@ def t_gpu_table(b):
         check("GPU-ee" not in d.ctl("metrics")[1], "a made-up GPU's series")
         rc, out = victim(d, "--hold-ms", 10, "--cycles", 3)
         check(rc == 0, "victim not scheduled: " + out)
-        check(d.logtext().count("attach refused") == 15,
-              "a refusal logged more than once per connection")
+        # At most once per connection (15 were refused), fewer where
+        # the uid's lines (64 first attaches) used up its log budget.
+        n = d.logtext().count("attach refused")
+        check(1 <= n <= 15, "a refusal logged %d times by 15 connections"
+              % n)
         peer.stop()
 
 

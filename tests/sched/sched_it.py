@@ -15,7 +15,7 @@ import struct
 import subprocess
 import time
 
-from schedtest import (Daemon, Fail, T, UUID, E_INVAL, E_PROTO, E_VERSION,
+from schedtest import (CURRENT, Daemon, Fail, T, UUID, E_INVAL, E_PROTO, E_VERSION,
                        VERSION, VERSION2, VERSION3, attach, check, closed_by_peer,
                        events, frame, gpu_ref, hello, main, recv_frame,
                        recv_frame_v, scenarios, wait_for)
@@ -338,11 +338,11 @@ def t_garbage(b):
         detail, msg = expect_error_then_close(
             d, frame(T["HELLO"], b"\0" * 72, version=9), E_VERSION,
             "header version")
-        check(detail == 4 and "version" in msg, "version error: %d %s" %
+        check(detail == CURRENT and "version" in msg, "version error: %d %s" %
               (detail, msg))
         detail, msg = expect_error_then_close(d, hello(version=7), E_VERSION,
                                               "hello version")
-        check(detail == 4, "hello version detail")
+        check(detail == CURRENT, "hello version detail")
         # A HELLO that names another version than its header's.
         expect_error_then_close(d, hello(version=2), E_VERSION,
                                 "hello version not the header's")

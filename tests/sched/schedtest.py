@@ -24,6 +24,7 @@ T = dict(HELLO=0x1, ATTACH=0x2, FOOTPRINT=0x3, REQUEST=0x4, RELEASED=0x5,
 # the wait queries (WAIT_QUERY, WAITING) and the admin policy (POLICY).
 VERSION2 = 2
 VERSION3 = 3
+CURRENT = 5  # the daemon's own version (VS_PROTO_VERSION)
 E_INVAL = -22
 E_VERSION = -95
 E_PROTO = -71

@@ -35,7 +35,8 @@ struct sf {
 	uint64_t now;
 	int ticked;             /* the last step handled time */
 	int reloaded;           /* limits may have been lowered */
-	uint32_t junk;          /* GPU indexes whose words got junk */
+	uint64_t last_open;     /* an opening's number seen last */
+	uint64_t next_token;
 	struct sched *s;
 	struct sched_client *c[SF_SLOTS];
 	struct vs_frx rx[SF_SLOTS];
@@ -192,30 +193,49 @@ static void sf_frame(struct sf *f, int i)
 	}
 }
 
-/* What clients do to the lock page: the client of slot i takes a free
- * word of a GPU it is attached to, as the shim does (and, most of the
- * time, says so with TOOK), or writes anything into any word, as a
- * hostile one could. */
+/* What clients do to the lock page: the client of slot i takes an open
+ * GPU it is attached to, as the shim does (and, most of the time, says
+ * so with TOOK, or sends a TOOK with no take), or writes anything into
+ * any word, as a hostile one could: junk, an opening's number (the
+ * current one, or the last one seen) or a client's token. */
 static void sf_lock(struct sf *f, int i, uint8_t b)
 {
 	struct vs_lock_page *pg = f->s->lock;
 	uint8_t u[VS_UUID_LEN];
 	const struct sched_gpu *g;
-	uint64_t expect = VS_LOCK_FREE, v;
+	uint64_t n, v, *w;
 
 	sf_uuid(f, u);
 	g = sched_gpu_find(f->s, u);
 	if (pg == NULL || g == NULL || g->index >= VS_LOCK_SLOTS)
 		return;
+	w = &f->s->words->w[g->index].word;
+	n = __atomic_load_n(&pg->slot[g->index].open, __ATOMIC_SEQ_CST);
+	if (n != 0)
+		f->last_open = n;
 	if (b & 0x40) {
-		v = b & 0x20 ? VS_LOCK_TOKEN_BIT | sf_byte(f) : sf_byte(f) % 3;
-		f->junk |= 1u << (g->index % 32);
-		__atomic_store_n(&pg->slot[g->index].word, v, __ATOMIC_SEQ_CST);
+		switch (b & 0x30) {
+		case 0x00: v = sf_byte(f) % 3; break;
+		case 0x10: v = f->last_open; break;
+		case 0x20: v = VS_LOCK_TOKEN_BIT | sf_byte(f); break;
+		default: {
+			struct sched_client *o = f->c[sf_byte(f) % SF_SLOTS];
+
+			v = o != NULL ? sched_client_token(o) : 0;
+		}
+		}
+		__atomic_store_n(w, v, __ATOMIC_SEQ_CST);
 		return;
 	}
-	if (f->c[i] == NULL || sched_member_find(f->c[i], u) == NULL ||
-	    !__atomic_compare_exchange_n(&pg->slot[g->index].word, &expect,
-					 sched_client_token(f->c[i]), 0,
+	if (f->c[i] == NULL || sched_member_find(f->c[i], u) == NULL)
+		return;
+	if ((b & 0x30) == 0x30) {
+		sched_took(f->s, f->c[i], u);
+		return;
+	}
+	v = n;
+	if (!(n & VS_LOCK_OPEN_BIT) ||
+	    !__atomic_compare_exchange_n(w, &v, sched_client_token(f->c[i]), 0,
 					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return;
 	if (b & 0x20)
@@ -314,6 +334,7 @@ static void sf_reload(struct sf *f)
 static void sf_run(const uint8_t *data, size_t size)
 {
 	static struct vs_lock_page page;
+	static struct vs_lock_words words;
 	static const uint32_t uids[4] = { 0, 1000, 1001, 1002 };
 	struct sched_gpu_cfg gc[1];
 	struct sched_cfg cfg;
@@ -327,7 +348,8 @@ static void sf_run(const uint8_t *data, size_t size)
 	f.s = sched_new(&cfg, sf_clock, &f);
 	SF_CHECK(f.s != NULL);
 	memset(&page, 0, sizeof(page));
-	sched_lock_set(f.s, &page);
+	memset(&words, 0, sizeof(words));
+	sched_lock_set(f.s, &page, &words);
 	for (int i = 0; i < SF_SLOTS; i++)
 		vs_frx_init(&f.rx[i], 0, VS_FRX_MAX_REQ);
 	while (f.n > 0) {
@@ -345,6 +367,10 @@ static void sf_run(const uint8_t *data, size_t size)
 				struct sched_cred cr = { 100 + i,
 					uids[sf_byte(&f) % 4], 0 };
 				f.c[i] = sched_client_new(f.s, &cr, "f", NULL);
+				if (f.c[i] != NULL)
+					sched_client_set_token(f.c[i],
+						VS_LOCK_TOKEN_BIT |
+						++f.next_token);
 			}
 			break;
 		case 1:

@@ -8,30 +8,24 @@
 #define SF_EACH(head, it) \
 	for (const struct dlink *it = (head)->next; it != (head); it = it->next)
 
-/* The lock page: a free word promises the next asker the GPU at once,
- * and a client that took a word runs until it is adopted, so nobody else
- * may hold meanwhile. (Between calls: the harness wrote any junk into
- * the words, which the next call about that GPU closes.) */
+/* The lock page: an open slot promises the next asker the GPU at once,
+ * so nobody holds or waits while it is open, its number is the policy's
+ * and never 0; a closed slot's word may hold anything (the harness
+ * writes any value there), and takes nothing. */
 static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
 {
-	uint64_t w;
+	uint64_t open;
 
 	if (f->s->lock == NULL || g->index >= VS_LOCK_SLOTS)
 		return;
-	w = __atomic_load_n(&f->s->lock->slot[g->index].word, __ATOMIC_SEQ_CST);
-	if (f->junk & (1u << (g->index % 32)))
-		return;
-	if (w == VS_LOCK_FREE)
-		SF_CHECK(g->n_holders == 0 && g->n_waiting == 0);
-	if (w & VS_LOCK_TOKEN_BIT)
-		SF_EACH(&g->members, it) {
-			const struct sched_member *m =
-				dl_entry(it, const struct sched_member, m_link);
-
-			if (sched_client_token(m->c) == w)
-				SF_CHECK(m->state != SCHED_ST_HOLDING &&
-					 g->n_holders == 0);
-		}
+	open = __atomic_load_n(&f->s->lock->slot[g->index].open,
+			       __ATOMIC_SEQ_CST);
+	SF_CHECK(open == g->opening);
+	if (open != 0)
+		SF_CHECK((open & VS_LOCK_OPEN_BIT) && g->n_holders == 0 &&
+			 g->n_waiting == 0);
+	SF_CHECK(memcmp(f->s->lock->slot[g->index].uuid, g->uuid,
+			VS_UUID_LEN) == 0 || open == 0);
 }
 
 static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)

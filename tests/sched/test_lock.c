@@ -1,8 +1,9 @@
 /*
  * The lock page, as the policy keeps it (include/vshare/proto.h, "The
- * lock page"): when a word is free, whom a take makes the holder, and
- * what junk in the page does. Clients are simulated by swapping words in
- * a page the test owns, as the shim does in the page it maps.
+ * lock page"): when a GPU is open, whom a take makes the holder, what a
+ * TOOK may claim, and what forged values in the words do. Clients are
+ * simulated by swapping words in pages the test owns, as the shim does
+ * in the pages it maps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,8 @@
 
 static uint64_t fake_now;
 static struct vs_lock_page page;
+static struct vs_lock_words words;
+static uint64_t next_token = 1;
 
 static uint64_t fake_clock(void *arg)
 {
@@ -40,12 +43,15 @@ static struct sched *mk(uint32_t mode, uint64_t capacity)
 	cfg.skip_unresponsive = 1;
 	fake_now = 1;
 	memset(&page, 0, sizeof(page));
+	memset(&words, 0, sizeof(words));
 	s = sched_new(&cfg, fake_clock, NULL);
 	assert_non_null(s);
-	sched_lock_set(s, &page);
+	sched_lock_set(s, &page, &words);
 	return s;
 }
 
+/* A client with a token, as the daemon gives one after passing the page
+ * (the daemon's are random; these only need to differ). */
 static struct sched_client *client(struct sched *s, const uint8_t *gpu,
 				   uint64_t fp_gib)
 {
@@ -53,12 +59,15 @@ static struct sched_client *client(struct sched *s, const uint8_t *gpu,
 	struct sched_client *c = sched_client_new(s, &cred, "job", NULL);
 
 	assert_non_null(c);
+	assert_false(sched_token_in_use(s, VS_LOCK_TOKEN_BIT | next_token));
+	sched_client_set_token(c, VS_LOCK_TOKEN_BIT | next_token++);
+	assert_true(sched_token_in_use(s, sched_client_token(c)));
 	assert_int_equal(sched_attach(s, c, gpu, 10 * GiB), 0);
 	assert_int_equal(sched_footprint(s, c, gpu, fp_gib * GiB, 0), 0);
 	return c;
 }
 
-static uint64_t *word(struct sched *s, const uint8_t *gpu)
+static uint32_t slot_index(struct sched *s, const uint8_t *gpu)
 {
 	const struct sched_gpu *g = sched_gpu_find(s, gpu);
 	struct sched_gpu_info gi;
@@ -66,17 +75,38 @@ static uint64_t *word(struct sched *s, const uint8_t *gpu)
 	assert_non_null(g);
 	sched_gpu_info(g, &gi);
 	assert_memory_equal(page.slot[gi.index].uuid, gpu, VS_UUID_LEN);
-	return &page.slot[gi.index].word;
+	return gi.index;
 }
 
-/* What the shim does: swap a free word for its token. */
+static uint64_t *word(struct sched *s, const uint8_t *gpu)
+{
+	return &words.w[slot_index(s, gpu)].word;
+}
+
+/* The slot's open number, 0: closed. */
+static uint64_t opening(struct sched *s, const uint8_t *gpu)
+{
+	return __atomic_load_n(&page.slot[slot_index(s, gpu)].open,
+			       __ATOMIC_SEQ_CST);
+}
+
+/* What the shim does (proto.h): read the opening from the state page,
+ * swap the word from it to the token, read the opening again, and undo
+ * the swap if it changed meanwhile. */
 static int take(struct sched *s, struct sched_client *c, const uint8_t *gpu)
 {
-	uint64_t expect = VS_LOCK_FREE;
+	uint64_t n = opening(s, gpu), expect = n, tok = sched_client_token(c);
 
-	return __atomic_compare_exchange_n(word(s, gpu), &expect,
-					   sched_client_token(c), 0,
-					   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	if (!(n & VS_LOCK_OPEN_BIT) ||
+	    !__atomic_compare_exchange_n(word(s, gpu), &expect, tok, 0,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return 0;
+	if (opening(s, gpu) == n)
+		return 1;
+	expect = tok;
+	return !__atomic_compare_exchange_n(word(s, gpu), &expect,
+					    VS_LOCK_CLOSED, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
 }
 
 static int count(struct sched *s, uint16_t type, const struct sched_client *c,
@@ -105,15 +135,17 @@ static struct sched_gpu_stats stats(struct sched *s, const uint8_t *gpu)
 	return st;
 }
 
-/* Free while nobody holds or waits; a take and its TOOK make the holder
- * without a GRANT; a release frees it again. */
+/* Open while nobody holds or waits; a take and its TOOK make the holder
+ * without a GRANT; a release opens it again, with a new number. */
 static void test_take_and_release(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
 	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
+	uint64_t n = opening(s, GPU_A);
 	(void)state;
 
-	assert_true(*word(s, GPU_A) == VS_LOCK_FREE);
+	assert_true(n & VS_LOCK_OPEN_BIT);
+	assert_true(*word(s, GPU_A) == n);
 	assert_true(take(s, a, GPU_A));
 	assert_false(take(s, b, GPU_A)); /* one taker only */
 	sched_out_clear(s);
@@ -121,6 +153,7 @@ static void test_take_and_release(void **state)
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
 	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
+	assert_true(opening(s, GPU_A) == 0);
 	assert_int_equal(stats(s, GPU_A).took, 1);
 	assert_int_equal(stats(s, GPU_A).grants[VS_GRANT_EXCLUSIVE], 1);
 	/* Another asks through the socket: it waits, the taker hears it. */
@@ -129,15 +162,18 @@ static void test_take_and_release(void **state)
 	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_IDLE), 1);
 	assert_int_equal(sched_released(s, a, GPU_A), 0);
 	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
-	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
+	assert_true(opening(s, GPU_A) == 0);
 	assert_int_equal(sched_released(s, b, GPU_A), 0);
-	assert_true(*word(s, GPU_A) == VS_LOCK_FREE);
+	assert_true(opening(s, GPU_A) & VS_LOCK_OPEN_BIT);
+	assert_true(opening(s, GPU_A) != n);
+	assert_true(*word(s, GPU_A) == opening(s, GPU_A));
+	assert_int_equal(stats(s, GPU_A).took_refused, 0);
 	sched_free(s);
 }
 
 /* A request that arrives after a take and before its TOOK: the taker is
- * adopted first, the asker waits behind it, and the late TOOK changes
- * nothing. */
+ * adopted first, the asker waits behind it, and the late TOOK is the
+ * one that is not refused. */
 static void test_request_before_took(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
@@ -156,11 +192,40 @@ static void test_request_before_took(void **state)
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
 	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_QUANTUM), 0);
 	assert_int_equal(stats(s, GPU_A).took, 1);
+	/* A second TOOK for the same take is one too many. */
+	assert_int_equal(sched_took(s, a, GPU_A), VS_E_STATE);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(stats(s, GPU_A).took_refused, 1);
 	sched_free(s);
 }
 
-/* Never free while someone holds, when the memory does not fit, or for
- * a GPU nobody is attached to; each GPU has its own word. */
+/* The scheduler closes the slot between a client's swap and its second
+ * read: its token came back in the exchange, so the client holds (its
+ * undo fails); a swap into a word closed before it is undone. */
+static void test_close_under_take(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
+	uint64_t n = opening(s, GPU_A), expect = n, tok = sched_client_token(a);
+	(void)state;
+
+	assert_true(__atomic_compare_exchange_n(word(s, GPU_A), &expect, tok, 0,
+						__ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST));
+	assert_int_equal(sched_request(s, b, GPU_A), 0); /* closes, adopts */
+	assert_true(opening(s, GPU_A) != n);
+	expect = tok;
+	assert_false(__atomic_compare_exchange_n(word(s, GPU_A), &expect,
+						 VS_LOCK_CLOSED, 0,
+						 __ATOMIC_SEQ_CST,
+						 __ATOMIC_SEQ_CST));
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(sched_took(s, a, GPU_A), 0);
+	sched_free(s);
+}
+
+/* Never open while someone holds, when the memory does not fit, or for
+ * a GPU nobody is attached to; each GPU has its own slot. */
 static void test_when_free(void **state)
 {
 	struct sched *s = mk(VS_MODE_AUTO, 10 * GiB);
@@ -168,27 +233,30 @@ static void test_when_free(void **state)
 	struct sched_client *c = client(s, GPU_B, 1);
 	(void)state;
 
-	assert_true(*word(s, GPU_A) == VS_LOCK_FREE);
-	assert_true(*word(s, GPU_B) == VS_LOCK_FREE);
+	assert_true(opening(s, GPU_A) != 0);
+	assert_true(opening(s, GPU_B) != 0);
 	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_true(opening(s, GPU_A) == 0);
 	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
-	assert_true(*word(s, GPU_B) == VS_LOCK_FREE);
+	assert_true(opening(s, GPU_B) != 0);
 	assert_int_equal(sched_released(s, a, GPU_A), 0);
-	assert_true(*word(s, GPU_A) == VS_LOCK_FREE);
+	assert_true(opening(s, GPU_A) != 0);
 	/* 4 + 8 GiB on 10: whoever takes next may need a swap-in, which only
 	 * a GRANT asks for. */
 	assert_int_equal(sched_footprint(s, b, GPU_A, 8 * GiB, 0), 0);
-	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
+	assert_true(opening(s, GPU_A) == 0);
 	assert_int_equal(sched_footprint(s, b, GPU_A, 2 * GiB, 0), 0);
-	assert_true(*word(s, GPU_A) == VS_LOCK_FREE);
+	assert_true(opening(s, GPU_A) != 0);
 	sched_client_del(s, c);
+	assert_true(opening(s, GPU_B) == 0);
 	assert_true(*word(s, GPU_B) == VS_LOCK_CLOSED);
 	(void)b;
 	sched_free(s);
 }
 
-/* A taker that exits before its TOOK is adopted as it goes; junk in a
- * word is closed, counted, and the word freed again for the others. */
+/* A taker that exits before its TOOK is adopted as it goes; junk or a
+ * token nobody has in an open word is counted, adopts nobody, and the
+ * slot opens again for the others. */
 static void test_dead_taker_and_junk(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
@@ -198,7 +266,7 @@ static void test_dead_taker_and_junk(void **state)
 	/* It exits before its TOOK: its take counts as a grant. */
 	assert_true(take(s, a, GPU_A));
 	sched_client_del(s, a);
-	assert_true(*word(s, GPU_A) == VS_LOCK_FREE);
+	assert_true(opening(s, GPU_A) != 0);
 	assert_int_equal(stats(s, GPU_A).took, 1);
 	assert_int_equal(stats(s, GPU_A).lock_resets, 0);
 	*word(s, GPU_A) = VS_LOCK_TOKEN_BIT | 12345;
@@ -209,53 +277,121 @@ static void test_dead_taker_and_junk(void **state)
 	sched_free(s);
 }
 
-/* A client that claims a take beside a holder (its own token written
- * over a closed word, or a TOOK with no take) counts as a holder, and is
- * told to give the GPU back at once; the holder keeps it. */
-static void test_claims_beside_holder(void **state)
+/* A TOOK with no take is refused and counted, whether the GPU is open,
+ * held by another or waited for: it never makes a holder, never jumps
+ * the queue, and the holder keeps the GPU. */
+static void test_bare_took(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
 	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
 	struct sched_client *c = client(s, GPU_A, 1);
 	(void)state;
 
+	assert_int_equal(sched_took(s, b, GPU_A), VS_E_STATE);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_IDLE);
 	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_int_equal(sched_request(s, c, GPU_A), 0);
 	sched_out_clear(s);
-	assert_int_equal(sched_took(s, b, GPU_A), 0);
-	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
-	assert_int_equal(count(s, VS_MSG_DROP, b, VS_DROP_QUANTUM), 1);
-	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_QUANTUM), 0);
-	sched_out_clear(s);
-	*word(s, GPU_A) = sched_client_token(c);
-	assert_int_equal(sched_released(s, b, GPU_A), 0);
-	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_HOLDING);
-	assert_int_equal(count(s, VS_MSG_DROP, c, VS_DROP_QUANTUM), 1);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(sched_took(s, b, GPU_A), VS_E_STATE);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_IDLE);
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_WAITING);
+	assert_int_equal(count(s, VS_MSG_DROP, a, VS_DROP_QUANTUM), 0);
+	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
+	assert_int_equal(stats(s, GPU_A).took_refused, 21);
+	/* The waiter is next, not the liar. */
+	assert_int_equal(sched_released(s, a, GPU_A), 0);
+	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_HOLDING);
 	sched_free(s);
 }
 
-/* A status or metrics report adopts an untold take and leaves a free
- * word free. */
-static void test_sync(void **state)
+/* Writing over a held GPU's closed word (an old opening's number, or a
+ * token) takes nothing: the slot says closed, so no client swaps; the
+ * scheduler counts it at its next decision and adopts nobody. */
+static void test_forged_over_held(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
+	struct sched_client *c = client(s, GPU_A, 1);
+	uint64_t n = opening(s, GPU_A);
+	(void)state;
+
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	*word(s, GPU_A) = n; /* the free value, as the attack wrote it */
+	assert_false(take(s, c, GPU_A));
+	assert_true(*word(s, GPU_A) == n);
+	sched_out_clear(s);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(stats(s, GPU_A).lock_tampered, 1);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_IDLE);
+	/* Another's token written into the closed word: nobody adopted. */
+	*word(s, GPU_A) = sched_client_token(c);
+	assert_int_equal(sched_took(s, c, GPU_A), VS_E_STATE);
+	assert_int_equal(stats(s, GPU_A).lock_tampered, 2);
+	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_IDLE);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
+	sched_free(s);
+}
+
+/* What remains while a GPU is open: a client writes the opening's
+ * number back over a take, and a second client takes the same opening.
+ * The last one found is adopted; the first one's TOOK is refused (its
+ * shim gives the GPU back). */
+static void test_two_takes_of_one_opening(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
+	uint64_t n = opening(s, GPU_A);
+	(void)state;
+
+	assert_true(take(s, a, GPU_A));
+	*word(s, GPU_A) = n;
+	assert_true(take(s, b, GPU_A));
+	assert_int_equal(sched_took(s, a, GPU_A), VS_E_STATE);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_IDLE);
+	assert_int_equal(sched_took(s, b, GPU_A), 0);
+	assert_int_equal(stats(s, GPU_A).took_refused, 1);
+	sched_free(s);
+}
+
+/* A report (a snapshot) reads an untold take and changes nothing: the
+ * taker shows as having taken, the word keeps its token, and nobody is
+ * adopted or charged until the loop's next decision or the TOOK. */
+static void test_report_changes_nothing(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
 	struct sched_client *a = client(s, GPU_A, 1);
-	struct sched_client *b = client(s, GPU_B, 1);
+	const struct sched_client *sc;
+	struct sched_member_info mi;
+	struct sched *snap;
 	(void)state;
 
 	assert_true(take(s, a, GPU_A));
 	sched_out_clear(s);
-	sched_lock_sync(s);
+	snap = sched_snapshot(s);
+	assert_non_null(snap);
+	sc = sched_client_first(snap);
+	assert_non_null(sc);
+	assert_int_equal(sched_client_gpu(snap, sc, 0, &mi), 0);
+	assert_int_equal(mi.state, SCHED_ST_IDLE);
+	assert_true(mi.took);
+	sched_snap_free(snap);
+	assert_true(*word(s, GPU_A) == sched_client_token(a));
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_IDLE);
+	assert_int_equal(stats(s, GPU_A).took, 0);
+	assert_int_equal(sched_out_count(s), 0);
+	assert_int_equal(sched_took(s, a, GPU_A), 0);
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
-	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
-	assert_true(*word(s, GPU_B) == VS_LOCK_FREE);
-	assert_int_equal(sched_state_of(b, GPU_B), SCHED_ST_IDLE);
-	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
-	assert_int_equal(stats(s, GPU_A).took, 1);
 	sched_free(s);
 }
 
-/* Without a page nothing is published and TOOK still makes a holder. */
+/* Without a page nothing is published, and a TOOK is refused: nobody
+ * can have taken anything. */
 static void test_no_page(void **state)
 {
 	struct sched_cfg cfg;
@@ -267,11 +403,13 @@ static void test_no_page(void **state)
 	cfg.tq_ms = 1000;
 	cfg.mode = VS_MODE_ON;
 	memset(&page, 0, sizeof(page));
+	memset(&words, 0, sizeof(words));
 	s = sched_new(&cfg, fake_clock, NULL);
 	a = client(s, GPU_A, 1);
-	assert_true(page.slot[0].word == VS_LOCK_CLOSED);
-	assert_int_equal(sched_took(s, a, GPU_A), 0);
-	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_true(page.slot[0].open == 0);
+	assert_true(words.w[0].word == VS_LOCK_CLOSED);
+	assert_int_equal(sched_took(s, a, GPU_A), VS_E_STATE);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_IDLE);
 	sched_free(s);
 }
 
@@ -280,10 +418,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_take_and_release),
 		cmocka_unit_test(test_request_before_took),
+		cmocka_unit_test(test_close_under_take),
 		cmocka_unit_test(test_when_free),
 		cmocka_unit_test(test_dead_taker_and_junk),
-		cmocka_unit_test(test_claims_beside_holder),
-		cmocka_unit_test(test_sync),
+		cmocka_unit_test(test_bare_took),
+		cmocka_unit_test(test_forged_over_held),
+		cmocka_unit_test(test_two_takes_of_one_opening),
+		cmocka_unit_test(test_report_changes_nothing),
 		cmocka_unit_test(test_no_page),
 	};
 

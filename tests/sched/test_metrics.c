@@ -404,7 +404,7 @@ static void test_daemon(void **state)
 	client(s, 1000);
 	t = render(s, &d);
 	check_shape(t);
-	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"4\"} 1");
+	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"5\"} 1");
 	has_line(t, "vshare_connections_open 3");
 	assert_null(strstr(t, "vshare_connections "));
 	has_line(t, "vshare_connections_total 7");

@@ -366,6 +366,68 @@ static void test_gpu_table_full(void **state)
 	sched_free(s);
 }
 
+/* 16 uids attaching 64 made-up GPUs each fill the records made-up GPUs
+ * share; a GPU the configuration names (B) or NVML knows (A) still
+ * attaches, and another made-up one is refused. Once made-up GPUs lose
+ * their clients, a new one takes one of their records, never a real
+ * GPU's. */
+static void test_gpu_table_vouched(void **state)
+{
+	struct sched_client *fake[SCHED_MAX_GPUS / SCHED_MAX_CLIENT_GPUS];
+	struct sched_cred cred = { 1, 0, 0 }, rcred = { 2, 4242, 4242 };
+	size_t nf = sizeof(fake) / sizeof(fake[0]);
+	uint8_t u[VS_UUID_LEN] = { 0 };
+	struct sched_client *real, *late;
+	struct sched_gpu_cfg gc;
+	struct sched_cfg cfg;
+	struct sched *s;
+	(void)state;
+
+	memset(&gc, 0, sizeof(gc));
+	memcpy(gc.uuid, GPU_B, VS_UUID_LEN);
+	gc.set = SCHED_GCFG_MODE;
+	gc.mode = VS_MODE_ON;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tq_ms = 1000;
+	cfg.mode = VS_MODE_ON;
+	cfg.uid_gpus = SCHED_MAX_CLIENT_GPUS;
+	cfg.gpus = &gc;
+	cfg.n_gpus = 1;
+	cfg.total_fn = driver_total;
+	s = sched_new(&cfg, fake_clock, NULL);
+	for (size_t i = 0; i < nf; i++) {
+		cred.uid = 1000 + (uint32_t)i;
+		fake[i] = sched_client_new(s, &cred, "fake", NULL);
+		for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
+			u[0] = (uint8_t)i;
+			u[1] = (uint8_t)j;
+			u[2] = 0xff;
+			assert_int_equal(sched_attach(s, fake[i], u, GiB), 0);
+		}
+	}
+	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
+	real = sched_client_new(s, &rcred, "real", NULL);
+	u[0] = 0xfe;
+	assert_int_equal(sched_attach(s, real, u, GiB), VS_E_FULL);
+	assert_int_equal(sched_attach(s, real, GPU_A, GiB), 0);
+	assert_int_equal(sched_attach(s, real, GPU_B, GiB), 0);
+	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS + 2);
+	assert_int_equal(sched_request(s, real, GPU_B), 0);
+	assert_int_equal(sched_state_of(real, GPU_B), SCHED_ST_HOLDING);
+	sched_client_del(s, real);
+	sched_client_del(s, fake[0]);
+	late = sched_client_new(s, &rcred, "late", NULL);
+	for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
+		u[0] = 0xfe;
+		u[1] = (uint8_t)j;
+		assert_int_equal(sched_attach(s, late, u, GiB), 0);
+	}
+	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS + 2);
+	assert_non_null(sched_gpu_find(s, GPU_A));
+	assert_non_null(sched_gpu_find(s, GPU_B));
+	sched_free(s);
+}
+
 /* A reload that changes the capacity setting applies it to the GPUs
  * already known: what no longer fits drops, what fits again runs. */
 static void test_reconfigure_capacity(void **state)
@@ -500,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_revoked_comes_back),
 		cmocka_unit_test(test_two_gpus_held_then_gone),
 		cmocka_unit_test(test_gpu_table_full),
+		cmocka_unit_test(test_gpu_table_vouched),
 		cmocka_unit_test(test_reconfigure_capacity),
 		cmocka_unit_test(test_crossing_messages),
 		cmocka_unit_test(test_reconfigure_settings),

@@ -218,6 +218,54 @@ int check_procaddr(void)
 	return 0;
 }
 
+/*
+ * The 32-bit cuMemAlloc of CUDA before 3.2, which the driver still
+ * exports, asked for through cuGetProcAddress: the shim neither converts
+ * nor counts it, so it is refused as the driver refuses a name too new
+ * for the version asked (both forms of the call); from 3.2 on the answer
+ * is the hook, which converts. cuGetExportTable (the driver's private
+ * tables, which the CUDA runtime needs) is not hooked: the driver answers.
+ */
+int check_procaddr_legacy(void)
+{
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+	void *h = driver(), *fn = (void *)1;
+	const void *table = (const void *)1;
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	const char *name;
+	CUuuid id;
+	CUdeviceptr p;
+	gpa_fn gpa;
+
+	setup_ctx();
+	CHECK(dlsym(h, "cuMemAlloc") != NULL); /* the driver has it */
+	CHECK(cuGetProcAddress_v2("cuMemAlloc", &fn, 2000, 0, &st) ==
+	      CUDA_ERROR_NOT_FOUND);
+	CHECK(fn == NULL && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	gpa = (gpa_fn)dlsym(h, "cuGetProcAddress");
+	fn = (void *)1;
+	CHECK(gpa("cuMemAlloc", &fn, 3010, 0) == CUDA_ERROR_NOT_FOUND &&
+	      fn == NULL);
+	fn = (void *)1;
+	CHECK(gpa("cuMemFree", &fn, 2000, 0) == CUDA_ERROR_NOT_FOUND &&
+	      fn == NULL);
+	CK(cuGetProcAddress_v2("cuMemAlloc", &fn, 3020, 0, &st));
+	CHECK(in_shim(fn, &name) && !strcmp(name, "cuMemAlloc_v2"));
+	alloc = (CUresult (*)(CUdeviceptr *, size_t))fn;
+	CK(alloc(&p, 4096));
+	CHECK(is_managed(p));
+	CK(cuMemFree(p));
+
+	fn = NULL;
+	CK(cuGetProcAddress_v2("cuGetExportTable", &fn, 3000, 0, NULL));
+	CHECK(fn != NULL && !in_shim(fn, NULL));
+	CHECK(!in_shim(dlsym(h, "cuGetExportTable"), NULL));
+	memset(&id, 0, sizeof(id));
+	CHECK(cuGetExportTable(&table, &id) == CUDA_ERROR_NOT_SUPPORTED &&
+	      table == NULL);
+	return 0;
+}
+
 /* A stream-ordered free of converted memory happens only once the stream
  * has passed it; until then the memory stays and counts. */
 int check_async_free(void)

@@ -419,6 +419,7 @@ static const struct {
 	{ "direct", check_direct },
 	{ "dlsym", check_dlsym },
 	{ "procaddr", check_procaddr },
+	{ "procaddr_legacy", check_procaddr_legacy },
 	{ "async_free", check_async_free },
 	{ "async_cache", check_async_cache },
 	{ "async_cache_limit", check_async_cache_limit },

@@ -65,6 +65,7 @@ int hold_release(struct hold *h, CUstream s);
 
 int check_dlsym(void);
 int check_procaddr(void);
+int check_procaddr_legacy(void);
 int check_async_free(void);
 int check_capture(void);
 int check_gated(void);

@@ -183,6 +183,33 @@ static void test_oversize(void **state)
 	assert_strict(&n);
 }
 
+/* A NUL byte would end the text there, and the lines after it (a
+ * mem_limit) would not bind: the file is refused whole, wherever the
+ * byte is. */
+static void test_nul_byte(void **state)
+{
+	static const char text[] = "socket = /run/x.sock\n\0mem_limit = 1G\n";
+	static const char tail[] = "mem_limit = 1G\n\0";
+	struct shim_node n;
+	FILE *f;
+
+	(void)state;
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, sizeof(text) - 1, f), sizeof(text) - 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(shim_node_load(path, getuid(), &n), -1);
+	assert_strict(&n);
+	/* One at the very end: the file is still not text. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(tail, 1, sizeof(tail) - 1, f), sizeof(tail) - 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(shim_node_load(path, getuid(), &n), -1);
+	assert_strict(&n);
+}
+
 /* In a new user namespace with no mapping, the file shows as the
  * overflow uid: its settings still apply (and an error says why they
  * cannot be trusted), rather than the file being ignored. */
@@ -224,6 +251,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_not_regular, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_oversize, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nul_byte, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_user_namespace, setup,
 						teardown),
 	};

@@ -517,9 +517,11 @@ static void test_proc_rule(void **state)
 	assert_ptr_equal(proc("cuGetProcAddress", 12000, 1),
 			 HOOK_OF(cuGetProcAddress_v2));
 	assert_ptr_equal(proc("cuCtxCreate", 12050, 0), HOOK_OF(cuCtxCreate_v4));
-	/* Older than every hooked variant, not hooked, or unknown: left as
-	 * the driver's. */
-	assert_ptr_equal(proc("cuMemAlloc", 3000, 0), (void *)not_an_export);
+	/* Older than every hooked variant: refused (NULL), not handed out
+	 * around the shim. Not hooked, or unknown: left as the driver's. */
+	assert_null(proc("cuMemAlloc", 3000, 0));
+	assert_null(proc("cuMemAlloc", 2000, 0));
+	assert_null(proc("cuDevicePrimaryCtxRelease", 10000, 0));
 	assert_ptr_equal(proc("cuCtxGetCurrent", 13000, 0), (void *)not_an_export);
 	assert_ptr_equal(proc("cuNoSuchThing", 13000, 0), (void *)not_an_export);
 	/* The driver's own export and the hook itself map to the hook. */

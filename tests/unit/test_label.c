@@ -69,11 +69,52 @@ static void test_fit(void **state)
 	assert_string_equal(small, "\xe2\x82\xac~");
 }
 
+static void escape_is(const char *in, const char *want)
+{
+	char buf[VS_LABEL_ESC_SIZE(64)];
+
+	vs_label_escape(in, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+}
+
+/* For log lines: quotes and backslashes escaped, whatever hides or moves
+ * text shown as an escape, everything else as it is. */
+static void test_escape(void **state)
+{
+	char small[8], worst[VS_LABEL_ESC_SIZE(4)];
+
+	(void)state;
+	escape_is("train-7", "train-7");
+	escape_is("caf\xc3\xa9 \xe2\x80\x94", "caf\xc3\xa9 \xe2\x80\x94");
+	escape_is("x\" uid 0\\", "x\\\" uid 0\\\\");
+	escape_is("tab\t\x1b\x7f", "tab\\x09\\x1b\\x7f");
+	escape_is("bad-\xff", "bad-\\xff");
+	/* Zero-width space, joiner, word joiner, BOM, soft hyphen. */
+	escape_is("a\xe2\x80\x8b" "b\xe2\x80\x8d" "c\xe2\x81\xa0" "d\xef\xbb\xbf"
+		  "e\xc2\xad",
+		  "a\\u200bb\\u200dc\\u2060d\\ufeffe\\u00ad");
+	/* Bidi override and isolate, C1 CSI, line separator, a tag. */
+	escape_is("\xe2\x80\xae" "\xe2\x81\xa6" "\xc2\x9b" "\xe2\x80\xa8"
+		  "\xf3\xa0\x80\x81",
+		  "\\u202e\\u2066\\u009b\\u2028\\U000e0001");
+	/* The neighbours of those ranges stay. */
+	escape_is("\xe2\x80\x8a\xe2\x80\x90\xc2\xa0", "\xe2\x80\x8a\xe2\x80\x90\xc2\xa0");
+	/* Cut between escapes, never inside one. */
+	vs_label_escape("ab\"cd", small, 4);
+	assert_string_equal(small, "ab");
+	vs_label_escape("ab\xe2\x80\x8b", small, sizeof(small));
+	assert_string_equal(small, "ab");
+	/* The largest expansion fits VS_LABEL_ESC_SIZE. */
+	vs_label_escape("\x01\x02\x03\x04", worst, sizeof(worst));
+	assert_string_equal(worst, "\\x01\\x02\\x03\\x04");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_escape),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

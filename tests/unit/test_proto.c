@@ -85,6 +85,32 @@ static void test_header_reasons(void **state)
 			 VS_E_VERSION);
 }
 
+/* LOCK_PAGE's sizes by version: version 5 names the words page beside
+ * the state page, version 4 (an older scheduler's one page) names none;
+ * the token always has its bit. */
+static void test_lock_page_sizes(void **state)
+{
+	struct vs_lock_info m = { VS_LOCK_TOKEN_BIT | 7,
+				  sizeof(struct vs_lock_page),
+				  sizeof(struct vs_lock_words) };
+	const char *why = NULL;
+	struct vs_hdr h;
+	(void)state;
+
+	vs_hdr_init_v(&h, 5, VS_MSG_LOCK_PAGE, sizeof(m));
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_OK);
+	m.words = 0;
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	vs_hdr_init_v(&h, 4, VS_MSG_LOCK_PAGE, sizeof(m));
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_OK);
+	m.words = sizeof(struct vs_lock_words);
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	vs_hdr_init_v(&h, 5, VS_MSG_LOCK_PAGE, sizeof(m));
+	m.token = 7;
+	assert_int_equal(vs_check_payload(&h, &m, &why), VS_E_PROTO);
+	assert_string_equal(why, "lock-page: bad token or sizes");
+}
+
 /* Versions side by side: a header of any version from VS_PROTO_VERSION_MIN
  * on passes, but a type newer than its header's version does not (a
  * version-1 peer sending SWAPPED or SET_SLICE). */
@@ -108,7 +134,7 @@ static void test_versions(void **state)
 	uint32_t role;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 4);
+	assert_int_equal(VS_PROTO_VERSION, 5);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
@@ -454,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_uuid_text),
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_lock_page_sizes),
 		cmocka_unit_test(test_swapped),
 		cmocka_unit_test(test_metrics_request),
 		cmocka_unit_test(test_wait_frames),

@@ -184,6 +184,10 @@ void client_lost(const char *why)
 		c->held = c->requested = c->attached = c->fp_valid = c->took = 0;
 		c->swap.bytes = 0;
 		c->drop = 0;
+		/* The next scheduler's state starts afresh, and so does ours. */
+		c->quiet = c->resync = 0;
+		c->resync_ms = 0;
+		A_STORE(&c->page_skip, 0);
 		/* A GPU refused on the lost connection is asked for again on
 		 * the next one; running unshared meanwhile opens it anyway,
 		 * and waiting keeps it closed. */
@@ -213,7 +217,7 @@ void client_lost(const char *why)
 			(void)client_take(i);
 }
 
-static void connect_failed(int err)
+static void connect_failed(const char *why)
 {
 	client_settle_mark();
 	schedule_retry();
@@ -223,11 +227,11 @@ static void connect_failed(int err)
 	if (client_g.conf.require_sched) {
 		log_warn("no scheduler at %s (%s): GPU work waits for it "
 			 "(VSHARE_REQUIRE_SCHEDULER)", client_g.conf.socket_path,
-			 strerror(err));
+			 why);
 		return;
 	}
-	log_warn("no scheduler at %s (%s): running unshared", client_g.conf.socket_path,
-		 strerror(err));
+	log_warn("no scheduler at %s (%s): running unshared",
+		 client_g.conf.socket_path, why);
 	(void)gate_set_unshared(1);
 }
 
@@ -243,27 +247,26 @@ static void rejoin(void)
 			client_g.gpu[i].want = 1;
 }
 
+/* A full listen queue (EAGAIN) is a busy scheduler (client_connect.c):
+ * GPU work waits while it tries again, until CLIENT_BUSY_FOR_MS made it
+ * no scheduler after all. */
 static void try_connect(void)
 {
-	struct sockaddr_un sa;
 	int fd, err;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, client_g.conf.socket_path, strlen(client_g.conf.socket_path));
-	/* Non-blocking: connecting to a scheduler that is stopped with its
-	 * listen queue full would block the thread for ever; it fails with
-	 * EAGAIN instead and is tried again later. Reads and sends do not
-	 * depend on the blocking mode (client_msg.c). */
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		connect_failed(errno);
+	fd = client_connect(&err);
+	if (fd < 0 && err != EAGAIN) {
+		connect_failed(strerror(err));
 		return;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		err = errno;
-		close(fd);
-		connect_failed(err);
+	if (fd < 0) {
+		char why[64];
+
+		if (client_connect_busy())
+			return;
+		snprintf(why, sizeof(why), "its listen queue stayed full for "
+			 "%u ms", CLIENT_BUSY_FOR_MS);
+		connect_failed(why);
 		return;
 	}
 	client_set_sock(fd);

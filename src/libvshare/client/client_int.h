@@ -32,6 +32,16 @@
  * and then drops (or is dropped for) every connection is retried with a
  * growing backoff and reported once. */
 #define CLIENT_STABLE_MS      2000u
+/* A full listen queue (connect says EAGAIN) is a busy scheduler: GPU
+ * work waits, and each further try waits in the queue for
+ * CLIENT_BUSY_WAIT_MS at most (client_connect.c); full for
+ * CLIENT_BUSY_FOR_MS, it counts as no scheduler. Shorter than the wait
+ * of an allocation for the first connection's outcome
+ * (client_policy_wait), so that a scheduler that stays busy settles it;
+ * the wait of one try is short beside the 300 ms that client_stop
+ * gives the thread. */
+#define CLIENT_BUSY_WAIT_MS   50u
+#define CLIENT_BUSY_FOR_MS    3000u
 
 /* A descriptor of the client and what it was opened on (client_fd.c). */
 struct own_fd {
@@ -60,13 +70,17 @@ struct client_conn {
 	uint64_t welcome_by_ms;   /* lost if no WELCOME by then */
 	uint64_t backoff_ms;
 	uint64_t next_try_ms;     /* next connection attempt */
+	int      busy;            /* connect said EAGAIN, and no connect has
+				   * worked since (client_connect.c) */
+	uint64_t busy_since_ms;   /* the first EAGAIN of them */
 	uint32_t client_id;
 	int      refusals;         /* GPUs refused on this connection */
 	char     refusal[VS_ERRMSG_MAX]; /* the scheduler's refusal of the
 				   * connection itself (max_clients,
 				   * uid_conns), told when it closes */
-	struct vs_lock_page *lock; /* the connection's lock page, or NULL
-				   * (client_lock.c) */
+	struct vs_lock_page *lock; /* the connection's state page (read
+				   * only), or NULL (client_lock.c) */
+	struct vs_lock_words *lock_words; /* its words, set before lock */
 	uint64_t lock_token;      /* what this client writes into a word */
 	size_t   rlen;
 	unsigned char rbuf[CLIENT_RBUF];
@@ -132,9 +146,26 @@ struct client_gpu {
 	int      lock_slot;        /* the page's slot for it, + 1 (0: not
 				    * looked up) */
 	int      took;             /* taken through the page: TOOK to send */
+	int      page_skip;        /* atomic: the scheduler refused a take:
+				    * the next acquisition goes through
+				    * REQUEST (cleared by the GRANT) */
+	int      quiet;            /* the pending drop gives back a take
+				    * the scheduler refused: no RELEASED */
+	int      resync;           /* CLIENT_RESYNC_*: the scheduler's state
+				    * and ours differ (client_msg.c) */
+	uint64_t resync_ms;        /* no resynchronisation before then */
 	uint64_t attach_ms;        /* when ATTACH went out */
 	struct client_wait wait;
 };
+
+/* A resynchronisation with the scheduler (client_msg.c, docs/gate.md):
+ * ASK, the next REQUEST is one (it waits for resync_ms); RELEASE, a
+ * RELEASED goes before it. At most one per GPU in CLIENT_RESYNC_MS, so
+ * that a scheduler that answers every frame with an error cannot make
+ * the client loop. */
+#define CLIENT_RESYNC_ASK     1
+#define CLIENT_RESYNC_RELEASE 2
+#define CLIENT_RESYNC_MS      100u
 
 /* Who may send this GPU's REQUEST (client_work.c: the fast request). */
 enum {
@@ -187,6 +218,14 @@ void client_lock_map(const struct vs_lock_info *m);
 void client_lock_drop(void);
 void client_lock_atfork_child(void);
 int  client_lock_take(int dev, struct client_gpu *g);
+/* The connection has its pages, or they may still come (a scheduler of
+ * version 5 sends them before the MODE of any ATTACH). */
+int  client_lock_expected(void);
+/* Tests only (tests/gate): called by a take between its swap and its
+ * second read of the state page, so that a test can close the GPU right
+ * there. Weak and hidden: nothing in libvshare.so defines it (it is
+ * NULL there), and no program can. */
+void client_lock_test_swapped(int dev) __attribute__((weak, visibility("hidden")));
 
 /* client_fd.c: remember fd (-1: none), check that the number still names
  * it, close it only if it does. */
@@ -212,6 +251,13 @@ static inline int client_stopping(void)
 
 /* client.c */
 void client_lost(const char *why);
+
+/* client_connect.c: a new connection to the scheduler, or -1 and *err
+ * (EAGAIN: its listen queue is full). busy: after an EAGAIN, 1 while the
+ * scheduler still counts as busy (the next try is due at once), 0 once
+ * it has been busy for CLIENT_BUSY_FOR_MS. */
+int  client_connect(int *err);
+int  client_connect_busy(void);
 
 /* client_msg.c */
 /* Send one frame; -1 if it failed or the connection is gone. Only the

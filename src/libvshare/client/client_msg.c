@@ -128,11 +128,41 @@ static void on_grant(const struct vs_grant *m)
 	c->requested = 0;
 	c->want = 0;
 	c->drop = 0;
+	/* The scheduler and this process agree again: it holds. */
+	c->resync = 0;
+	A_STORE(&c->page_skip, 0);
 	gate_grant(dev);
 	client_wait_granted(dev);
 	log_debug("GPU %d granted (%s, quantum %u ms%s)", dev,
 		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
 		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "");
+}
+
+/* A resynchronisation of dev is due (client_work.c sends it): `what`
+ * adds to one that may be pending. */
+static void resync(int dev, struct client_gpu *c, int what, const char *why)
+{
+	c->resync |= what;
+	log_debug("GPU %d: %s: %s", dev, why,
+		  (what & CLIENT_RESYNC_RELEASE) ? "releasing it, then asking "
+		  "again if it is wanted" : "asking again if it is wanted");
+}
+
+/*
+ * A DROP for a GPU this process does not hold: the scheduler counts it
+ * as a holder (it adopted a token that another client copied into the
+ * words, or a take this process gave back), or the drop crossed our
+ * RELEASED. A RELEASED clears the first; the second answers it with
+ * VS_E_STATE, which is only logged. While a REQUEST is out, nothing: its
+ * answer settles it (a GRANT, or VS_E_STATE for it, below), and a
+ * RELEASED now could cross the GRANT and release it.
+ */
+static void drop_not_held(int dev, struct client_gpu *c)
+{
+	if (c->requested || (c->resync & CLIENT_RESYNC_RELEASE))
+		return;
+	resync(dev, c, CLIENT_RESYNC_ASK | CLIENT_RESYNC_RELEASE,
+	       "the scheduler asks for it back, but it is not held");
 }
 
 static void on_drop(const struct vs_drop *m)
@@ -143,8 +173,12 @@ static void on_drop(const struct vs_drop *m)
 	if (dev < 0)
 		return;
 	c = &client_g.gpu[dev];
+	if (!c->held) {
+		drop_not_held(dev, c);
+		return;
+	}
 	/* An urgent reason overrides a pending idle drop, never the reverse. */
-	if (c->held && (c->drop == 0 || c->drop == VS_DROP_IDLE))
+	if (c->drop == 0 || c->drop == VS_DROP_IDLE)
 		c->drop = m->reason;
 	log_debug("GPU %d: drop requested (%s)", dev,
 		  vs_drop_reason_name(m->reason));
@@ -228,6 +262,52 @@ static int refused_dev(const struct vs_error *m)
 	return gpu_by_uuid(uuid);
 }
 
+/* The name of the refused message in a refusal that names its GPU:
+ * "GPU-<uuid>: <name>: ...". */
+static int refused_msg(const struct vs_error *m, const char *name)
+{
+	const char *p = m->msg + VS_UUID_STR_LEN;
+	size_t n = strlen(name);
+
+	while (*p == ' ')
+		p++;
+	return strncmp(p, name, n) == 0 && p[n] == ':';
+}
+
+/*
+ * VS_E_STATE about one GPU: the scheduler's state and ours differ.
+ * - TOOK refused: the scheduler did not see our take (another client
+ *   took the same opening, or wrote over our token) and does not count
+ *   us as a holder. The GPU is given back as on a drop, without the
+ *   RELEASED, and asked for with a REQUEST if it is still wanted.
+ * - REQUEST refused: the scheduler counts us as holding or waiting (it
+ *   adopted a token another client copied): a RELEASED clears that, then
+ *   the REQUEST goes out again. Were the GPU held, the refusal would be
+ *   of an older REQUEST that its GRANT answered: nothing then.
+ * Anything else (a RELEASED that crossed a drop...) is only logged, so
+ * that no answer ever makes the client send again unbounded.
+ */
+static void on_state(int dev, const struct vs_error *m)
+{
+	struct client_gpu *c = &client_g.gpu[dev];
+
+	if (refused_msg(m, "took") && c->held && !c->took) {
+		c->drop = VS_DROP_QUANTUM;
+		c->quiet = 1;
+		A_STORE(&c->page_skip, 1);
+		resync(dev, c, CLIENT_RESYNC_ASK,
+		       "the scheduler refused its take, giving it back");
+		return;
+	}
+	if (refused_msg(m, "request") && !c->held) {
+		c->requested = 0;
+		resync(dev, c, CLIENT_RESYNC_ASK | CLIENT_RESYNC_RELEASE,
+		       "the scheduler refused its request");
+		return;
+	}
+	log_debug("the scheduler reports %s: %s", vs_err_name(m->code), m->msg);
+}
+
 static void on_error(const struct vs_error *m)
 {
 	int dev;
@@ -244,6 +324,10 @@ static void on_error(const struct vs_error *m)
 		}
 		snprintf(client_c.refusal, sizeof(client_c.refusal), "%s",
 			 m->msg);
+		return;
+	}
+	if (m->code == VS_E_STATE && (dev = refused_dev(m)) >= 0) {
+		on_state(dev, m);
 		return;
 	}
 	/* Frames already on their way for a refused GPU (its FOOTPRINT or
@@ -377,8 +461,9 @@ static int one_frame(size_t *used)
 	}
 }
 
-/* recv, keeping a descriptor passed with the bytes (the lock page) and
- * closing any other: none may leak into the program. */
+/* recv, keeping the descriptors passed with the bytes (the lock pages,
+ * client_lock.c) and closing any other: none may leak into the program.
+ * Descriptors beyond the room for them are closed by the kernel. */
 static ssize_t recv_fds(void *buf, size_t len)
 {
 	union {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "client_int.h"
+#include "label.h"
 #include "log.h"
 
 /* Least time between two "waiting" lines of one process. */
@@ -102,10 +103,12 @@ static void user_name(uint32_t uid, char *out, size_t n)
 }
 
 /* "held by "train" (user alice) for 3.2 s", or less of it where the
- * scheduler knows or says less. */
+ * scheduler knows or says less. The label is another user's: escaped,
+ * so that it cannot pass for the rest of the line. */
 static void holder_text(const struct vs_waiting *m, char *out, size_t n)
 {
 	char label[VS_LABEL_MAX + 1], user[96], others[32] = "";
+	char shown[VS_LABEL_ESC_SIZE(VS_LABEL_MAX)];
 
 	if (m->n_holders == 0) {
 		snprintf(out, n, "about to be granted");
@@ -122,15 +125,17 @@ static void holder_text(const struct vs_waiting *m, char *out, size_t n)
 	}
 	memcpy(label, m->holder_label, VS_LABEL_MAX);
 	label[VS_LABEL_MAX] = '\0';
+	vs_label_escape(label, shown, sizeof(shown));
 	user_name(m->holder_uid, user, sizeof(user));
-	snprintf(out, n, "held by \"%s\" (%s)%s for %.1f s", label, user,
+	snprintf(out, n, "held by \"%s\" (%s)%s for %.1f s", shown, user,
 		 others, (double)m->held_ms / 1000.0);
 }
 
 void client_wait_answer(int dev, const struct vs_waiting *m)
 {
 	struct client_gpu *g = &client_g.gpu[dev];
-	char name[32], holder[256], eta[48] = "";
+	char name[32], holder[VS_LABEL_ESC_SIZE(VS_LABEL_MAX) + 160],
+	     eta[48] = "";
 
 	/* Granted meanwhile (position 0), or an answer nobody waits for. */
 	if (m->position == 0 || !g->wait.asked || g->wait.told || g->held)

@@ -73,7 +73,8 @@ static void request_sent(struct client_gpu *g, uint64_t spin_ns)
 static int fast_ready(const struct client_gpu *g)
 {
 	return g->known && g->attached && g->fp_valid && !g->held &&
-	       !g->requested && !g->refused && !g->want && g->drop == 0;
+	       !g->requested && !g->refused && !g->want && g->drop == 0 &&
+	       g->resync == 0;
 }
 
 /* A waiting thread took g through the lock page and opened its gate:
@@ -257,12 +258,44 @@ static int drop(int dev, struct client_gpu *g)
 	}
 	if (client_take(dev) < 0)
 		return -1;
-	if (send_ref(VS_MSG_RELEASED, g->uuid))
+	/* A take the scheduler refused (client_msg.c: on_state) is not
+	 * counted there: nothing to release. */
+	if (!g->quiet && send_ref(VS_MSG_RELEASED, g->uuid))
 		return -2;
+	log_debug("GPU %d %s (%s)", dev, g->quiet ? "given back" : "released",
+		  vs_drop_reason_name(reason));
 	g->held = 0;
 	g->drop = 0;
-	log_debug("GPU %d released (%s)", dev, vs_drop_reason_name(reason));
+	g->quiet = 0;
 	return -1;
+}
+
+/* A resynchronisation with the scheduler (client_msg.c: on_state,
+ * drop_not_held): the RELEASED it needs, and then the REQUEST goes out as
+ * usual if the GPU is wanted, at most once per CLIENT_RESYNC_MS. 1 while
+ * the GPU must not be asked for yet, 0 once done, -1 if sending failed. */
+static int resync_due(struct client_gpu *g, int *timeout)
+{
+	uint64_t now = gate_now_ms();
+	int t;
+
+	if (g->resync == 0)
+		return 0;
+	/* A refused take is given back first (drop, above). */
+	if (g->held)
+		return 1;
+	if (now < g->resync_ms) {
+		t = (int)(g->resync_ms - now);
+		if (*timeout < 0 || t < *timeout)
+			*timeout = t;
+		return 1;
+	}
+	if ((g->resync & CLIENT_RESYNC_RELEASE) &&
+	    send_ref(VS_MSG_RELEASED, g->uuid))
+		return -1;
+	g->resync = 0;
+	g->resync_ms = now + CLIENT_RESYNC_MS;
+	return 0;
 }
 
 /* A GPU the scheduler refused (client_msg.c: on_refused) runs unshared
@@ -328,13 +361,14 @@ int client_register(void)
 	return 0;
 }
 
-/* The ATTACH went out on a connection with a lock page and its MODE (the
- * scheduler read it: the page may be used) is one round trip away: a
+/* The ATTACH went out on a connection with lock pages, or one whose
+ * pages may still come (they come before the MODE), and its MODE (the
+ * scheduler read it: the pages may be used) is one round trip away: a
  * waiter is better served by a take once it comes than by a REQUEST now.
  * 1 while it is due, lowering *timeout to the longest wait for it. */
 static int mode_pending(const struct client_gpu *g, uint64_t now)
 {
-	return !A_LOAD(&g->lock_ok) && A_LOAD(&client_c.lock) != NULL &&
+	return !A_LOAD(&g->lock_ok) && client_lock_expected() &&
 	       !client_g.conf.no_lock_page && !g->want &&
 	       now < g->attach_ms + CLIENT_MODE_WAIT_MS;
 }
@@ -354,7 +388,7 @@ static int mode_due(struct client_gpu *g, int *timeout)
 
 static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 {
-	int t;
+	int t, rs;
 
 	/* The bit only woke this thread: who waits is the gate's to say. */
 	(void)A_XCHG(&g->wanted, 0);
@@ -369,8 +403,11 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		return -1;
 	if (t >= 0 && (*timeout < 0 || t < *timeout))
 		*timeout = t;
-	if (!g->held && !g->requested && (g->want || gate_waiting(dev) > 0) &&
-	    !mode_due(g, timeout)) {
+	rs = resync_due(g, timeout);
+	if (rs < 0)
+		return -1;
+	if (rs == 0 && !g->held && !g->requested &&
+	    (g->want || gate_waiting(dev) > 0) && !mode_due(g, timeout)) {
 		/* A thread that began to wait before the GPU could be taken
 		 * (the first launch, while registering): take it for it now if
 		 * it is free, rather than ask. */

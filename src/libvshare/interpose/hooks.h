@@ -72,7 +72,8 @@ int hook_find(const char *name);
  * base, identified by address, else by the driver's own rule (newest
  * variant not newer than cuda_version, per-thread variant if asked for);
  * the identified variant's real pointer is recorded if the init had none.
- * Returns fn itself for anything not hooked.
+ * Returns fn itself for anything not hooked, and NULL (refuse it) for a
+ * variant of a hooked function older than every variant hooked.
  */
 void *hook_for_proc(const char *base, void *fn, int cuda_version,
 		    unsigned long long flags);

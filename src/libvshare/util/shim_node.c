@@ -227,6 +227,7 @@ int shim_node_load(const char *path, uid_t owner, struct shim_node *out)
 {
 	char text[NODE_FILE_MAX + 2];
 	struct stat st;
+	ssize_t len = -1;
 	int fd, own, dir;
 
 	memset(out, 0, sizeof(*out));
@@ -241,7 +242,7 @@ int shim_node_load(const char *path, uid_t owner, struct shim_node *out)
 	own = node_stat(fd, &st) == 0 && S_ISREG(st.st_mode) ?
 	      owner_ok(&st, owner) : 0;
 	dir = own ? dir_ok(path, owner) : 0;
-	if (!own || !dir || read_all(fd, text) < 0) {
+	if (!own || !dir || (len = read_all(fd, text)) < 0) {
 		int e = errno;
 
 		close(fd);
@@ -251,6 +252,11 @@ int shim_node_load(const char *path, uid_t owner, struct shim_node *out)
 			      "longer than 8 KiB" : strerror(e));
 	}
 	close(fd);
+	/* The lines are read as C strings: whatever follows a NUL byte
+	 * would be lost, a mem_limit line with it. */
+	if (memchr(text, '\0', (size_t)len) != NULL)
+		return strict(out, path, "it holds a NUL byte, and the text "
+			      "after it cannot be read");
 	/* In a user namespace root's file shows as the overflow uid, and a
 	 * file the user made shows as their mapped uid: the owner says
 	 * nothing. Apply it (a user cannot make an overflow-owned file),

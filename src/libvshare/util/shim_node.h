@@ -15,7 +15,8 @@
  * link) that root owns, in a folder root owns, and neither may be
  * written by group or others: a file anyone could write would hand the
  * admin's settings to them. The shim fails closed: a file that is there
- * but untrusted, unreadable or longer than 8 KiB gives the strictest
+ * but untrusted, unreadable, longer than 8 KiB or holding a NUL byte
+ * (what follows it could not be read) gives the strictest
  * settings (shim_node.strict) with one error, and a require_scheduler or
  * mem_limit line that does not parse binds as "yes" or as a limit no
  * allocation fits. Its path is fixed when the shim is built (the CMake

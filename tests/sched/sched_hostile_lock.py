@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Attacks on the lock page by an unprivileged user (nobody, through
+setpriv, running hostile_lock.py) and what other clients must still get:
+forged tokens, TOOK with no take, a free value written over a held GPU,
+holes punched in the pages.
+
+Usage: sched_hostile_lock.py BINDIR SCENARIO (needs root to switch users;
+skips with 77 otherwise)."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from schedtest import (T, UUID, Daemon, check, frame, main,  # noqa: E402
+                       recv_frame, scenarios, wait_for)
+from sched_hostile import OPEN, as_user, guarded  # noqa: E402
+from sched_lock import (GPU, CLOSED, LockClient, counter,  # noqa: E402
+                        state_of)
+
+ON = dict(OPEN, mode="on", gpus={GPU: {}})
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Attacker:
+    """hostile_lock.py as nobody; lives until stop()."""
+
+    def __init__(self, d, *args):
+        pub = os.path.join(d.dir, "pub")
+        os.makedirs(pub, mode=0o755, exist_ok=True)
+        for f in ("hostile_lock.py", "sched_lock.py", "schedtest.py"):
+            shutil.copy(os.path.join(HERE, f), pub)
+            os.chmod(os.path.join(pub, f), 0o644)
+        self.p = subprocess.Popen(
+            as_user("65534", [sys.executable,
+                              os.path.join(pub, "hostile_lock.py"), d.sock] +
+                    [str(a) for a in args]),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=pub)
+        line = self.p.stdout.readline()
+        check(line, "the attacker printed nothing")
+        self.ready = json.loads(line)
+
+    def go(self):
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
+
+    def result(self):
+        line = self.p.stdout.readline()
+        check(line, "the attacker printed no result")
+        return json.loads(line)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def granted(c, timeout=5):
+    """The next frame c reads is a GRANT (not an ERROR), within timeout."""
+    c.s.settimeout(timeout)
+    f = recv_frame(c.s)
+    check(f[0] == T["GRANT"], "a GRANT, got 0x%x %r" % (f[0], f[1][:60]))
+
+
+def t_forged_token(b):
+    """The attacker writes the tokens that client ids 1..64 once had into
+    the word, with a FOOTPRINT and a STATUS after each: nobody is adopted,
+    and idle victims of versions 5 and 1 are granted when they ask."""
+    with Daemon(b, ON) as d:
+        v5 = LockClient(d.sock, b"victim")
+        v5.attach()
+        v1 = d.raw()
+        v1.sendall(frame(T["HELLO"], struct.pack("<II64s", 1, 0, b"old")) +
+                   frame(T["ATTACH"], UUID + struct.pack("<Q", 16 << 30)))
+        check(recv_frame(v1)[0] == T["WELCOME"], "v1 welcome")
+        evil = Attacker(d, "forge", 64)
+        check(evil.ready["page"], "the attacker got a page")
+        evil.result()
+        for c in ("victim", "old"):
+            check(state_of(d, c) in ("idle", None), "%s adopted" % c)
+        v5.send("REQUEST")
+        granted(v5)
+        v5.send("RELEASED")
+        v1.sendall(frame(T["REQUEST"], UUID))
+        v1.settimeout(5)
+        f = recv_frame(v1)
+        check(f[0] == T["GRANT"], "v1 victim: 0x%x %r" % (f[0], f[1][:60]))
+        evil.stop()
+        v5.close()
+        v1.close()
+
+
+def t_took_flood(b):
+    """TOOK every 50 ms without a take: each is refused and counted, the
+    attacker never holds, and the waiter is granted next when the holder
+    releases."""
+    with Daemon(b, ON) as d:
+        a, w = LockClient(d.sock, b"holder"), LockClient(d.sock, b"waiter")
+        a.attach()
+        w.attach()
+        a.send("REQUEST")
+        granted(a)
+        evil = Attacker(d, "tookflood", 2)
+        w.send("REQUEST")
+        states = set()
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            states.add(state_of(d, "hostile"))
+            time.sleep(0.1)
+        check(states <= {"idle"}, "the attacker was %r" % states)
+        a.send("RELEASED")
+        granted(w)
+        sent = evil.result()["sent"]
+        check(state_of(d, "hostile") == "idle", "the attacker holds")
+        m = d.ctl("metrics")[1]
+        wait_for(lambda: counter(d.ctl("metrics")[1],
+                                 "vshare_lock_took_refused_total") == sent,
+                 5, "%d refusals counted (%r)" % (
+                     sent, counter(m, "vshare_lock_took_refused_total")))
+        check(d.logtext().count("says it took a GPU") == 1,
+              "a refused TOOK logged more than once per connection")
+        evil.stop()
+        a.close()
+        w.close()
+
+
+def t_free_over_held(b):
+    """The free value written over a held GPU's word every 1 ms for 1.5 s:
+    a third client's takes all fail (the holder keeps it alone), and the
+    forged word is counted at the next decision."""
+    with Daemon(b, ON) as d:
+        a, c = LockClient(d.sock, b"holder"), LockClient(d.sock, b"third")
+        a.attach()
+        c.attach()
+        evil = Attacker(d, "freeover", 1.5)
+        check(evil.ready["seen"] != 0, "the attacker saw the GPU open")
+        a.send("REQUEST")
+        granted(a)
+        evil.go()
+        took = tries = 0
+        end = time.monotonic() + 1.2
+        while time.monotonic() < end:
+            tries += 1
+            if c.take():
+                took += 1
+                c.set_word(CLOSED)
+            time.sleep(0.0005)
+        r = evil.result()
+        check(r["writes"] > 100, "the attack ran: %r" % r)
+        check(took == 0, "a third client took a held GPU %d times in %d "
+              "tries" % (took, tries))
+        check(state_of(d, "holder") == "holding", "the holder lost it")
+        a.send("RELEASED")
+        wait_for(lambda: counter(d.ctl("metrics")[1],
+                                 "vshare_lock_tampered_total") >= 1, 5,
+                 "the forged word counted")
+        evil.stop()
+        a.close()
+        c.close()
+
+
+def t_punch_hole(b):
+    """Holes punched over the pages: the state page refuses it, so the
+    magic, the slots and the fast path stay for every later client."""
+    with Daemon(b, ON) as d:
+        evil = Attacker(d, "punch")
+        errs = evil.result()["errno"]
+        check(errs and errs[0] != 0, "the state page took a hole: %r" % errs)
+        n = LockClient(d.sock, b"later")
+        check(n.state is not None and
+              struct.unpack_from("<I", n.state, 0)[0] == 0x4b4c5356,
+              "the magic is gone")
+        n.attach()
+        wait_for(lambda: n.opening() != 0, 5, "the GPU opens")
+        check(n.take(), "a later client takes through the page")
+        n.send("TOOK")
+        wait_for(lambda: state_of(d, "later") == "holding", 5, "holding")
+        evil.stop()
+        n.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main({k: guarded(v) for k, v in scenarios(globals()).items()}))

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""What an unprivileged user (through setpriv) can make the daemon write
+to its log, and what it can take of the GPU table: refusals logged once
+per connection, lines per connection and per uid limited, labels
+escaped, and GPUs the configuration names never locked out by made-up
+ones.
+
+Usage: sched_hostile_log.py BINDIR SCENARIO (needs root to switch users;
+skips with 77 otherwise)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from schedtest import Daemon, check, main, scenarios, wait_for  # noqa: E402
+
+OPEN = {"socket_mode": "0666", "mode": "auto"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+# What an attack may leave in the log: the start-up lines, the few lines
+# the limits let through (a burst, then one a second per uid) and their
+# counts. Without the limits each attack writes thousands.
+MAX_LINES = 100
+REAL = "GPU-5b2c0a8e-1d3f-4c71-9a0e-3f6d2b1c9e77"
+
+
+class Peer:
+    """A peer script of this folder as another user; its connections live
+    until stop(). start() returns at once, result() reads its line."""
+
+    def __init__(self, d, script, *args, uid="65534"):
+        pub = os.path.join(d.dir, "pub")
+        os.makedirs(pub, mode=0o755, exist_ok=True)
+        for name in ("hostile_peer.py", "log_peer.py"):
+            dst = os.path.join(pub, name)
+            if not os.path.exists(dst):
+                shutil.copy(os.path.join(HERE, name), dst)
+                os.chmod(dst, 0o755)
+        self.p = subprocess.Popen(
+            ["setpriv", "--reuid=" + uid, "--regid=" + uid,
+             "--clear-groups", sys.executable, os.path.join(pub, script),
+             d.sock] + [str(a) for a in args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def result(self):
+        line = self.p.stdout.readline()
+        check(line, "the peer printed nothing")
+        return json.loads(line)
+
+    def stop(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
+
+
+def peer(d, script, *args, uid="65534"):
+    p = Peer(d, script, *args, uid=uid)
+    return p, p.result()
+
+
+def stopped_log(d):
+    """The whole log once the daemon has stopped (it tells what it did
+    not log at shutdown), checked as Daemon's exit would."""
+    rc = d.stop()
+    log = d.logtext()
+    check(rc == 0 and "Sanitizer" not in log and "runtime error" not in log,
+          "daemon exit status %s at shutdown:\n%s" % (rc, log[-3000:]))
+    return log
+
+
+def check_lines(log, what):
+    n = len(log.splitlines())
+    print("%s: %d log lines" % (what, n))
+    check(n < MAX_LINES, "%s wrote %d log lines:\n%s" %
+          (what, n, "\n".join(log.splitlines()[:40])))
+
+
+def refusals(d, reason):
+    m = re.search(r'vshare_refusals_total\{reason="%s"\} (\d+)' % reason,
+                  d.ctl("metrics")[1])
+    return int(m.group(1)) if m else -1
+
+
+def t_log_settq(b):
+    """20000 SET_TQ of a non-admin on one connection: each is refused and
+    counted, the refusal is logged once, the log stays under 100 lines."""
+    with Daemon(b, OPEN) as d:
+        p, r = peer(d, "log_peer.py", "settq", 20000)
+        check(r["replies"] == {"-1": 20000}, "replies %r" % r)
+        wait_for(lambda: refusals(d, "not_admin") == 20000, 5,
+                 "the refusals counted")
+        p.stop()
+        log = stopped_log(d)
+        check(log.count("not an admin") == 1,
+              "refusal logged %d times" % log.count("not an admin"))
+        check_lines(log, "settq")
+
+
+def t_log_reconnect(b):
+    """2000 connections of a non-admin one after the other, each
+    registering, sending a SET_TQ and leaving: under 100 log lines, and a
+    line says how many were not logged."""
+    with Daemon(b, OPEN) as d:
+        p, r = peer(d, "log_peer.py", "hellos", 2000)
+        check(r == {"welcomed": 2000, "refused": 2000}, "answers %r" % r)
+        wait_for(lambda: refusals(d, "not_admin") == 2000, 5,
+                 "the refusals counted")
+        p.stop()
+        log = stopped_log(d)
+        check_lines(log, "reconnect")
+        told = [int(n) for n in re.findall(
+            r"uid 65534: (\d+) lines about its connections were not "
+            r"logged", log)]
+        logged = len(re.findall(r'"looper" registered|"looper" \(pid|'
+                                r"not an admin", log))
+        check(told and sum(told) + logged == 3 * 2000,
+              "told %r, logged %d of 6000 lines" % (told, logged))
+
+
+def t_log_label(b):
+    """A label with a double quote and a zero-width space is escaped in
+    the log, where it would otherwise pass for more of the line."""
+    lab = b'x" uid 0 \xe2\x80\x8bz'
+    with Daemon(b, OPEN) as d:
+        p, r = peer(d, "hostile_peer.py", "label", lab.hex())
+        check(r["errors"] == [], "refused: %r" % r)
+        p.stop()
+        wait_for(lambda: "left" in d.logtext(), 5, "the client leaving")
+        with open(d.log, "rb") as f:
+            log = f.read()
+        shown = b'"x\\" uid 0 \\u200bz"'
+        check(shown + b" registered" in log and shown + b" (pid" in log,
+              "label not escaped:\n%s" % log.decode(errors="replace"))
+        check(b"\xe2\x80\x8b" not in log and b'"x" uid' not in log,
+              "the label as it is reached the log")
+
+
+def t_gpu_table_named(b):
+    """16 uids attach 64 made-up GPUs each, filling the GPU table: a
+    1025th made-up GPU is refused, but a GPU the configuration names
+    attaches and is scheduled."""
+    cfg = dict(OPEN, gpus={REAL: {"mode": "on"}})
+    with Daemon(b, cfg) as d:
+        peers = [Peer(d, "log_peer.py", "fill", 64, i, uid=str(60001 + i))
+                 for i in range(16)]
+        for p in peers:
+            check(p.result()["refused"] == 0, "a made-up GPU refused")
+        wait_for(lambda: len(d.status()["gpus"]) == 1024, 20,
+                 "1024 GPU records")
+        rc, out = victim(d, "--uuid", "GPU-eeff0000-0000-0000-0000-"
+                         "000000000000", "--hold-ms", 10, "--timeout-ms",
+                         3000)
+        check(rc == 4 and "GPU table full" in out,
+              "a made-up GPU beyond the table: rc %d %s" % (rc, out))
+        rc, out = victim(d, "--uuid", REAL, "--hold-ms", 10, "--cycles", 3)
+        check(rc == 0, "the configured GPU refused: rc %d %s" % (rc, out))
+        check(any(g["uuid"] == REAL for g in d.status()["gpus"]),
+              "the configured GPU has no record")
+        for p in peers:
+            p.stop()
+
+
+def victim(d, *args):
+    """sched_testclient as another unprivileged uid; (rc, output)."""
+    p = subprocess.run(["setpriv", "--reuid=12345", "--regid=12345",
+                        "--clear-groups", d.public_bin("sched_testclient"),
+                        "--socket", d.sock] + [str(a) for a in args],
+                       capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout
+
+
+def guarded(fn):
+    def run(b):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            print("needs root and setpriv to run as other users")
+            return 77
+        return fn(b)
+    return run
+
+
+if __name__ == "__main__":
+    sys.exit(main({k: guarded(v) for k, v in scenarios(globals()).items()}))
