@@ -284,27 +284,32 @@ struct vs_policy {
  * The scheduler opens GPU i when nobody holds it, nobody waits and
  * everyone's memory fits: it stores the opening's number n into word i,
  * then into the slot's `open`. A client takes it by reading n from the
- * state page, swapping word i from n to its own token (compare-and-swap),
- * and reading `open` again: still n, the GPU is the client's as if the
- * scheduler had granted it (exclusive in mode on, shared in mode auto,
- * never oversubscribed), and it says so with VS_MSG_TOOK without waiting
- * for an answer. The scheduler closes the GPU before any decision about
- * it: `open` to 0, then one exchange of the word to VS_LOCK_CLOSED, which
- * returns the token of the client that took the opening, if one did; it
- * adopts that client as the holder. If `open` changed under the swap, the
- * client swaps its token back to closed: if that works the scheduler
- * never saw the take (it asks through REQUEST); if not, the scheduler
- * took the word with the token in it, and the client holds the GPU.
+ * state page, swapping word i from n to its mark for n (vs_lock_mark:
+ * a keyed hash of n under the client's token), and reading `open` again:
+ * still n, the GPU is the client's as if the scheduler had granted it
+ * (exclusive in mode on, shared in mode auto, never oversubscribed), and
+ * it says so with VS_MSG_TOOK without waiting for an answer. The
+ * scheduler closes the GPU before any decision about it: `open` to 0,
+ * then one exchange of the word to VS_LOCK_CLOSED, which returns the
+ * mark of the client that took the opening, if one did; it adopts that
+ * client as the holder. If `open` changed under the swap, the client
+ * swaps its mark back to closed: if that works the scheduler never saw
+ * the take (it asks through REQUEST); if not, the scheduler took the
+ * word with the mark in it, and the client holds the GPU.
  *
  * The words are untrusted: a client may write anything there. Writing a
- * number into a closed word takes nothing, since `open` says closed; a
- * token is a random 63-bit value sent to its own connection only, so
- * nobody can write another client's; VS_MSG_TOOK from a client whose
- * token the scheduler did not find in the word is refused (VS_E_STATE,
- * naming the GPU). What remains: while a GPU is open, a client can write
- * the opening's number back over another's token, so that a second
- * client takes the same opening; the scheduler adopts the last, refuses
- * the others' TOOK, and those give the GPU back (docs/gate.md).
+ * number into a closed word takes nothing, since `open` says closed. A
+ * token is 63 random bits sent to its own connection only, and never
+ * appears in a word: a mark seen there is worth nothing for any other
+ * opening, so nobody can write a mark of another client that the
+ * scheduler would take for a take. Only a client with no REQUEST out is
+ * adopted (the shim takes only then). VS_MSG_TOOK from a client the
+ * scheduler did not adopt from its mark is refused (VS_E_STATE, naming
+ * the GPU). What remains: while a GPU is open, a client can write the
+ * opening's number back over another's mark, so that a second client
+ * takes the same opening, or junk over it; the scheduler adopts the last
+ * mark it finds, refuses the others' TOOK, and those give the GPU back
+ * (docs/gate.md).
  *
  * Peers of version 4 get no page (their page's free word could be
  * written over a held one): they take every GPU through REQUEST.
@@ -329,7 +334,7 @@ struct vs_lock_page {
 };
 
 struct vs_lock_word {
-	uint64_t word;           /* VS_LOCK_CLOSED, an opening, a token; atomic */
+	uint64_t word;           /* VS_LOCK_CLOSED, an opening, a mark; atomic */
 	uint8_t  pad[56];        /* one cache line per word */
 };
 
@@ -457,6 +462,18 @@ int vs_check_hdr_why(const struct vs_hdr *h, uint32_t role, const char **why);
  */
 int vs_check_payload(const struct vs_hdr *h, const void *payload,
 		     const char **why);
+
+/*
+ * The lock page: what a client writes into a word to take the opening
+ * numbered `opening` (VS_LOCK_OPEN_BIT set), given its token: its mark,
+ * SipHash-2-4 of the opening's number (8 bytes, little-endian) keyed with
+ * the token and the token xor VS_LOCK_MARK_K1, with VS_LOCK_TOKEN_BIT
+ * set. A mark seen in a word is worth nothing for any other opening. The
+ * hash itself, for its test: vs_siphash24.
+ */
+#define VS_LOCK_MARK_K1 0x9e3779b97f4a7c15ull
+uint64_t vs_lock_mark(uint64_t token, uint64_t opening);
+uint64_t vs_siphash24(uint64_t k0, uint64_t k1, const void *msg, size_t len);
 
 /* Fill a header for a payload of `len` bytes, in VS_PROTO_VERSION. */
 void vs_hdr_init(struct vs_hdr *h, uint16_t type, uint32_t len);

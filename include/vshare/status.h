@@ -11,6 +11,9 @@
  *      preempt_cost_ms; a
  *      member's recent_ms, user_recent_ms, weight, and for a waiter its
  *      wait_why, position and eta_ms.
+ *   3  a GPU's index is the driver's (nvidia-smi's) where NVML knows the
+ *      GPU; index_from says where it comes from. The top-level
+ *      protocol: the protocol version the scheduler speaks.
  *
  * Each table row is X(name, type, unit, meaning); the JSON key is the
  * name as written. Keys appear in the document in table order.
@@ -20,7 +23,7 @@
 
 #include <stddef.h>
 
-#define VS_STATUS_VERSION 2
+#define VS_STATUS_VERSION 3
 
 /* The top-level object. */
 #define VS_STATUS_DOC_KEYS(X)                                                \
@@ -28,12 +31,14 @@
 	X(gpus, ARRAY, "", "GPU objects, in order of first attach")          \
 	X(clients, ARRAY, "", "client objects, in order of arrival")         \
 	X(clients_omitted, OPTNUM, "clients",                                \
-	  "clients left out so that the document fits a frame; absent when none")
+	  "clients left out so that the document fits a frame; absent when none") \
+	X(protocol, OPTNUM, "",                                              \
+	  "protocol version the scheduler speaks; absent before version 3")
 
 /* One GPU, in "gpus". */
 #define VS_STATUS_GPU_KEYS(X)                                                \
 	X(uuid, STR, "", "the GPU's UUID as the driver prints it")           \
-	X(index, NUM, "", "order of first attach, as vsharectl --gpu takes") \
+	X(index, NUM, "", "nvidia-smi's index (NVML's), else the order of first attach; as vsharectl --gpu takes") \
 	X(mode, STR, "", "\"auto\", \"on\" or \"off\"")                      \
 	X(tq_s, NUM, "s", "time quantum")                                    \
 	X(capacity, NUM, "bytes", "memory that co-runners may use together") \
@@ -47,7 +52,8 @@
 	X(min_slice_ms, NUM, "ms", "slice a holder keeps before a fair preemption") \
 	X(slice_ms, NUM, "ms", "slice in force: min_slice_ms, or longer to keep preemptions within their budget") \
 	X(swap_us, NUM, "us", "average swap-in of a grant, measured by the clients; 0: none") \
-	X(preempt_cost_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU; 0: none yet")
+	X(preempt_cost_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU; 0: none yet") \
+	X(index_from, STR, "", "where index comes from: \"nvml\" (the driver's, as nvidia-smi shows) or \"attach order\" (no NVML, or NVML does not know the GPU)")
 
 /* One client (one connection of the shim), in "clients". */
 #define VS_STATUS_CLIENT_KEYS(X)                                             \
@@ -73,6 +79,10 @@
 	X(wait_why, STR, "", "why it waits (waiting only): \"behind\", \"slice\", \"quantum\", \"release\" or \"fit\"; \"\" otherwise") \
 	X(position, NUM, "", "place in the queue, 1 first; 0 unless waiting") \
 	X(eta_ms, NUM, "ms", "rough bound on the wait left; -1 unknown or not waiting")
+
+/* Values of a GPU's "index_from". */
+#define VS_STATUS_INDEX_NVML   "nvml"
+#define VS_STATUS_INDEX_ATTACH "attach order"
 
 /* Values of a member's "state". */
 #define VS_STATUS_IDLE    "idle"

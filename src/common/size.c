@@ -33,6 +33,9 @@ int vs_parse_size(const char *s, unsigned flags, uint64_t *out)
 	v *= mult;
 	if (!(v >= 0) || v >= 18446744073709551616.0)
 		return -1;
+	if ((flags & VS_SIZE_NEED_UNIT) && *(end - 1) >= '0' &&
+	    *(end - 1) <= '9' && v > 0 && v < VS_SIZE_MIN_PLAIN)
+		return -2;
 	*out = (uint64_t)v;
 	return 0;
 }

@@ -12,8 +12,17 @@
  * variables take it; the scheduler's config does not. */
 #define VS_SIZE_LOWER_B 0x1u
 
+/* For a memory limit: a number with no unit at all, from 1 to 1 MiB - 1,
+ * is refused (-2). No GPU program runs within a few kilobytes, so "8" is
+ * a size whose unit was left out ("8G" meant), which as 8 bytes would
+ * fail the program's first allocation. 0 and plain byte counts of 1 MiB
+ * and more stay valid, and so does "8B", bytes said explicitly. */
+#define VS_SIZE_NEED_UNIT 0x2u
+#define VS_SIZE_MIN_PLAIN (1024u * 1024u)
+
 /* Plain decimals only (no sign, hex, exponent, inf or nan), an optional
- * K/M/G/T (either case), "i", "B". 0 and *out set, or -1. */
+ * K/M/G/T (either case), "i", "B". 0 and *out set; -1 when not a size;
+ * -2 for a small size with no unit under VS_SIZE_NEED_UNIT. */
 int vs_parse_size(const char *s, unsigned flags, uint64_t *out);
 
 #endif

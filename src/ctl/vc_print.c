@@ -117,7 +117,11 @@ static void print_gpu(const cJSON *o, const struct doc *d)
 	fmt_bytes(g[VS_SG_capacity].num, cap, sizeof(cap));
 	fmt_bytes(g[VS_SG_footprint].num, fp, sizeof(fp));
 	fmt_bytes(g[VS_SG_held].num, held, sizeof(held));
-	printf("GPU %.0f  %s\n", g[VS_SG_index].num, g[VS_SG_uuid].str);
+	/* A daemon before status version 3 numbers GPUs by attach order and
+	 * does not say so: its documents lack index_from. */
+	printf("GPU %.0f  %s  (index: %s)\n", g[VS_SG_index].num,
+	       g[VS_SG_uuid].str, strcmp(g[VS_SG_index_from].str, "?") != 0 ?
+	       g[VS_SG_index_from].str : VS_STATUS_INDEX_ATTACH);
 	printf("  mode %s, quantum %.0f s, capacity %s, footprint %s "
 	       "(holders use %s)%s\n", g[VS_SG_mode].str, g[VS_SG_tq_s].num,
 	       cap, fp, held,

@@ -58,6 +58,10 @@
  * metrics_listen is off ("") by default: an HTTP listener is a network
  * service, which the systemd unit does not allow until the admin says
  * so (docs/operations.md, "Metrics").
+ *
+ * metrics_gpus: GPUs that neither NVML nor "gpus" vouch for still get
+ * series, the first this many to attach, so that a machine without NVML
+ * needs no list; a peer attaching made-up UUIDs adds at most this many.
  */
 #define CONF_KEYS(X) \
 X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
@@ -86,7 +90,8 @@ X(min_slice_ms,      UINT,  NUM(CONF_DEF_SLICE_MS),     SCHED_SLICE_MIN_MS, SCHE
 X(halflife_s,        UINT,  NUM(60),                    1,           86400,        "s",       GLOBAL,                           LIVE)    \
 X(preempt_pct,       UINT,  NUM(67),                    1,           100,          "%",       GLOBAL,                           LIVE)    \
 X(preempt_budget_pct, UINT, NUM(8),                     1,           50,           "%",       GLOBAL,                           LIVE)    \
-X(metrics_listen,    ADDR,  STR(""),                    0,           0,            "",        GLOBAL,                           RESTART)
+X(metrics_listen,    ADDR,  STR(""),                    0,           0,            "",        GLOBAL,                           RESTART) \
+X(metrics_gpus,      UINT,  NUM(16),                    0,           SCHED_MAX_GPUS, "GPUs",  GLOBAL,                           LIVE)
 
 #define NUM(v) (v), NULL
 #define STR(s) 0, (s)

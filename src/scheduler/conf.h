@@ -87,6 +87,7 @@ struct conf {
 	uint32_t preempt_pct;
 	uint32_t preempt_budget_pct;
 	char     metrics_listen[CONF_ADDR_MAX]; /* "" : no metrics over HTTP */
+	uint32_t metrics_gpus;      /* series of GPUs nobody vouches for */
 	struct sched_gpu_cfg *gpus; /* per-GPU overrides */
 	size_t   n_gpus;
 	struct conf_weight *weights; /* users first, then groups, file order */

@@ -114,6 +114,8 @@ static cJSON *gpu_json(const struct sched_gpu *g)
 	v[VS_SG_slice_ms].num = gi.slice_ms;
 	v[VS_SG_swap_us].num = (double)gi.swap_us;
 	v[VS_SG_preempt_cost_ms].num = (double)gi.cost_ms;
+	v[VS_SG_index_from].str = gi.index_nvml ? VS_STATUS_INDEX_NVML :
+				  VS_STATUS_INDEX_ATTACH;
 	return st_object(&vs_status_gpu, v);
 }
 
@@ -178,6 +180,7 @@ static char *status_text(const struct sched *s, size_t max_clients,
 	v[VS_SD_gpus].arr = gpus;
 	v[VS_SD_clients].arr = clients;
 	v[VS_SD_clients_omitted].num = (double)*omitted;
+	v[VS_SD_protocol].num = VS_PROTO_VERSION;
 	root = st_object(&vs_status_doc, v);
 	if (root == NULL)
 		return NULL;
@@ -226,11 +229,30 @@ _Static_assert(VS_SLICE_MIN_MS == SCHED_SLICE_MIN_MS &&
 	       VS_POLICY_FCFS == SCHED_POLICY_FCFS,
 	       "protocol and policy agree");
 
+/* Whom a setting reached, for its reply: the clients attached to the one
+ * GPU it names, or the number of GPUs when it is for all of them. */
+static void reached(struct sched *s, const struct vs_admin_set *m,
+		    int n_gpus, char *out, size_t n)
+{
+	const struct sched_gpu *g;
+	struct sched_gpu_info gi;
+
+	g = sched_gpu_target(s, m->target, m->index, m->uuid);
+	if (g == NULL) {
+		snprintf(out, n, "%d GPU%s attached", n_gpus,
+			 n_gpus == 1 ? "" : "s");
+		return;
+	}
+	sched_gpu_info(g, &gi);
+	snprintf(out, n, "%zu client%s attached", gi.n_members,
+		 gi.n_members == 1 ? "" : "s");
+}
+
 /* A per-GPU setting: the quantum, the mode or the minimum slice. */
 static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 {
 	struct sched *s = c->srv->sched;
-	char what[VS_UUID_STR_LEN + 16];
+	char what[VS_UUID_STR_LEN + 16], who[48];
 	int rc;
 
 	describe(m, what, sizeof(what));
@@ -256,21 +278,22 @@ static void on_set(struct conn *c, uint16_t type, const struct vs_admin_set *m)
 		reply_msg(c, rc, "no such GPU: %s", what);
 		return;
 	}
+	reached(s, m, rc, who, sizeof(who));
 	if (type == VS_MSG_SET_TQ) {
 		plog_info(c, "uid %u (pid %d) set the quantum to %u s for %s",
 			  c->cred.uid, c->cred.pid, m->value, what);
-		reply_msg(c, VS_OK, "quantum set to %u s for %s (%d attached)",
-			  m->value, what, rc);
+		reply_msg(c, VS_OK, "quantum set to %u s for %s (%s)",
+			  m->value, what, who);
 	} else if (type == VS_MSG_SET_SLICE) {
 		plog_info(c, "uid %u (pid %d) set the minimum slice to %u ms "
 			  "for %s", c->cred.uid, c->cred.pid, m->value, what);
-		reply_msg(c, VS_OK, "minimum slice set to %u ms for %s (%d "
-			  "attached)", m->value, what, rc);
+		reply_msg(c, VS_OK, "minimum slice set to %u ms for %s (%s)",
+			  m->value, what, who);
 	} else {
 		plog_info(c, "uid %u (pid %d) set mode %s for %s", c->cred.uid,
 			  c->cred.pid, vs_mode_name(m->value), what);
-		reply_msg(c, VS_OK, "mode set to %s for %s (%d attached)",
-			  vs_mode_name(m->value), what, rc);
+		reply_msg(c, VS_OK, "mode set to %s for %s (%s)",
+			  vs_mode_name(m->value), what, who);
 	}
 }
 
@@ -335,6 +358,7 @@ static void on_status(struct conn *c)
 char *ctl_metrics_text(struct srv *s, size_t *len)
 {
 	s->mx.conns = s->n_conns;
+	s->mx.gpus_max = s->conf->metrics_gpus;
 	return metrics_cached(&s->mcache, s->sched, &s->mx, uv_now(s->loop),
 			      len);
 }

@@ -63,7 +63,7 @@ fail:
 
 int lockpage_create(struct srv *s)
 {
-	void *state, *words;
+	void *state = NULL, *words = NULL;
 	int rc;
 
 	s->lock_fd = s->words_fd = -1;

@@ -3,8 +3,9 @@
  * family once, its HELP and TYPE lines, then its samples. The families
  * are tables (per-GPU gauges from the views, per-GPU counters from the
  * policy's counters); labels are bounded by construction: GPUs that NVML
- * or the configuration vouch for (a made-up UUID adds no series: those
- * GPUs are only counted, in vshare_gpus_unverified), users
+ * or the configuration vouch for, and the first metrics_gpus others in
+ * the order of first attach (past those, a made-up UUID adds no series:
+ * such GPUs are only counted, in vshare_gpus_unverified), users
  * (SCHED_STAT_USERS slots and "other"), and fixed words (kinds, reasons,
  * modes). Nothing here is per client or per pid.
  *
@@ -154,7 +155,7 @@ struct row {
 struct render {
 	struct metrics_buf b;
 	const struct sched *s;
-	struct row *rows;           /* the vouched GPUs */
+	struct row *rows;           /* the GPUs with series */
 	size_t n, unverified;
 	char le[SCHED_HIST_N + 1][16];
 };
@@ -294,10 +295,11 @@ static const struct counter counters[] = {
 	{ "vshare_lock_takes_total", "Grants a client took through the lock "
 	  "page (a free GPU, no round trip).", ST(took), 1, NULL, NULL, 1 },
 	{ "vshare_lock_resets_total", "Open lock page words closed that held "
-	  "neither their opening nor an attached client's token (a taker "
+	  "neither their opening nor an idle client's mark for it (a taker "
 	  "gone, or junk).", ST(lock_resets), 1, NULL, NULL, 1 },
 	{ "vshare_lock_tampered_total", "Closed lock page words found written "
-	  "(a free word forged over a held or closed GPU: it takes nothing).",
+	  "(a value written over a held or closed GPU's word: it takes "
+	  "nothing).",
 	  ST(lock_tampered), 1, NULL, NULL, 1 },
 	{ "vshare_lock_took_refused_total", "TOOK messages refused: the "
 	  "client's token was not found in the word (a take nobody saw, or "
@@ -444,8 +446,9 @@ static void daemon_part(struct render *r, const struct metrics_daemon *d)
 	one(b, "vshare_clients", "gauge", "Registered clients (programs "
 	    "under the shim) now.", sched_client_count(r->s));
 	one(b, "vshare_gpus_unverified", "gauge", "GPUs attached that neither "
-	    "NVML nor the configuration's \"gpus\" vouch for: they have no "
-	    "series of their own.", r->unverified);
+	    "NVML nor the configuration's \"gpus\" vouch for, past the "
+	    "first metrics_gpus of them: they have no series of their own.",
+	    r->unverified);
 	family(b, "vshare_refusals_total", "counter", "Peers and requests "
 	       "refused, by reason.");
 	for (size_t k = 0; k < METRICS_REFUSE__N; k++) {
@@ -456,9 +459,10 @@ static void daemon_part(struct render *r, const struct metrics_daemon *d)
 	}
 }
 
-static int render_init(struct render *r, const struct sched *s)
+static int render_init(struct render *r, const struct sched *s,
+		       const struct metrics_daemon *d)
 {
-	size_t n = sched_gpu_count(s);
+	size_t n = sched_gpu_count(s), others = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->s = s;
@@ -468,7 +472,10 @@ static int render_init(struct render *r, const struct sched *s)
 	for (size_t i = 0; i < n; i++) {
 		const struct sched_gpu *g = sched_gpu_at(s, i);
 
-		if (sched_gpu_vouched(s, g))
+		/* The table keeps its order (a record is reused in place,
+		 * and only once SCHED_MAX_GPUS are made), so the same GPUs
+		 * keep their series from one render to the next. */
+		if (sched_gpu_vouched(s, g) || others++ < d->gpus_max)
 			row_init(&r->rows[r->n++], s, g);
 		else
 			r->unverified++;
@@ -485,7 +492,7 @@ char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
 {
 	struct render r;
 
-	if (render_init(&r, s) != 0)
+	if (render_init(&r, s, d) != 0)
 		return NULL;
 	daemon_part(&r, d);
 	gpu_gauges(&r);

@@ -40,6 +40,8 @@ struct metrics_daemon {
 	uint64_t conns;             /* open now */
 	uint64_t conns_total;       /* accepted since the start */
 	uint64_t refused[METRICS_REFUSE__N];
+	uint32_t gpus_max;          /* metrics_gpus: series of GPUs that are
+				     * not vouched for, first attached first */
 };
 
 /* The whole exposition text, NUL-terminated, malloc'd (*len without the

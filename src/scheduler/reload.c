@@ -30,6 +30,45 @@ static uint32_t weight_of(void *arg, uint32_t uid, uint32_t gid)
 	return p.weight;
 }
 
+/*
+ * What the reload left in force, which is not always the file's values: a
+ * quantum or mode that vsharectl set and the file did not change stays.
+ * The defaults (what GPUs attached from now on get), with the file's
+ * value where it differs, then every GPU whose quantum or mode is not
+ * the default.
+ */
+static void log_in_force(const struct srv *s, const struct conf *nc)
+{
+	char gpus[256] = "", file[96] = "";
+	uint32_t tq_ms, mode;
+	size_t n = 0;
+	int used;
+
+	sched_defaults(s->sched, &tq_ms, &mode);
+	if (tq_ms != nc->tq_s * 1000u || mode != nc->mode)
+		snprintf(file, sizeof(file), " (set by vsharectl; the file "
+			 "says quantum %u s, mode %s)", nc->tq_s,
+			 vs_mode_name(nc->mode));
+	for (size_t i = 0; i < sched_gpu_count(s->sched); i++) {
+		struct sched_gpu_info gi;
+
+		sched_gpu_info(sched_gpu_at(s->sched, i), &gi);
+		if (gi.tq_ms == tq_ms && gi.mode == mode)
+			continue;
+		used = snprintf(gpus + n, sizeof(gpus) - n, "; GPU %u: "
+				"quantum %u s, mode %s", gi.index,
+				gi.tq_ms / 1000u, vs_mode_name(gi.mode));
+		if (used < 0 || (size_t)used >= sizeof(gpus) - n) {
+			gpus[n] = '\0';  /* no half entry; the rest: status */
+			break;
+		}
+		n += (size_t)used;
+	}
+	log_info("reloaded %s: quantum %u s, mode %s%s, max_clients %u%s",
+		 s->conf_path, tq_ms / 1000u, vs_mode_name(mode), file,
+		 nc->max_clients, gpus);
+}
+
 int reload_conf(struct srv *s)
 {
 	struct conf nc;
@@ -77,7 +116,6 @@ int reload_conf(struct srv *s)
 	/* Every user's weight from the new file: a reload is the admin's
 	 * word, over what vsharectl set-weight said since. */
 	sched_reweigh(s->sched, weight_of, s->conf);
-	log_info("reloaded %s: quantum %u s, mode %s, max_clients %u",
-		 s->conf_path, nc.tq_s, vs_mode_name(nc.mode), nc.max_clients);
+	log_in_force(s, s->conf);
 	return 0;
 }

@@ -134,6 +134,8 @@ void sched_unhold(struct sched *s, struct sched_member *m)
 
 	sched_fair_charge_one(s, m, sched_now(s));
 	sched_stat_unheld(g, m, sched_now(s));
+	/* A TOOK after the grant ended (revoked, say) claims nothing. */
+	m->took_untold = 0;
 	if (m->preempted) {
 		m->out = 1;
 		m->out_at = sched_now(s);
@@ -193,16 +195,18 @@ static void adopt(struct sched *s, struct sched_member *m, uint64_t now)
 		sched_hard_drop(s, m, VS_DROP_QUANTUM, now);
 }
 
-static struct sched_member *member_by_token(struct sched_gpu *g,
-					    uint64_t token)
+/* The member whose mark for this opening v is (proto.h, vs_lock_mark):
+ * a mark copied from an earlier opening's word matches nobody. */
+static struct sched_member *member_by_mark(struct sched_gpu *g, uint64_t v,
+					   uint64_t opening)
 {
-	if (!(token & VS_LOCK_TOKEN_BIT))
+	if (!(v & VS_LOCK_TOKEN_BIT))
 		return NULL;
 	for (struct dlink *it = g->members.next; it != &g->members;
 	     it = it->next) {
 		struct sched_member *m = dl_entry(it, struct sched_member, m_link);
 
-		if (m->c->token == token)
+		if (m->c->token != 0 && vs_lock_mark(m->c->token, opening) == v)
 			return m;
 	}
 	return NULL;
@@ -225,8 +229,10 @@ static void settle(struct sched *s, struct sched_gpu *g)
 	}
 	if (v == opening)
 		return;
-	m = member_by_token(g, v);
-	if (m == NULL) {
+	m = member_by_mark(g, v, opening);
+	/* Only an idle member takes: the shim takes only while it has no
+	 * REQUEST out, so a waiter's mark was written by someone else. */
+	if (m == NULL || m->state != SCHED_ST_IDLE) {
 		g->st.lock_resets++;
 		return;
 	}
@@ -470,11 +476,12 @@ static struct sched_gpu *gpu_slot(struct sched *s, int vouched)
 		struct sched_gpu_uid *keep = g->uids;
 		struct sched_usage *keep_u = g->usage;
 		size_t cap = g->cap_uids, cap_u = g->cap_usage;
-		uint32_t index = g->index;
+		uint32_t index = g->index, lslot = g->lslot;
 
 		/* Another GPU now: its users' history goes. */
 		memset(g, 0, sizeof(*g));
 		g->index = index;
+		g->lslot = lslot; /* reset for the new UUID (sched_lock_gpu_new) */
 		g->uids = keep;
 		g->cap_uids = cap;
 		g->usage = keep_u;
@@ -500,6 +507,18 @@ static uint64_t driver_total(const struct sched *s,
 	       s->cfg.total_fn(s->cfg.total_arg, uuid) : 0;
 }
 
+/* The index a GPU is shown by: the driver's (nvidia-smi's, matched by
+ * UUID) where NVML knows the GPU, which stays the same across restarts
+ * of the daemon; else its slot in the table, the order of first attach. */
+static void shown_index(const struct sched *s, struct sched_gpu *g)
+{
+	int64_t i = s->cfg.index_fn != NULL ?
+		    s->cfg.index_fn(s->cfg.total_arg, g->uuid) : -1;
+
+	g->shown_nvml = i >= 0 && i <= UINT32_MAX;
+	g->shown = g->shown_nvml ? (uint32_t)i : g->index;
+}
+
 static struct sched_gpu *gpu_new(struct sched *s,
 				 const uint8_t uuid[VS_UUID_LEN])
 {
@@ -513,6 +532,7 @@ static struct sched_gpu *gpu_new(struct sched *s,
 		return NULL;
 	g->vouched = named || drv != 0;
 	memcpy(g->uuid, uuid, VS_UUID_LEN);
+	shown_index(s, g);
 	g->mode = s->cfg.mode;
 	g->tq_ms = s->cfg.tq_ms;
 	g->min_slice_ms = s->cfg.min_slice_ms;
@@ -698,14 +718,15 @@ int sched_took(struct sched *s, struct sched_client *c,
 	if (m == NULL)
 		return VS_E_NOGPU;
 	g = m->g;
-	/* Adopted here when the word holds its token, or at an earlier
+	/* Adopted here when the word holds its mark, or at an earlier
 	 * decision that found it there. Otherwise nobody saw a take: junk
-	 * or another's token was written over it, or it took none. Its
+	 * or another's mark was written over it, or it took none. Its
 	 * word says nothing about who runs, so it is refused (the client
 	 * gives the GPU back and asks) rather than adopted: adopting a bare
 	 * TOOK let a client jump the queue at will. */
 	settle(s, g);
-	if (!m->took_untold) {
+	if (!m->took_untold || m->state != SCHED_ST_HOLDING) {
+		m->took_untold = 0;
 		g->st.took_refused++;
 		admit(s, g);
 		return VS_E_STATE;

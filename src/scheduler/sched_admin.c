@@ -8,6 +8,28 @@
 
 #include "sched_int.h"
 
+/* The GPU shown by `index` (struct sched_gpu's shown), NULL if none.
+ * Where NVML knows some GPUs but not others, an unknown one's attach
+ * order may equal a known one's index: the driver's index wins, so that
+ * a peer attaching a made-up UUID cannot take `--gpu N` from the GPU
+ * nvidia-smi calls N. */
+static struct sched_gpu *gpu_by_index(struct sched *s, uint32_t index)
+{
+	struct sched_gpu *other = NULL;
+
+	for (size_t i = 0; i < s->n_gpus; i++) {
+		struct sched_gpu *g = s->gpus[i];
+
+		if (g->shown != index)
+			continue;
+		if (g->shown_nvml)
+			return g;
+		if (other == NULL)
+			other = g;
+	}
+	return other;
+}
+
 /* Call fn on each targeted GPU; the count, or VS_E_NOGPU. */
 static int for_targets(struct sched *s, uint32_t target, uint32_t index,
 		       const uint8_t uuid[VS_UUID_LEN],
@@ -22,9 +44,9 @@ static int for_targets(struct sched *s, uint32_t target, uint32_t index,
 		return (int)s->n_gpus;
 	}
 	if (target & VS_TARGET_INDEX) {
-		if (index >= s->n_gpus)
+		g = gpu_by_index(s, index);
+		if (g == NULL)
 			return VS_E_NOGPU;
-		g = s->gpus[index];
 	} else {
 		g = (struct sched_gpu *)sched_gpu_find(s, uuid);
 		if (g == NULL)
@@ -198,4 +220,15 @@ int sched_uid_set_weight(struct sched *s, uint32_t uid, uint32_t weight)
 		return VS_E_NOGPU;
 	uid_weight(s, uid, weight);
 	return 0;
+}
+
+const struct sched_gpu *sched_gpu_target(struct sched *s, uint32_t target,
+					 uint32_t index,
+					 const uint8_t uuid[VS_UUID_LEN])
+{
+	if (target & VS_TARGET_ALL)
+		return NULL;
+	if (target & VS_TARGET_INDEX)
+		return gpu_by_index(s, index);
+	return sched_gpu_find(s, uuid);
 }

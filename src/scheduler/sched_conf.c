@@ -107,3 +107,9 @@ int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
 	s->cfg.skip_unresponsive = cfg->skip_unresponsive;
 	return 0;
 }
+
+void sched_defaults(const struct sched *s, uint32_t *tq_ms, uint32_t *mode)
+{
+	*tq_ms = s->cfg.tq_ms;
+	*mode = s->cfg.mode;
+}

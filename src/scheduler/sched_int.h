@@ -120,7 +120,11 @@ struct sched_client {
 
 struct sched_gpu {
 	uint8_t uuid[VS_UUID_LEN];
-	uint32_t index;
+	uint32_t index;           /* slot in s->gpus */
+	uint32_t lslot;           /* its lock page slot + 1, 0: none */
+	uint32_t shown;           /* the index status, --gpu and metrics
+				   * use: the driver's, else `index` */
+	int shown_nvml;           /* shown is the driver's (NVML) index */
 	uint32_t mode;
 	uint32_t tq_ms;
 	uint64_t total_mem;       /* first member's claim, for reports */

@@ -70,6 +70,9 @@ typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
 /* The driver's own report of a GPU's memory in bytes (NVML), 0 if it
  * does not know the GPU. Asked once, when a GPU record is made. */
 typedef uint64_t (*sched_total_fn)(void *arg, const uint8_t uuid[VS_UUID_LEN]);
+/* The driver's index of a GPU (NVML's, which nvidia-smi shows), -1 if it
+ * does not know the GPU. Asked once, when a GPU record is made. */
+typedef int64_t (*sched_index_fn)(void *arg, const uint8_t uuid[VS_UUID_LEN]);
 
 /*
  * Capacity. A per-GPU capacity from the configuration is trusted: every
@@ -103,6 +106,7 @@ struct sched_cfg {
 	size_t   n_gpus;
 	sched_total_fn total_fn;    /* NULL: no driver report */
 	void    *total_arg;
+	sched_index_fn index_fn;    /* NULL: indexes are the attach order */
 };
 
 
@@ -157,6 +161,9 @@ void sched_free(struct sched *s);
  * (nothing changed). */
 int sched_reconfigure(struct sched *s, const struct sched_cfg *old,
 		      const struct sched_cfg *cfg);
+/* The quantum and mode in force for GPUs attached from now on: the
+ * configuration's, or what an admin set for all GPUs since. */
+void sched_defaults(const struct sched *s, uint32_t *tq_ms, uint32_t *mode);
 uint64_t sched_now(const struct sched *s);
 
 /* Clients. A client exists from HELLO to disconnect. */
@@ -213,16 +220,17 @@ void sched_tick(struct sched *s);
  * The lock page (include/vshare/proto.h, "The lock page"). sched_lock_set
  * gives the policy the pages it publishes free GPUs in (NULL: none, every
  * grant goes through REQUEST); the I/O layer owns the memory. A client's
- * token is what it writes into a word it takes: 0 until the I/O layer
- * gave it one (sched_client_set_token, after the client was sent it), and
- * a client without one takes nothing. sched_token_in_use: whether a
- * client has t already (tokens are unique). sched_took: the client says
- * it took uuid through the page (VS_MSG_TOOK): 0 when the scheduler found
- * its token in the word (now, or at an earlier decision), else
- * VS_E_STATE (a take nobody saw: the client must give the GPU back) or
+ * token keys the mark it writes into a word it takes (vs_lock_mark): 0
+ * until the I/O layer gave it one (sched_client_set_token, after the
+ * client was sent it), and a client without one takes nothing.
+ * sched_token_in_use: whether a client has t already (tokens are
+ * unique). sched_took: the client says it took uuid through the page
+ * (VS_MSG_TOOK): 0 when the scheduler found its mark in the word (now,
+ * or at an earlier decision) and it holds the GPU still, else VS_E_STATE
+ * (a take nobody saw: the client must give the GPU back and ask) or
  * VS_E_NOGPU. Only the loop's own decisions adopt a take: a status or
- * metrics report reads the word (sched_gpu_info's untold) and changes
- * nothing.
+ * metrics report reads the word (a snapshot's sched_member_info.took)
+ * and changes nothing.
  */
 void sched_lock_set(struct sched *s, struct vs_lock_page *page,
 		    struct vs_lock_words *words);
@@ -233,6 +241,11 @@ int sched_took(struct sched *s, struct sched_client *c,
 	       const uint8_t uuid[VS_UUID_LEN]);
 uint64_t sched_next_deadline(const struct sched *s);
 
+/* The one GPU an admin request names (by index, as `--gpu N` takes it,
+ * or by UUID); NULL for all GPUs or when there is no such GPU. */
+const struct sched_gpu *sched_gpu_target(struct sched *s, uint32_t target,
+					 uint32_t index,
+					 const uint8_t uuid[VS_UUID_LEN]);
 /* Admin. `target`/`index`/`uuid` as in struct vs_admin_set. A change to
  * all GPUs also becomes the default for GPUs attached later. Returns the
  * number of GPUs changed (>= 0) or VS_E_NOGPU / VS_E_INVAL. */
@@ -265,7 +278,9 @@ const struct sched_gpu *sched_gpu_find(const struct sched *s,
 				       const uint8_t uuid[VS_UUID_LEN]);
 struct sched_gpu_info {
 	const uint8_t *uuid;
-	uint32_t index;
+	uint32_t index;         /* the driver's (nvidia-smi's), else slot */
+	uint32_t slot;          /* its place in the GPU table (lock page) */
+	int      index_nvml;    /* index is the driver's */
 	uint32_t mode;
 	uint32_t tq_ms;
 	uint64_t total_mem;     /* the first attached client's report */
@@ -318,11 +333,11 @@ struct sched_gpu_stats {
 	uint64_t grants[2];             /* by VS_GRANT_* kind */
 	uint64_t took;                  /* of those, taken through the lock page */
 	uint64_t lock_resets;           /* open lock words closed that held
-					 * neither the opening nor an attached
-					 * client's token */
+					 * neither the opening nor the mark of
+					 * an idle member */
 	uint64_t lock_tampered;         /* closed lock words found written
-					 * (a free word forged over a held or
-					 * closed GPU: it took nothing) */
+					 * (a value written over a held or
+					 * closed GPU's word: it took nothing) */
 	uint64_t took_refused;          /* TOOKs of takes nobody saw */
 	uint64_t handoffs;              /* grants to a waiter that had to wait
 					 * for holders to release */

@@ -2,7 +2,7 @@
  * The lower half of the policy: the injected clock, the outbox and the
  * read-only views (lookups for sched.c, status reports, tests). Nothing
  * here changes the scheduling state, so nothing here calls sched.c: the
- * transitions sit above and use these (STYLE.md rule 12).
+ * transitions sit above and use these (no circles: docs/scheduler.md).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +85,9 @@ const struct sched_gpu *sched_gpu_find(const struct sched *s,
 void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 {
 	out->uuid = g->uuid;
-	out->index = g->index;
+	out->index = g->shown;
+	out->slot = g->index;
+	out->index_nvml = g->shown_nvml;
 	out->mode = g->mode;
 	out->tq_ms = g->tq_ms;
 	out->total_mem = g->total_mem;
@@ -252,7 +254,8 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->state = m->state;
 	out->revoked = m->revoked;
 	out->took = m->state == SCHED_ST_IDLE && m->g->seen != 0 &&
-		    m->g->seen == m->c->token;
+		    m->c->token != 0 &&
+		    m->g->seen == vs_lock_mark(m->c->token, m->g->opening);
 	out->held_ms = m->state == SCHED_ST_HOLDING ? now - m->since : 0;
 	out->waited_ms = m->state == SCHED_ST_WAITING ? now - m->since : 0;
 	out->recent_ms = (uint64_t)sched_fair_recent(s, m, now);
@@ -290,7 +293,7 @@ int sched_wait_info(const struct sched *s, const struct sched_client *c,
 	out->position = mi.position;
 	out->eta_ms = mi.eta_ms;
 	out->n_waiting = (uint32_t)m->g->n_waiting;
-	out->gpu_index = m->g->index;
+	out->gpu_index = m->g->shown;
 	out->n_holders = (uint32_t)m->g->n_holders;
 	out->waited_ms = now - m->since;
 	if (!dl_empty(&m->g->holders)) {

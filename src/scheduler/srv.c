@@ -598,8 +598,10 @@ int srv_start(struct srv *s)
 	int rc;
 
 	conf_sched_cfg(s->conf, &cfg);
-	if (nvml_open() == 0)
+	if (nvml_open() == 0) {
 		cfg.total_fn = nvml_total;
+		cfg.index_fn = nvml_index;
+	}
 	s->timer_due = SCHED_NO_DEADLINE;
 	s->events = &events;
 	s->lock_fd = s->words_fd = -1;

@@ -6,7 +6,7 @@
  * loop thread, but for the rendering of status documents (stq.c), which
  * works on a private copy of the policy.
  *
- * Calls go one way (STYLE.md rule 12): srv.c calls ctl.c, stq.c,
+ * Calls go one way (no circles: docs/scheduler.md): srv.c calls ctl.c, stq.c,
  * reload.c, http.c, conn.c and sock.c; stq.c calls ctl.c and conn.c;
  * ctl.c calls metrics.c and conn.c; conn.c calls sock.c and cool.c. A
  * lower file reports upward through a return value, or through the

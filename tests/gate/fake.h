@@ -138,6 +138,8 @@ uint64_t *fs_lock_word(int dev);
 uint64_t *fs_lock_state(int dev);
 void fs_lock_open(int dev, uint64_t n);
 uint64_t fs_lock_close(int dev);
+/* What the client writes to take dev's last opening: its mark for it. */
+uint64_t fs_mark(int dev);
 /* The descriptors to pass to a client of `version` (fds may be NULL):
  * 2 (state, words) for version 5, 1 (the version-4 page) for version 4,
  * 0 if there are no pages or none for that version. */

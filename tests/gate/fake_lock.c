@@ -85,8 +85,17 @@ uint64_t *fs_lock_state(int dev)
 	return &lk.state->slot[dev].open;
 }
 
+static uint64_t last_open[VS_LOCK_SLOTS];
+
+uint64_t fs_mark(int dev)
+{
+	return vs_lock_mark(FS_TOKEN, __atomic_load_n(&last_open[dev],
+						      __ATOMIC_SEQ_CST));
+}
+
 void fs_lock_open(int dev, uint64_t n)
 {
+	__atomic_store_n(&last_open[dev], n, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&fk.released[dev], 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(fs_lock_word(dev), n, __ATOMIC_SEQ_CST);
 	__atomic_store_n(fs_lock_state(dev), n, __ATOMIC_SEQ_CST);

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -166,6 +167,39 @@ def backlog_full():
     m.close()
 
 
+def connect_flood():
+    """Two processes connect to the scheduler and close in a tight loop
+    (one blocking in connect, one retrying EAGAIN at once): programs that
+    start meanwhile register, waiting while the listen queue is full (a
+    busy scheduler), and never run unshared."""
+    s = Scheduler(SCHED, TMP, mode="on")
+    s.start()
+    peer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "sched", "hostile_peer.py")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    flood = []
+    for how in ("block", "nonblock"):
+        p = subprocess.Popen([sys.executable, peer, s.sock, "churn", "60",
+                              how], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        run.procs.append(p)
+        check(p.stdout.readline() != "", "flood %s started" % how)
+        flood.append(p)
+    time.sleep(0.5)
+    for _ in range(5):
+        p = timed("work", 4)
+        told = [l for l in p.err.splitlines() if "scheduler" in l]
+        if told:
+            fail("a program under the flood: %s" % "\n".join(told))
+    counts = []
+    for p in flood:
+        p.stdin.close()
+        counts.append(p.stdout.readline().strip())
+        p.wait(timeout=30)
+    check(True, "5 programs registered under the flood (%s)" % counts)
+    s.stop()
+
+
 MAGIC = 0x52485356
 
 
@@ -211,6 +245,7 @@ def flaky():
 SCENARIOS = {
     "flaky": flaky,
     "backlog_full": backlog_full,
+    "connect_flood": connect_flood,
     "cancel": cancel,
     "ctor": ctor,
     "exit_releasing": exit_releasing,

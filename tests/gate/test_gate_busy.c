@@ -16,8 +16,9 @@
 #include "helpers.h"
 
 /* Busy for a second: the gate stays closed and nothing connects; once
- * the scheduler accepts again the client registers within its shortest
- * retries (100 ms at most between them) and waits for its grant. */
+ * the scheduler accepts again the client, whose tries wait in the listen
+ * queue (CLIENT_BUSY_WAIT_MS each), registers at once and waits for its
+ * grant. */
 void connect_busy_waits(void **state)
 {
 	struct entrant e;
@@ -34,8 +35,8 @@ void connect_busy_waits(void **state)
 	t0 = now_ms();
 	fs_accept_again();
 	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 2000), 0);
-	/* The fillers are accepted at once; the client's next retry comes
-	 * within 100 ms (the usual backoff would be up to 2 s by now). */
+	/* The fillers are accepted at once, and the client right after
+	 * them (the usual backoff would be up to 2 s by now). */
 	assert_true(now_ms() - t0 < 1000);
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
 	sleep_ms(50);

@@ -65,10 +65,10 @@ void lock_take_from_waiter(void **state)
 			assert_int_equal(entrant_wait(&e[i], 2000), 0);
 			entrant_join(&e[i]);
 		}
-		assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
+		assert_true(LD(fs_lock_word(0)) == fs_mark(0));
 		assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
 		/* The scheduler closes the GPU and adopts the take. */
-		assert_true(fs_lock_close(0) == FS_TOKEN);
+		assert_true(fs_lock_close(0) == fs_mark(0));
 		released_armed(0);
 	}
 	assert_int_equal(fs_count(VS_MSG_REQUEST), req);
@@ -96,7 +96,7 @@ void lock_take_for_early_waiter(void **state)
 	entrant_join(&e);
 	assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
 	assert_int_equal(fs_count(VS_MSG_REQUEST), 0);
-	assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
+	assert_true(LD(fs_lock_word(0)) == fs_mark(0));
 	assert_int_equal(LD(&fk.bad_order), 0);
 	fake_shutdown();
 	fs_stop();

@@ -71,7 +71,7 @@ void resync_took_refused(void **state)
 	fs_lock_open(0, next_opening());
 	tok = bracket_enter(0, NULL);
 	assert_true(tok >= 0);
-	assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
+	assert_true(LD(fs_lock_word(0)) == fs_mark(0));
 	assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 3000), 0);
 	__atomic_store_n(fs_lock_word(0), OTHER_TOKEN, __ATOMIC_SEQ_CST);
 	assert_true(fs_lock_close(0) == OTHER_TOKEN);

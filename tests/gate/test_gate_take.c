@@ -89,7 +89,7 @@ void lock_take_open(void **state)
 	entrant_start(&e, 0, NULL, 0);
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
-	assert_true(LD(fs_lock_word(0)) == FS_TOKEN);
+	assert_true(LD(fs_lock_word(0)) == fs_mark(0));
 	assert_true(LD(fs_lock_state(0)) == n);
 	assert_int_equal(fs_wait(VS_MSG_TOOK, &m, 2000), 0);
 	fake_uuid(0, u);
@@ -155,7 +155,7 @@ void lock_take_adopted(void **state)
 	entrant_start(&e, 0, NULL, 0);
 	assert_int_equal(entrant_wait(&e, 2000), 0);
 	entrant_join(&e);
-	assert_true(LD(&under_word) == FS_TOKEN);
+	assert_true(LD(&under_word) == fs_mark(0));
 	assert_true(LD(fs_lock_word(0)) == VS_LOCK_CLOSED);
 	assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
 	assert_int_equal(fs_count(VS_MSG_REQUEST), req);

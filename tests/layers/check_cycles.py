@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fail when the object files of one program call each other in a circle.
 
-STYLE.md rule 12: if file A calls into B, B does not call back into A; a
+No circles (docs/scheduler.md): if file A calls into B, B does not call back into A; a
 lower layer reports upward through a callback or a return value. This
 script checks that rule from what the compiler produced rather than by eye.
 
@@ -171,7 +171,7 @@ def short_names(objects):
 
 def report_circles(label, circles, edges, names):
     print(f"{label}: {len(circles)} circle(s) of calls between objects "
-          f"(STYLE.md rule 12)")
+          f"(no circles: docs/scheduler.md)")
     for number, circle in enumerate(circles, 1):
         members = sorted(circle, key=lambda o: names[o])
         print(f"circle {number}: " + ", ".join(names[o] for o in members))

@@ -69,13 +69,20 @@ class Install(unittest.TestCase):
     def test_always_installed(self):
         self.assert_file(os.path.join(BINDIR, "vshare-run"), executable=True)
         self.assert_file(os.path.join(BINDIR, "vshare-kernel"), executable=True)
+        # Debian's python3 with its jupyter_client, whatever python3 comes
+        # first on PATH (pyenv, conda).
+        with open(self.p(BINDIR, "vshare-kernel")) as f:
+            self.assertEqual(f.readline(), "#!/usr/bin/python3\n")
         self.assert_file(os.path.join(UNITDIR, "vshare-scheduler.service"))
         self.assert_file(os.path.join(TMPFILESDIR, "vshare.conf"))
         self.assert_file(os.path.join(SYSUSERSDIR, "vshare.conf"))
 
     def test_parts_installed(self):
         if "sched" in PARTS:
+            # A daemon, with its page in section 8: sbin, not bin.
+            self.assertEqual(os.path.basename(SCHED_DIR), "sbin")
             self.assert_file(os.path.join(SCHED_DIR, "vshare-scheduler"), True)
+            self.assertFalse(os.path.exists(self.p(BINDIR, "vshare-scheduler")))
         if "ctl" in PARTS:
             self.assert_file(os.path.join(BINDIR, "vsharectl"), True)
         if "shim" in PARTS:
@@ -83,6 +90,11 @@ class Install(unittest.TestCase):
         if HAVE_CONFIG:
             self.assert_file(os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
             self.assert_file(os.path.join(DATADIR, "vshare", "scheduler.json"))
+        # The monitoring examples (docs/operations.md, "Metrics").
+        for rel in ("systemd/metrics-network.conf",
+                    "monitoring/vshare-alerts.yml",
+                    "monitoring/vshare-grafana.json"):
+            self.assert_file(os.path.join(DATADIR, "vshare", rel))
 
     def test_docs_installed_with_working_links(self):
         """README and every page of docs/, in the source layout, so that
@@ -242,9 +254,27 @@ class InstallPrefix(unittest.TestCase):
                 m = re.search(r"^ExecStart=(\S+) --config (\S+)$", f.read(),
                               re.M)
             self.assertIsNotNone(m)
+            if "sched" in PARTS:
+                self.assertEqual(m.group(1),
+                                 os.path.join(prefix, "sbin/vshare-scheduler"))
             self.assertTrue(m.group(1).startswith(prefix + "/"), m.group(1))
             self.assertIn(m.group(1), files)
             self.assertEqual(m.group(2), etc_conf)
+            # The Slurm plugin's plugstack.conf.d snippet loads the
+            # plugin of this prefix, optionally.
+            if os.path.exists(os.path.join(BUILD, "lib", "slurm",
+                                           "vshare_spank.so")):
+                snippet = os.path.join(prefix, rel_etc, "slurm",
+                                       "plugstack.conf.d", "vshare.conf")
+                self.assertIn(snippet, files)
+                with open(dest + snippet) as f:
+                    lines = [ln for ln in f.read().splitlines()
+                             if ln and not ln.startswith("#")]
+                self.assertEqual(len(lines), 1, lines)
+                kind, path = lines[0].split()
+                self.assertEqual(kind, "optional")
+                self.assertTrue(path.endswith("/vshare_spank.so"), path)
+                self.assertIn(path, files)
 
 
 if __name__ == "__main__":

@@ -151,11 +151,11 @@ class PrometheusScrape(unittest.TestCase):
         self.mport = free_port()
         conf = os.path.join(self.tmp, "scheduler.json")
         with open(conf, "w") as f:
-            # The test driver's GPU is vouched for by the configuration
-            # (there is no NVML here): only such GPUs have series.
+            # Neither NVML (there is none here) nor "gpus" vouches for the
+            # test driver's GPU: it has series all the same, being within
+            # metrics_gpus, with no second step.
             json.dump({"mode": "on", "tq_s": 1, "policy": "fcfs",
                        "capacity": "%dM" % CAPACITY_MB, "log_level": "debug",
-                       "gpus": {TD_GPU0: {"mode": "on"}},
                        "metrics_listen": "127.0.0.1:%d" % self.mport}, f)
         self.sched = Scheduler(self.tmp, config=conf)
         self.addCleanup(self.sched.stop)

@@ -63,6 +63,11 @@ awk '/^#   \[Service\]$/ { on = 1 } on && !/^#   / { exit }
 grep -qx 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6' "$tmp/dropin" ||
 	fail "the unit's comment gives no metrics drop-in: $(cat "$tmp/dropin")"
 grep -qx 'PrivateNetwork=no' "$tmp/dropin" || fail "drop-in keeps PrivateNetwork"
+# The example the package ships (packaging/systemd/metrics-network.conf)
+# is the same drop-in, so that what is verified here is what admins copy.
+grep -v '^#' "$src/packaging/systemd/metrics-network.conf" |
+	cmp -s - "$tmp/dropin" ||
+	fail "packaging/systemd/metrics-network.conf differs from the unit's comment"
 cat "$unit" "$tmp/dropin" >"$tmp/metrics/vshare-scheduler.service"
 if ! systemd-analyze verify "$man" "$tmp/metrics/vshare-scheduler.service" \
 	>"$tmp/verify-m.out" 2>&1 || grep -i vshare "$tmp/verify-m.out"; then

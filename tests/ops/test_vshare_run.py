@@ -9,8 +9,8 @@ import socket
 import tempfile
 import unittest
 
-from opsutil import (SAN_PRELOAD, SHIM, VSHARE_RUN, Scheduler, base_env, main,
-                     need, parse_env_lines, run)
+from opsutil import (SAN_PRELOAD, SCHEDULER, SHIM, VSHARE_RUN, VSHARECTL,
+                     Scheduler, base_env, main, need, parse_env_lines, run)
 
 FRAMEWORK_DEFAULTS = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
@@ -131,6 +131,19 @@ class Usage(unittest.TestCase):
         self.assertIn(needle, r.stderr)
         self.assertIn("--help", r.stderr)
 
+    def test_mem_limit_without_unit(self):
+        """A small size with no unit is a unit left out: refused, with a
+        message that asks for one, instead of a limit of 8 bytes."""
+        for v in ("8", "1048575", "0.5", "0008"):
+            self.assert_usage_error("--mem-limit", v, "--", "true",
+                                    needle="'%s' has no unit" % v)
+        r = run([VSHARE_RUN, "--mem-limit", "8", "--", "true"])
+        self.assertIn("like 8G or 8M", r.stderr)
+        for v in ("0", "1048576", "8B", "8G", "1.5G"):
+            r = run([VSHARE_RUN, "--mem-limit", v, "--print-env"])
+            self.assertEqual(r.returncode, 0, (v, r.stderr))
+            self.assertIn("VSHARE_MEM_LIMIT=%s\n" % v, r.stdout)
+
     def test_bad_arguments_exit_2(self):
         self.assert_usage_error("--bogus", "--", "true", needle="--bogus")
         self.assert_usage_error("--socket", needle="needs a value")
@@ -236,7 +249,7 @@ class Check(unittest.TestCase):
             path = os.path.join(tmp, "s" * 120 + ".sock")
             r = self.check(path, self.fake_lib(tmp))
             self.assertEqual(r.returncode, 3, r.stdout)
-            self.assertIn("not reachable: AF_UNIX path too long", r.stdout)
+            self.assertIn("not reachable: socket path too long", r.stdout)
 
     def check_as_other_user(self, tmp, gid):
         """--check as uid 12345 (in no group) on a socket of group gid,
@@ -251,6 +264,10 @@ class Check(unittest.TestCase):
         script = os.path.join(tmp, "vshare-run")
         shutil.copy(VSHARE_RUN, script)
         os.chmod(script, 0o755)
+        if os.path.exists(VSHARECTL):
+            # The probe, found beside the script as when installed.
+            shutil.copy(VSHARECTL, os.path.join(tmp, "vsharectl"))
+            os.chmod(os.path.join(tmp, "vsharectl"), 0o755)
         lib = self.fake_lib(tmp)
         os.chmod(lib, 0o644)
         try:
@@ -304,8 +321,13 @@ class Check(unittest.TestCase):
             try:
                 r = self.check(sched.sock, lib)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-                self.assertIn("scheduler: reachable (protocol version 1)",
-                              r.stdout)
+                # The version the scheduler speaks, not that of a frame
+                # the probe sent (it said 1 to a protocol-5 scheduler).
+                v = run([SCHEDULER, "--version"]).stdout
+                proto = v.rsplit("(protocol ", 1)[1].split(")")[0]
+                self.assertGreater(int(proto), 1, v)
+                self.assertIn("scheduler: reachable (protocol version %s)\n"
+                              % proto, r.stdout)
                 self.assertIn("library: " + lib, r.stdout)
                 # The socket from the environment, as the shim reads it.
                 r = run([VSHARE_RUN, "--lib", lib, "--check"],
@@ -317,7 +339,8 @@ class Check(unittest.TestCase):
             finally:
                 sched.stop()
 
-    def test_without_python_vsharectl_probes(self):
+    def test_without_python(self):
+        """The probe is vsharectl: no python3 is needed."""
         need("sched", "ctl")
         with tempfile.TemporaryDirectory() as tmp:
             # A PATH with the tools the script uses, and no python3.
@@ -333,13 +356,13 @@ class Check(unittest.TestCase):
                 r = run([VSHARE_RUN, "--socket", sched.sock, "--lib", lib,
                          "--check"], env=env)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-                self.assertIn("reachable (vsharectl status)", r.stdout)
+                self.assertIn("reachable (protocol version", r.stdout)
             finally:
                 sched.stop()
             r = run([VSHARE_RUN, "--socket", sched.sock, "--lib", lib,
                      "--check"], env=env)
             self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
-            self.assertIn("vsharectl --socket", r.stdout)
+            self.assertIn("scheduler: not reachable: ", r.stdout)
 
     def test_library_found_in_build_tree(self):
         need("shim")

@@ -80,6 +80,15 @@ slurm_deb=$(cd "$work" && ls vshare-slurm_*.deb) || fail "no vshare-slurm packag
 # early kills the writer with SIGPIPE and fails the pipe it matched in.
 dpkg-deb -c "$work/$slurm_deb" | grep '/slurm-wlm/vshare_spank\.so$' >/dev/null ||
 	fail "$slurm_deb lacks the SPANK plugin"
+# Its plugstack.conf.d snippet, a conffile, loads that very file.
+spank=$(dpkg-deb -c "$work/$slurm_deb" | sed -n 's|.* \./\(.*/slurm-wlm/vshare_spank\.so\)$|/\1|p')
+snippet=$(dpkg-deb --fsys-tarfile "$work/$slurm_deb" |
+	tar -xOf - ./etc/slurm/plugstack.conf.d/vshare.conf) ||
+	fail "$slurm_deb lacks /etc/slurm/plugstack.conf.d/vshare.conf"
+[ "$(grep -v '^#' <<<"$snippet" | grep -v '^$')" = "optional $spank" ] ||
+	fail "the plugstack.conf.d snippet does not load $spank: $snippet"
+dpkg-deb -I "$work/$slurm_deb" conffiles | grep '^/etc/slurm/plugstack.conf.d/vshare.conf$' >/dev/null ||
+	fail "the plugstack.conf.d snippet is not a conffile"
 
 phase "lintian"
 # Every tag down to the pedantic and informational ones is shown (each is
@@ -115,6 +124,15 @@ in_root vsharectl --version
 in_root vshare-scheduler --version
 in_root vshare-run --version
 in_root vshare-kernel install --help >/dev/null || fail "vshare-kernel install --help"
+# The daemon in sbin, where its section-8 page says it is, and the unit
+# runs it there; the kernel wrapper runs Debian's python3, not PATH's.
+if [ ! -x "$root/usr/sbin/vshare-scheduler" ] || [ -e "$root/usr/bin/vshare-scheduler" ]; then
+	fail "vshare-scheduler is not in /usr/sbin alone"
+fi
+grep '^ExecStart=/usr/sbin/vshare-scheduler ' "$root/lib/systemd/system/vshare-scheduler.service" >/dev/null ||
+	fail "the unit does not run /usr/sbin/vshare-scheduler"
+[ "$(head -n 1 "$root/usr/bin/vshare-kernel")" = "#!/usr/bin/python3" ] ||
+	fail "vshare-kernel does not start with #!/usr/bin/python3"
 in_root getent group vshare >/dev/null || fail "sysusers: no group vshare"
 in_root getent group vshare-admin >/dev/null || fail "sysusers: no group vshare-admin"
 in_root getent passwd vshare >/dev/null || fail "sysusers: no user vshare"
@@ -151,11 +169,13 @@ mkdir "$root/opt/vshare-test"
 cp "$td" "$demo" "$root/opt/vshare-test/"
 # As the unit runs it: user and group vshare, the installed config.
 chroot "$root" setpriv --reuid=vshare --regid=vshare --init-groups \
-	/usr/bin/vshare-scheduler --config /etc/vshare/scheduler.json \
+	/usr/sbin/vshare-scheduler --config /etc/vshare/scheduler.json \
 	>"$work/scheduler.log" 2>&1 &
 sched=$!
 for _ in $(seq 50); do [ -S "$root/run/vshare/scheduler.sock" ] && break; sleep 0.1; done
-in_root vshare-run --check || fail "vshare-run --check with the scheduler running"
+out=$(in_root vshare-run --check) || fail "vshare-run --check with the scheduler running"
+grep -q '^scheduler: reachable (protocol version [1-9][0-9]*)$' <<<"$out" ||
+	fail "vshare-run --check does not say the scheduler's protocol: $out"
 in_root env LD_LIBRARY_PATH=/opt/vshare-test vshare-run --label pkgtest -- \
 	/opt/vshare-test/vs-compute --seconds 3 --kernel-ms 10 --mem 1M \
 	--progress-ms 0 >"$work/demo.log" 2>&1 &

@@ -525,11 +525,13 @@ def t_ctl(b):
                            text=True, env=env)
         check(r.returncode == 0, "VSHARE_SOCKET not used")
         st = json.loads(r.stdout)
-        check(st["version"] == 2, "version")
+        check(st["version"] == 3, "version")
         g = st["gpus"][0]
         for k in ("uuid", "index", "mode", "tq_s", "capacity", "footprint",
-                  "oversubscribed", "holders", "queue"):
+                  "oversubscribed", "holders", "queue", "index_from"):
             check(k in g, "gpu key " + k)
+        # No NVML in the tests' environment: the attach order, said so.
+        check(g["index_from"] == "attach order", "index_from %s" % g)
         check(g["uuid"] == uuid and g["mode"] == "auto" and g["tq_s"] == 7,
               "gpu values %s" % g)
         cl = st["clients"][0]

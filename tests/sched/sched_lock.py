@@ -25,6 +25,52 @@ F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 0x2, 0x4, 0x8
 F_SEAL_FUTURE_WRITE = 0x10
 
 
+M64 = (1 << 64) - 1
+MARK_K1 = 0x9e3779b97f4a7c15
+
+
+def _rotl(x, b):
+    return ((x << b) | (x >> (64 - b))) & M64
+
+
+def siphash24(k0, k1, msg):
+    """SipHash-2-4, as src/common/siphash.c (checked there against the
+    reference vectors, and here against it through the daemon)."""
+    v = [k0 ^ 0x736f6d6570736575, k1 ^ 0x646f72616e646f6d,
+         k0 ^ 0x6c7967656e657261, k1 ^ 0x7465646279746573]
+
+    def rnd():
+        v[0] = (v[0] + v[1]) & M64; v[1] = _rotl(v[1], 13); v[1] ^= v[0]
+        v[0] = _rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & M64; v[3] = _rotl(v[3], 16); v[3] ^= v[2]
+        v[0] = (v[0] + v[3]) & M64; v[3] = _rotl(v[3], 21); v[3] ^= v[0]
+        v[2] = (v[2] + v[1]) & M64; v[1] = _rotl(v[1], 17); v[1] ^= v[2]
+        v[2] = _rotl(v[2], 32)
+
+    n = len(msg) - len(msg) % 8
+    for i in range(0, n, 8):
+        m = int.from_bytes(msg[i:i + 8], "little")
+        v[3] ^= m
+        rnd()
+        rnd()
+        v[0] ^= m
+    b = (len(msg) << 56 | int.from_bytes(msg[n:], "little")) & M64
+    v[3] ^= b
+    rnd()
+    rnd()
+    v[0] ^= b
+    v[2] ^= 0xff
+    for _ in range(4):
+        rnd()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def mark(token, opening):
+    """What a client writes to take an opening (vs_lock_mark)."""
+    return TOKEN_BIT | siphash24(token, token ^ MARK_K1,
+                                 opening.to_bytes(8, "little"))
+
+
 class LockClient:
     """A raw client with the daemon's lock page mapped: HELLO, WELCOME and
     what follows it up to POLICY. Version 5: a read-only state page and a
@@ -73,15 +119,15 @@ class LockClient:
     def send(self, mtype, payload=UUID):
         self.s.sendall(frame(T[mtype], payload, version=self.version))
 
-    def attach(self, fp=1 << 30):
-        self.send("ATTACH", UUID + struct.pack("<Q", 16 << 30))
+    def attach(self, fp=1 << 30, uuid=UUID):
+        self.send("ATTACH", uuid + struct.pack("<Q", 16 << 30))
         f = recv_frame(self.s)
         check(f[0] == T["MODE"], "MODE confirms the ATTACH (got 0x%x)" % f[0])
-        self.send("FOOTPRINT", UUID + struct.pack("<QQ", fp, 0))
+        self.send("FOOTPRINT", uuid + struct.pack("<QQ", fp, 0))
         # A barrier: the answer comes once the FOOTPRINT was taken (the
         # daemon reads a peer's frames in order), so that no decision of
         # it reopens the GPU under a take that follows.
-        self.send("WAIT_QUERY", UUID + bytes(8))
+        self.send("WAIT_QUERY", uuid + bytes(8))
         f = recv_frame(self.s)
         check(f[0] == T["WAITING"], "WAITING after the FOOTPRINT (got "
               "0x%x)" % f[0])
@@ -113,10 +159,11 @@ class LockClient:
         n = self.opening(slot)
         if n == 0 or self.word(slot) != n:
             return False
-        self.set_word(self.token, slot)
+        tok = mark(self.token, n) if self.version >= 5 else self.token
+        self.set_word(tok, slot)
         if self.version < 5 or self.opening(slot) == n:
             return True
-        if self.word(slot) == self.token:
+        if self.word(slot) == tok:
             self.set_word(CLOSED, slot)
             return False
         return True
@@ -229,7 +276,8 @@ def t_take(b):
         check(a.take(), "the take")
         # A report changes nothing: the take shows, the word keeps it.
         check(state_of(d, "taker") == "took", "status shows the take")
-        check(a.word() == a.token, "the report left the word alone")
+        check(a.word() == mark(a.token, a.opening()),
+              "the report left the word alone")
         a.send("TOOK")
         wait_for(lambda: state_of(d, "taker") == "holding", 5,
                  "the taker holds")

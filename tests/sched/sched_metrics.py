@@ -17,8 +17,8 @@ import time
 from schedtest import (Daemon, Fail, T, VERSION2, VERSION3, check, frame,
                        main, recv_frame, scenarios, wait_for)
 
-# sched_testclient's GPU, vouched for by the configuration: only such GPUs
-# have series of their own.
+# sched_testclient's GPU, vouched for by the configuration: it has series
+# of its own whatever else attaches (others, only the first metrics_gpus).
 GPU = "GPU-00000000-0000-0000-0000-000000000001"
 VOUCHED = {"gpus": {GPU: {"mode": "on"}}}
 
@@ -166,24 +166,28 @@ def t_http(b):
 
 
 def t_unverified(b):
-    """A client attaching made-up UUIDs adds no series: the configured
-    GPU has its own, the others are only counted."""
+    """A client attaching made-up UUIDs adds no series past metrics_gpus:
+    the configured GPU has its own, the first two others too, the rest
+    are only counted."""
     port = free_port()
-    conf = dict(VOUCHED, metrics_listen="127.0.0.1:%d" % port)
+    conf = dict(VOUCHED, metrics_listen="127.0.0.1:%d" % port,
+                metrics_gpus=2)
     with Daemon(b, conf) as d:
         a = d.client("--label", "A", "--hold-ms", 10, "--cycles", 1)
         finish(a, "A")
-        smp = scrape_until(port, lambda s: total(s, "vshare_grants_total")
-                           == 1, "A's grant")
-        n = len(smp)
+        scrape_until(port, lambda s: total(s, "vshare_grants_total") == 1,
+                     "A's grant")
         for i in range(5):
             c = d.client("--uuid", "GPU-deadbeef-0000-0000-0000-%012d" % i,
                          "--hold-ms", 10, "--cycles", 1)
             finish(c, "made-up GPU %d" % i)
         smp = scrape_until(port, lambda s: total(s, "vshare_gpus_unverified")
-                           == 5, "5 unverified GPUs")
-        check(len(smp) == n, "series %d, not %d as before" % (len(smp), n))
-        check(not any("deadbeef" in k for k in smp), "a made-up GPU's series")
+                           == 3, "3 unverified GPUs")
+        made_up = {re.search(r'gpu="(GPU-deadbeef[0-9a-f-]+)"', k).group(1)
+                   for k in smp if "deadbeef" in k}
+        check(made_up == {"GPU-deadbeef-0000-0000-0000-%012d" % i
+                          for i in (0, 1)},
+              "made-up GPUs with series: %r" % made_up)
         check(total(smp, "vshare_grants_total", gpu=GPU) == 1,
               "the configured GPU's grant")
 
@@ -293,6 +297,86 @@ def t_bad_listen(b):
                            timeout=20)
         check(r.returncode == 0 and '"metrics_listen":\t"[::1]:' in r.stdout,
               "--print-config shows it: %s" % r.stdout)
+
+
+
+# NVML's GPUs in the fake library (fake_nvml.c), by index: 0, 1, 2.
+NV = ["GPU-00000000-0000-0000-0000-00000000000%d" % i for i in (2, 5, 1)]
+MADE_UP = "GPU-00000000-0000-0000-0000-000000000009"
+WAITING = struct.Struct("<16s6I3Q64s")
+
+
+def v3_attach(d, uuid, label):
+    """A raw version-3 client that attached `uuid`, after its WELCOME."""
+    s = d.raw()
+    u = bytes.fromhex(uuid[4:].replace("-", ""))
+    s.sendall(frame(T["HELLO"], struct.pack("<II64s", VERSION3, 0, label),
+                    version=VERSION3) +
+              frame(T["ATTACH"], u + struct.pack("<Q", 16 << 30),
+                    version=VERSION3))
+    check(recv_frame(s)[0] == T["WELCOME"], "welcome of %r" % label)
+    check(recv_frame(s)[0] == T["POLICY"], "policy of %r" % label)
+    return s, u
+
+
+def gpus_of(d):
+    return {g["uuid"]: g for g in d.status()["gpus"]}
+
+
+def t_nvml_index(b):
+    """With NVML, a GPU's index is NVML's (nvidia-smi's), not the order of
+    first attach: in status, --gpu, the metrics and a waiter's WAITING,
+    and the same after a restart; a GPU NVML does not know keeps its
+    attach order, labelled so, and cannot take --gpu N from NVML's N."""
+    lib = os.environ.get("VSHARE_FAKE_NVML_DIR")
+    if not lib:
+        print("VSHARE_FAKE_NVML_DIR not set (run through ctest)")
+        return 77
+    env = dict(os.environ, VSHARE_FAKE_NVML=",".join(NV),
+               LD_LIBRARY_PATH=lib)
+    with Daemon(b, {"mode": "on", "tq_s": 30}, env=env) as d:
+        check("NVML: a GPU's capacity is" in d.logtext(),
+              "the fake NVML not loaded:\n" + d.logtext())
+        a, u1 = v3_attach(d, NV[2], b"A")       # first attach, NVML 2
+        a.sendall(frame(T["REQUEST"], u1, version=VERSION3))
+        check(recv_frame(a)[0] == T["GRANT"], "A's grant")
+        w, _ = v3_attach(d, NV[2], b"W")
+        w.sendall(frame(T["REQUEST"], u1, version=VERSION3))
+        wait_for(lambda: gpus_of(d)[NV[2]]["queue"], 5, "W in the queue")
+        w.sendall(frame(T["WAIT_QUERY"], u1 + bytes(8), version=VERSION3))
+        mtype, p = recv_frame(w)
+        check(mtype == T["WAITING"] and WAITING.unpack(p)[3] == 2,
+              "WAITING's gpu index: %r" % (WAITING.unpack(p)[:7],))
+        m, _ = v3_attach(d, MADE_UP, b"M")      # second: attach order 1
+        c, _ = v3_attach(d, NV[1], b"C")        # third, NVML 1
+        g = gpus_of(d)
+        got = {u: (g[u]["index"], g[u]["index_from"]) for u in g}
+        check(got == {NV[2]: (2, "nvml"), MADE_UP: (1, "attach order"),
+                      NV[1]: (1, "nvml")}, "status indexes %r" % got)
+        rc, out, _ = d.ctl("status")
+        check(rc == 0 and "GPU 2  %s  (index: nvml)" % NV[2] in out and
+              "GPU 1  %s  (index: attach order)" % MADE_UP in out,
+              "vsharectl status:\n" + out)
+        check(d.ctl("set-tq", "7", "--gpu", "1")[0] == 0, "set-tq --gpu 1")
+        check(d.ctl("set-tq", "9", "--gpu", "2")[0] == 0, "set-tq --gpu 2")
+        check(d.ctl("set-tq", "9", "--gpu", "0")[0] != 0, "no GPU 0")
+        g = gpus_of(d)
+        got = {u: g[u]["tq_s"] for u in g}
+        check(got == {NV[2]: 9, MADE_UP: 30, NV[1]: 7}, "quanta %r" % got)
+        rc, out, _ = d.ctl("metrics")
+        for u, i in ((NV[2], 2), (NV[1], 1), (MADE_UP, 1)):
+            want = 'vshare_gpu_clients{gpu="%s",index="%d"} ' % (u, i)
+            check(rc == 0 and want in out, "metrics lack %s" % want)
+        for s in (a, w, m, c):
+            s.close()
+        # A restart: NVML's index again, whatever attaches first.
+        d.stop()
+        d.start()
+        c, _ = v3_attach(d, NV[1], b"C")
+        g = gpus_of(d)[NV[1]]
+        check((g["index"], g["index_from"]) == (1, "nvml"),
+              "after a restart: %r" % g)
+        c.close()
 
 
 if __name__ == "__main__":

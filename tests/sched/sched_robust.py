@@ -48,6 +48,11 @@ def t_sighup(b):
         hup(d)
         wait_for(lambda: d.logtext().count("reloaded") == 2, 5, "reload 2")
         check(d.status()["gpus"][0]["tq_s"] == 9, "reload undid set-tq")
+        # The log says the quantum in force, not the file's (it said 7).
+        lines = [ln for ln in d.logtext().splitlines() if "reloaded" in ln]
+        check("quantum 7 s, mode on," in lines[0], "reload 1: %r" % lines[0])
+        check("quantum 9 s, mode on (set by vsharectl; the file says "
+              "quantum 7 s, mode on)," in lines[1], "reload 2: %r" % lines[1])
         # A bad file: logged, nothing changes, the daemon serves on.
         write_conf(d, {"tq_s": 0})
         hup(d)
@@ -72,9 +77,44 @@ def t_sighup(b):
         wait_for(lambda: d.logtext().count("reloaded") == 3, 5, "reload 3")
         g = d.status()["gpus"][0]
         check(g["tq_s"] == 3 and g["mode"] == "on", "GPU entry: %s" % g)
+        line = [ln for ln in d.logtext().splitlines() if "reloaded" in ln][2]
+        check(line.endswith("; GPU %d: quantum 3 s, mode on" % g["index"]),
+              "reload 3: %r" % line)
         a.communicate(input="", timeout=10)
         check(d.stop() == 0, "shutdown after reloads")
         check(not os.path.exists(d.sock), "socket left")
+
+
+def t_ctl_reached(b):
+    """A per-GPU setting's reply counts the clients attached to that GPU
+    (it said "(1 attached)", the number of GPUs, with 2 attached); one for
+    all GPUs counts the GPUs."""
+    u1 = "GPU-00000000-0000-0000-0000-000000000001"
+    u2 = "GPU-00000000-0000-0000-0000-000000000002"
+    with Daemon(b, {"tq_s": 30}) as d:
+        cs = [d.client("--uuid", u, "--label", "c%d" % i, "--cycles", 0,
+                       "--stay", stdin=subprocess.PIPE)
+              for i, u in enumerate((u1, u2, u2))]
+        wait_for(lambda: sum(len(c["gpus"]) for c in d.status()["clients"])
+                 == 3, 5, "three attaches")
+        index = {g["uuid"]: g["index"] for g in d.status()["gpus"]}
+        for cmd, want in ((["set-tq", "3", "--gpu", str(index[u2])],
+                           "quantum set to 3 s for GPU %d (2 clients "
+                           "attached)" % index[u2]),
+                          (["set-tq", "4", "--gpu", u1],
+                           "(1 client attached)"),
+                          (["enable", "--gpu", str(index[u2])],
+                           "(2 clients attached)"),
+                          (["set-tq", "5"],
+                           "quantum set to 5 s for all GPUs (2 GPUs "
+                           "attached)")):
+            rc, out, err = d.ctl(*cmd)
+            check(rc == 0 and want in out, "%s: rc %d %r %r" %
+                  (cmd, rc, out, err))
+        for c in cs:
+            out, _ = c.communicate(input="", timeout=20)
+            check(c.returncode == 0, "client exited %s:\n%s" %
+                  (c.returncode, out))
 
 
 def t_max_clients(b):

@@ -207,10 +207,10 @@ static void sf_lock(struct sf *f, int i, uint8_t b)
 
 	sf_uuid(f, u);
 	g = sched_gpu_find(f->s, u);
-	if (pg == NULL || g == NULL || g->index >= VS_LOCK_SLOTS)
+	if (pg == NULL || g == NULL || g->lslot == 0)
 		return;
-	w = &f->s->words->w[g->index].word;
-	n = __atomic_load_n(&pg->slot[g->index].open, __ATOMIC_SEQ_CST);
+	w = &f->s->words->w[g->lslot - 1].word;
+	n = __atomic_load_n(&pg->slot[g->lslot - 1].open, __ATOMIC_SEQ_CST);
 	if (n != 0)
 		f->last_open = n;
 	if (b & 0x40) {
@@ -221,7 +221,9 @@ static void sf_lock(struct sf *f, int i, uint8_t b)
 		default: {
 			struct sched_client *o = f->c[sf_byte(f) % SF_SLOTS];
 
-			v = o != NULL ? sched_client_token(o) : 0;
+			/* Its mark for the last opening seen. */
+			v = o != NULL ? vs_lock_mark(sched_client_token(o),
+						     f->last_open) : 0;
 		}
 		}
 		__atomic_store_n(w, v, __ATOMIC_SEQ_CST);
@@ -235,7 +237,8 @@ static void sf_lock(struct sf *f, int i, uint8_t b)
 	}
 	v = n;
 	if (!(n & VS_LOCK_OPEN_BIT) ||
-	    !__atomic_compare_exchange_n(w, &v, sched_client_token(f->c[i]), 0,
+	    !__atomic_compare_exchange_n(w, &v,
+					 vs_lock_mark(sched_client_token(f->c[i]), n), 0,
 					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
 		return;
 	if (b & 0x20)

@@ -16,15 +16,17 @@ static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
 {
 	uint64_t open;
 
-	if (f->s->lock == NULL || g->index >= VS_LOCK_SLOTS)
+	if (f->s->lock == NULL || g->lslot == 0) {
+		SF_CHECK(g->opening == 0);
 		return;
-	open = __atomic_load_n(&f->s->lock->slot[g->index].open,
+	}
+	open = __atomic_load_n(&f->s->lock->slot[g->lslot - 1].open,
 			       __ATOMIC_SEQ_CST);
 	SF_CHECK(open == g->opening);
 	if (open != 0)
 		SF_CHECK((open & VS_LOCK_OPEN_BIT) && g->n_holders == 0 &&
 			 g->n_waiting == 0);
-	SF_CHECK(memcmp(f->s->lock->slot[g->index].uuid, g->uuid,
+	SF_CHECK(memcmp(f->s->lock->slot[g->lslot - 1].uuid, g->uuid,
 			VS_UUID_LEN) == 0 || open == 0);
 }
 

@@ -148,6 +148,8 @@ static void test_bad_values(void **state)
 	bad("{\"metrics_listen\": \"127.0.0.1:94x\"}", "metrics_listen");
 	bad("{\"metrics_listen\": \"127.0.0.1:-1\"}", "metrics_listen");
 	bad("{\"metrics_listen\": \"::1:9464\"}", "is not a numeric IPv4");
+	bad("{\"metrics_gpus\": 1025}", "metrics_gpus");
+	bad("{\"metrics_gpus\": -1}", "metrics_gpus");
 	bad("{\"metrics_listen\": \"[::g]:9464\"}", "is not an IPv6 address");
 	bad("{\"metrics_listen\": \":9464\"}", "metrics_listen");
 	bad("{\"metrics_listen\": 9464}", "metrics_listen: must be a string");

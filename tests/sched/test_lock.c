@@ -67,15 +67,15 @@ static struct sched_client *client(struct sched *s, const uint8_t *gpu,
 	return c;
 }
 
+/* The slot that names gpu, found as the shim finds it: by UUID. */
 static uint32_t slot_index(struct sched *s, const uint8_t *gpu)
 {
-	const struct sched_gpu *g = sched_gpu_find(s, gpu);
-	struct sched_gpu_info gi;
-
-	assert_non_null(g);
-	sched_gpu_info(g, &gi);
-	assert_memory_equal(page.slot[gi.index].uuid, gpu, VS_UUID_LEN);
-	return gi.index;
+	assert_non_null(sched_gpu_find(s, gpu));
+	for (uint32_t i = 0; i < VS_LOCK_SLOTS; i++)
+		if (memcmp(page.slot[i].uuid, gpu, VS_UUID_LEN) == 0)
+			return i;
+	fail_msg("no slot names the GPU");
+	return 0;
 }
 
 static uint64_t *word(struct sched *s, const uint8_t *gpu)
@@ -95,7 +95,8 @@ static uint64_t opening(struct sched *s, const uint8_t *gpu)
  * the swap if it changed meanwhile. */
 static int take(struct sched *s, struct sched_client *c, const uint8_t *gpu)
 {
-	uint64_t n = opening(s, gpu), expect = n, tok = sched_client_token(c);
+	uint64_t n = opening(s, gpu), expect = n;
+	uint64_t tok = vs_lock_mark(sched_client_token(c), n);
 
 	if (!(n & VS_LOCK_OPEN_BIT) ||
 	    !__atomic_compare_exchange_n(word(s, gpu), &expect, tok, 0,
@@ -206,7 +207,8 @@ static void test_close_under_take(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
 	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
-	uint64_t n = opening(s, GPU_A), expect = n, tok = sched_client_token(a);
+	uint64_t n = opening(s, GPU_A), expect = n;
+	uint64_t tok = vs_lock_mark(sched_client_token(a), n);
 	(void)state;
 
 	assert_true(__atomic_compare_exchange_n(word(s, GPU_A), &expect, tok, 0,
@@ -327,13 +329,49 @@ static void test_forged_over_held(void **state)
 	assert_int_equal(stats(s, GPU_A).lock_tampered, 1);
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
 	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_IDLE);
-	/* Another's token written into the closed word: nobody adopted. */
-	*word(s, GPU_A) = sched_client_token(c);
+	/* Another's mark written into the closed word: nobody adopted. */
+	*word(s, GPU_A) = vs_lock_mark(sched_client_token(c), n);
 	assert_int_equal(sched_took(s, c, GPU_A), VS_E_STATE);
 	assert_int_equal(stats(s, GPU_A).lock_tampered, 2);
 	assert_int_equal(sched_state_of(c, GPU_A), SCHED_ST_IDLE);
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 0);
+	sched_free(s);
+}
+
+/* A mark copied from an earlier opening's word (where a take left it
+ * visible) is worth nothing now, whatever the victim does meanwhile; a
+ * waiter's own mark for this opening (someone else wrote it: the shim
+ * takes only with no REQUEST out) adopts nobody either. */
+static void test_copied_mark(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_client *a = client(s, GPU_A, 1), *b = client(s, GPU_A, 1);
+	uint64_t seen;
+	(void)state;
+
+	assert_true(take(s, a, GPU_A));
+	seen = *word(s, GPU_A);
+	assert_int_equal(sched_took(s, a, GPU_A), 0);
+	assert_int_equal(sched_released(s, a, GPU_A), 0);
+	assert_true(opening(s, GPU_A) != 0);
+	*word(s, GPU_A) = seen; /* the copy, into the new opening */
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_IDLE);
+	assert_int_equal(stats(s, GPU_A).lock_resets, 1);
+	assert_int_equal(sched_released(s, b, GPU_A), 0);
+	/* a's mark for the open GPU appears, written by another, and then
+	 * a asks: it is granted with a GRANT, not adopted silently (it
+	 * would wait for a GRANT that never comes). */
+	*word(s, GPU_A) = vs_lock_mark(sched_client_token(a),
+				       opening(s, GPU_A));
+	sched_out_clear(s);
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(count(s, VS_MSG_GRANT, a, 0), 1);
+	assert_int_equal(stats(s, GPU_A).lock_resets, 2);
+	assert_int_equal(sched_took(s, a, GPU_A), VS_E_STATE);
 	sched_free(s);
 }
 
@@ -381,12 +419,71 @@ static void test_report_changes_nothing(void **state)
 	assert_int_equal(mi.state, SCHED_ST_IDLE);
 	assert_true(mi.took);
 	sched_snap_free(snap);
-	assert_true(*word(s, GPU_A) == sched_client_token(a));
+	assert_true(*word(s, GPU_A) ==
+		    vs_lock_mark(sched_client_token(a), opening(s, GPU_A)));
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_IDLE);
 	assert_int_equal(stats(s, GPU_A).took, 0);
 	assert_int_equal(sched_out_count(s), 0);
 	assert_int_equal(sched_took(s, a, GPU_A), 0);
 	assert_int_equal(sched_state_of(a, GPU_A), SCHED_ST_HOLDING);
+	sched_free(s);
+}
+
+/* Made-up GPUs fill every slot of the pages: a GPU the configuration
+ * names still gets one (that of a made-up GPU nobody is attached to),
+ * opens, and is taken through the page; the GPU whose slot it took has
+ * none, and is granted through REQUEST. */
+static void test_slot_for_named_gpu(void **state)
+{
+	struct sched_gpu_cfg gc;
+	struct sched_cfg cfg;
+	struct sched *s;
+	struct sched_client *fake[5], *real;
+	struct sched_cred cred = { 1, 0, 0 }, rcred = { 2, 4242, 4242 };
+	uint8_t u[VS_UUID_LEN] = { 0 };
+	(void)state;
+
+	memset(&gc, 0, sizeof(gc));
+	memcpy(gc.uuid, GPU_B, VS_UUID_LEN);
+	gc.set = SCHED_GCFG_MODE;
+	gc.mode = VS_MODE_ON;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.tq_ms = 1000;
+	cfg.mode = VS_MODE_ON;
+	cfg.uid_gpus = SCHED_MAX_CLIENT_GPUS;
+	cfg.gpus = &gc;
+	cfg.n_gpus = 1;
+	memset(&page, 0, sizeof(page));
+	memset(&words, 0, sizeof(words));
+	s = sched_new(&cfg, fake_clock, NULL);
+	sched_lock_set(s, &page, &words);
+	for (int i = 0; i < 5; i++) {
+		cred.uid = 1000 + (uint32_t)i;
+		fake[i] = sched_client_new(s, &cred, "fake", NULL);
+		for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
+			u[0] = (uint8_t)i;
+			u[1] = (uint8_t)j;
+			u[2] = 0xff;
+			assert_int_equal(sched_attach(s, fake[i], u, GiB), 0);
+		}
+	}
+	/* Every slot names a made-up GPU; the last of the fakes has none. */
+	for (uint32_t i = 0; i < VS_LOCK_SLOTS; i++)
+		assert_int_equal(page.slot[i].uuid[2], 0xff);
+	sched_client_del(s, fake[0]); /* its GPUs are attached to nobody */
+	real = sched_client_new(s, &rcred, "real", NULL);
+	sched_client_set_token(real, VS_LOCK_TOKEN_BIT | next_token++);
+	assert_int_equal(sched_attach(s, real, GPU_B, GiB), 0);
+	assert_int_equal(sched_footprint(s, real, GPU_B, GiB, 0), 0);
+	assert_true(opening(s, GPU_B) & VS_LOCK_OPEN_BIT);
+	assert_true(take(s, real, GPU_B));
+	assert_int_equal(sched_took(s, real, GPU_B), 0);
+	assert_int_equal(sched_state_of(real, GPU_B), SCHED_ST_HOLDING);
+	/* A made-up GPU of a client still attached kept its slot. */
+	u[0] = 1;
+	u[1] = 0;
+	assert_int_equal(sched_request(s, fake[1], u), 0);
+	assert_int_equal(sched_state_of(fake[1], u), SCHED_ST_HOLDING);
 	sched_free(s);
 }
 
@@ -424,6 +521,8 @@ int main(void)
 		cmocka_unit_test(test_bare_took),
 		cmocka_unit_test(test_forged_over_held),
 		cmocka_unit_test(test_two_takes_of_one_opening),
+		cmocka_unit_test(test_copied_mark),
+		cmocka_unit_test(test_slot_for_named_gpu),
 		cmocka_unit_test(test_report_changes_nothing),
 		cmocka_unit_test(test_no_page),
 	};

@@ -51,6 +51,13 @@ static uint64_t nvml_b(void *arg, const uint8_t uuid[VS_UUID_LEN])
 	return memcmp(uuid, GPU_B, VS_UUID_LEN) == 0 ? 1ull << 34 : 0;
 }
 
+/* Its index of GPU_B, which is not the order of first attach. */
+static int64_t nvml_b_index(void *arg, const uint8_t uuid[VS_UUID_LEN])
+{
+	(void)arg;
+	return memcmp(uuid, GPU_B, VS_UUID_LEN) == 0 ? 7 : -1;
+}
+
 static struct sched *mk_nvml(uint32_t mode, uint32_t policy, int nvml)
 {
 	struct sched_cfg cfg;
@@ -67,8 +74,10 @@ static struct sched *mk_nvml(uint32_t mode, uint32_t policy, int nvml)
 	cfg.preempt_budget_pct = 10;
 	cfg.gpus = &gpu_a_cfg;
 	cfg.n_gpus = 1;
-	if (nvml)
+	if (nvml) {
 		cfg.total_fn = nvml_b;
+		cfg.index_fn = nvml_b_index;
+	}
 	fake_now = 0;
 	return sched_new(&cfg, fake_clock, NULL);
 }
@@ -90,7 +99,7 @@ static struct sched_client *client(struct sched *s, uint32_t uid)
 
 static char *render(const struct sched *s, const struct metrics_daemon *d)
 {
-	static const struct metrics_daemon none = { "1.0", 0, 0, { 0 } };
+	static const struct metrics_daemon none = { "1.0", 0, 0, { 0 }, 0 };
 	size_t len = 0;
 	char *t = metrics_render(s, d ? d : &none, &len);
 
@@ -395,7 +404,7 @@ static void test_user_fold(void **state)
 static void test_daemon(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
-	struct metrics_daemon d = { "1.0\"x", 3, 7, { 0 } };
+	struct metrics_daemon d = { "1.0\"x", 3, 7, { 0 }, 0 };
 	char *t;
 	(void)state;
 
@@ -425,12 +434,14 @@ static size_t count_lines(const char *t)
 	return n;
 }
 
-/* A client attaching made-up UUIDs adds no series: only GPUs that the
- * configuration or NVML vouch for have series; the others are counted. */
+/* A client attaching made-up UUIDs adds no series past metrics_gpus:
+ * GPUs that the configuration or NVML vouch for have series, and the
+ * first gpus_max others; the rest are counted. */
 static void test_unverified(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
 	struct sched_client *a = client(s, 1000);
+	struct metrics_daemon d = { "1.0", 0, 0, { 0 }, 3 };
 	char *t;
 	size_t lines;
 	(void)state;
@@ -452,15 +463,28 @@ static void test_unverified(void **state)
 	assert_null(strstr(t, "GPU-ee"));
 	has_line(t, "vshare_gpu_clients{" GA "} 1");
 	free(t);
+	t = render(s, &d);
+	check_shape(t);
+	has_line(t, "vshare_gpus_unverified 5");
+	for (int i = 1; i <= 8; i++) {
+		char line[160];
+
+		snprintf(line, sizeof(line), "vshare_gpu_clients{gpu=\"GPU-ee"
+			 "%02x0000-0000-0000-0000-000000000000\",index=\"%d\"} 1",
+			 i, i);
+		assert_true((strstr(t, line) != NULL) == (i <= 3));
+	}
+	free(t);
 	sched_free(s);
-	/* The driver's report vouches for GPU_B. */
+	/* The driver's report vouches for GPU_B, and its index is NVML's
+	 * (7), not the order of first attach (1). */
 	s = mk_nvml(VS_MODE_ON, SCHED_POLICY_FCFS, 1);
 	a = client(s, 1000);
 	assert_int_equal(sched_attach(s, a, GPU_B, 1ull << 30), 0);
 	t = render(s, NULL);
 	check_shape(t);
 	has_line(t, "vshare_gpus_unverified 0");
-	has_line(t, "vshare_gpu_clients{" GB ",index=\"1\"} 1");
+	has_line(t, "vshare_gpu_clients{" GB ",index=\"7\"} 1");
 	free(t);
 	sched_free(s);
 }
@@ -520,7 +544,7 @@ static void test_swap_once(void **state)
 static void test_cache(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
-	struct metrics_daemon d = { "1.0", 1, 1, { 0 } };
+	struct metrics_daemon d = { "1.0", 1, 1, { 0 }, 0 };
 	struct metrics_cache mc = { NULL, 0, 0 };
 	size_t n1 = 0, n2 = 0, n3 = 0;
 	char *t1, *t2, *t3;

@@ -112,12 +112,12 @@ static void test_too_many_clients(void **state)
 static void test_exact_text(void **state)
 {
 	static const char want[] =
-	"{\"version\":2,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
+	"{\"version\":3,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
 	"000000000000\",\"index\":0,\"mode\":\"on\",\"tq_s\":1,\"capacity\":"
 	"17179869184,\"total_mem\":17179869184,\"footprint\":0,\"held\":0,"
 	"\"oversubscribed\":false,\"holders\":[1],\"queue\":[2],\"policy\":"
 	"\"fair\",\"min_slice_ms\":0,\"slice_ms\":0,\"swap_us\":0,"
-	"\"preempt_cost_ms\":0}],"
+	"\"preempt_cost_ms\":0,\"index_from\":\"attach order\"}],"
 	"\"clients\":"
 	"[{\"id\":1,\"pid\":1000,\"uid\":1000,\"gid\":1000,\"label\":\"job-0000-"
 	"with-a-label-as-long-as-the-protocol-allows-xx\",\"gpus\":[{\"uuid\":"
@@ -130,7 +130,8 @@ static void test_exact_text(void **state)
 	"[{\"uuid\":\"GPU-0a000000-0000-0000-0000-000000000000\",\"managed\":0,"
 	"\"pinned\":0,\"state\":\"waiting\",\"held_ms\":0,\"waited_ms\":0,"
 	"\"revoked\":false,\"recent_ms\":0,\"user_recent_ms\":0,\"weight\":1,"
-	"\"wait_why\":\"quantum\",\"position\":1,\"eta_ms\":1000}]}]}";
+	"\"wait_why\":\"quantum\",\"position\":1,\"eta_ms\":1000}]}],"
+	"\"protocol\":5}";
 	struct sched *s = populate(2);
 	size_t len = 0;
 	char *text = ctl_status_json(s, 1 << 20, &len);

@@ -41,6 +41,22 @@ static void test_parse_size(void **state)
 	/* strtod's other forms were once taken: "nan" gave an undefined limit. */
 	assert_int_equal(vs_parse_size("nan", VS_SIZE_LOWER_B, &v), -1);
 	assert_int_equal(vs_parse_size("0x10", VS_SIZE_LOWER_B, &v), -1);
+	/* A memory limit: a small number with no unit is a unit left out;
+	 * 0 (none), 1 MiB and up, and explicit bytes stay. */
+	assert_int_equal(vs_parse_size("8", VS_SIZE_NEED_UNIT, &v), -2);
+	assert_int_equal(vs_parse_size("1048575", VS_SIZE_NEED_UNIT, &v), -2);
+	assert_int_equal(vs_parse_size("0.5", VS_SIZE_NEED_UNIT, &v), -2);
+	assert_int_equal(vs_parse_size("8", 0, &v), 0);
+	assert_int_equal(v, 8);
+	assert_int_equal(vs_parse_size("0", VS_SIZE_NEED_UNIT, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(vs_parse_size("1048576", VS_SIZE_NEED_UNIT, &v), 0);
+	assert_int_equal(v, 1048576);
+	assert_int_equal(vs_parse_size("8B", VS_SIZE_NEED_UNIT, &v), 0);
+	assert_int_equal(v, 8);
+	assert_int_equal(vs_parse_size("8k", VS_SIZE_NEED_UNIT, &v), 0);
+	assert_int_equal(v, 8192);
+	assert_int_equal(vs_parse_size("8x", VS_SIZE_NEED_UNIT, &v), -1);
 }
 
 static void test_env_size(void **state)
@@ -54,6 +70,15 @@ static void test_env_size(void **state)
 	assert_int_equal(shim_env_size("VSHARE_TEST_SIZE", 7), 2 << 20);
 	setenv("VSHARE_TEST_SIZE", "lots", 1);
 	assert_int_equal(shim_env_size("VSHARE_TEST_SIZE", 7), 7);
+	/* A memory limit of "8" is refused, not taken as 8 bytes. */
+	setenv("VSHARE_TEST_SIZE", "8", 1);
+	assert_int_equal(shim_env_size("VSHARE_TEST_SIZE", 7), 8);
+	assert_int_equal(shim_env_mem("VSHARE_TEST_SIZE", 7), 7);
+	setenv("VSHARE_TEST_SIZE", "2097152", 1);
+	assert_int_equal(shim_env_mem("VSHARE_TEST_SIZE", 7), 2 << 20);
+	setenv("VSHARE_TEST_SIZE", "8G", 1);
+	assert_int_equal(shim_env_mem("VSHARE_TEST_SIZE", 7), 8ull << 30);
+	unsetenv("VSHARE_TEST_SIZE");
 }
 
 static void test_env_bool(void **state)

@@ -85,6 +85,33 @@ static void test_header_reasons(void **state)
 			 VS_E_VERSION);
 }
 
+/* SipHash-2-4 against the reference vectors (key 00..0f, message the
+ * first n bytes of 00 01 02 ...), and the lock page's marks: one per
+ * token and opening. */
+static void test_siphash(void **state)
+{
+	static const struct { size_t n; uint64_t h; } v[] = {
+		{ 0, 0x726fdb47dd0e0e31ull }, { 1, 0x74f839c593dc67fdull },
+		{ 7, 0xab0200f58b01d137ull }, { 8, 0x93f5f5799a932462ull },
+		{ 9, 0x9e0082df0ba9e4b0ull },
+	};
+	unsigned char msg[16];
+	uint64_t t = VS_LOCK_TOKEN_BIT | 12345, n = VS_LOCK_OPEN_BIT | 7;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(msg); i++)
+		msg[i] = (unsigned char)i;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		assert_true(vs_siphash24(0x0706050403020100ull,
+					 0x0f0e0d0c0b0a0908ull, msg, v[i].n) ==
+			    v[i].h);
+	assert_true(vs_lock_mark(t, n) & VS_LOCK_TOKEN_BIT);
+	assert_true(vs_lock_mark(t, n) == vs_lock_mark(t, n));
+	assert_true(vs_lock_mark(t, n) != vs_lock_mark(t, n + 1));
+	assert_true(vs_lock_mark(t, n) != vs_lock_mark(t + 1, n));
+	assert_true(vs_lock_mark(t, n) != t);
+}
+
 /* LOCK_PAGE's sizes by version: version 5 names the words page beside
  * the state page, version 4 (an older scheduler's one page) names none;
  * the token always has its bit. */
@@ -481,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_lock_page_sizes),
+		cmocka_unit_test(test_siphash),
 		cmocka_unit_test(test_swapped),
 		cmocka_unit_test(test_metrics_request),
 		cmocka_unit_test(test_wait_frames),

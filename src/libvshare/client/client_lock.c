@@ -225,9 +225,15 @@ static int cas(uint64_t *p, uint64_t from, uint64_t to)
 static int take_word(const struct vs_lock_page *pg, struct vs_lock_words *w,
 		     int i, int dev)
 {
-	uint64_t n = A_LOAD(&pg->slot[i].open), tok = client_c.lock_token;
+	uint64_t n = A_LOAD(&pg->slot[i].open), tok;
 
-	if (!(n & VS_LOCK_OPEN_BIT) || !cas(&w->w[i].word, n, tok))
+	if (!(n & VS_LOCK_OPEN_BIT))
+		return 0;
+	/* The mark for this opening, not the token itself: everyone can
+	 * read the words, and a mark is worth nothing for another opening
+	 * (proto.h). */
+	tok = vs_lock_mark(client_c.lock_token, n);
+	if (!cas(&w->w[i].word, n, tok))
 		return 0;
 	if (client_lock_test_swapped != NULL)
 		client_lock_test_swapped(dev);

@@ -61,7 +61,7 @@ static int convert_now(void)
 
 void mem_conf_read(void)
 {
-	uint64_t env_limit = shim_env_size("VSHARE_MEM_LIMIT", 0);
+	uint64_t env_limit = shim_env_mem("VSHARE_MEM_LIMIT", 0);
 
 
 	mem_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);

@@ -9,19 +9,37 @@
 #include "shim_env.h"
 #include "size.h"
 
-uint64_t shim_env_size(const char *name, uint64_t dflt)
+static uint64_t env_size(const char *name, uint64_t dflt, unsigned flags)
 {
 	const char *s = secure_getenv(name);
 	uint64_t v;
+	int rc;
 
 	if (s == NULL || *s == '\0')
 		return dflt;
-	if (vs_parse_size(s, VS_SIZE_LOWER_B, &v) != 0) {
+	rc = vs_parse_size(s, VS_SIZE_LOWER_B | flags, &v);
+	if (rc == -2) {
+		log_warn("%s=\"%s\" has no unit and is below 1 MiB: add one "
+			 "(like %sG or %sM; bytes as %sB); using the default",
+			 name, s, s, s, s);
+		return dflt;
+	}
+	if (rc != 0) {
 		log_warn("%s=\"%s\" is not a size (like 8G or 512M); using the default",
 			 name, s);
 		return dflt;
 	}
 	return v;
+}
+
+uint64_t shim_env_size(const char *name, uint64_t dflt)
+{
+	return env_size(name, dflt, 0);
+}
+
+uint64_t shim_env_mem(const char *name, uint64_t dflt)
+{
+	return env_size(name, dflt, VS_SIZE_NEED_UNIT);
 }
 
 uint64_t shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max)

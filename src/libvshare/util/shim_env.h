@@ -10,6 +10,9 @@
 
 /* Each returns the default when the variable is unset or bad (logged). */
 uint64_t    shim_env_size(const char *name, uint64_t dflt);
+/* A memory limit: also refuses a number below 1 MiB with no unit
+ * (VS_SIZE_NEED_UNIT), asking for the unit that was left out. */
+uint64_t    shim_env_mem(const char *name, uint64_t dflt);
 uint64_t    shim_env_u64(const char *name, uint64_t dflt, uint64_t min, uint64_t max);
 int         shim_env_bool(const char *name, int dflt);
 const char *shim_env_str(const char *name, const char *dflt);

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""The monitoring files the package ships (packaging/monitoring/): the
+Prometheus alert rules pass `promtool check rules` and their unit tests
+(`promtool test rules`), and the rules and the Grafana dashboard name
+only metrics that a running vshare-scheduler exports. Skipped (77) where
+promtool is missing; the dashboard's checks need no promtool."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from opsutil import SOURCE, VSHARECTL, Scheduler, need, run  # noqa: E402
+
+MON = os.path.join(SOURCE, "packaging", "monitoring")
+RULES = os.path.join(MON, "vshare-alerts.yml")
+RULES_TEST = os.path.join(MON, "vshare-alerts.test.yml")
+DASHBOARD = os.path.join(MON, "vshare-grafana.json")
+# Names of Prometheus's own, not of the daemon.
+PROMETHEUS_OWN = {"up"}
+HIST_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def exported():
+    """{name: type} of the families a test daemon's `vsharectl metrics`
+    declares (every family has its HELP and TYPE lines, GPUs or not)."""
+    tmp = tempfile.mkdtemp(prefix="vshare-mon.")
+    try:
+        sched = Scheduler(tmp)
+        try:
+            r = run([VSHARECTL, "--socket", sched.sock, "metrics"])
+        finally:
+            sched.stop()
+    finally:
+        shutil.rmtree(tmp, True)
+    if r.returncode != 0:
+        raise AssertionError("vsharectl metrics: " + r.stderr)
+    return dict(re.findall(r"^# TYPE (\S+) (\S+)$", r.stdout, re.M))
+
+
+def unknown_names(exprs, families):
+    """The metric names in the PromQL texts that the daemon does not
+    export; a histogram's _bucket, _sum and _count are its own."""
+    bad = set()
+    for e in exprs:
+        for name in re.findall(r"\b(vshare_[a-z_]+|up)\b", e):
+            base = name
+            for suf in HIST_SUFFIXES:
+                if name.endswith(suf) and \
+                        families.get(name[:-len(suf)]) == "histogram":
+                    base = name[:-len(suf)]
+            if base not in families and base not in PROMETHEUS_OWN:
+                bad.add(name)
+    return bad
+
+
+def dashboard_exprs(dash):
+    out = []
+    for p in dash["panels"]:
+        out += [t["expr"] for t in p["targets"]]
+    for v in dash["templating"]["list"]:
+        if v["type"] == "query":
+            out.append(v["query"]["query"])
+    return out
+
+
+class Monitoring(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        need("sched", "ctl")
+        cls.families = exported()
+
+    def test_dashboard(self):
+        with open(DASHBOARD) as f:
+            dash = json.load(f)
+        for k in ("title", "uid", "panels", "templating", "schemaVersion"):
+            self.assertIn(k, dash)
+        ids = [p["id"] for p in dash["panels"]]
+        self.assertEqual(len(ids), len(set(ids)), "panel ids repeat")
+        for p in dash["panels"]:
+            self.assertTrue(p["title"] and p["targets"], p.get("title"))
+            g = p["gridPos"]
+            self.assertLessEqual(g["x"] + g["w"], 24, p["title"])
+        exprs = dashboard_exprs(dash)
+        self.assertEqual(unknown_names(exprs, self.families), set())
+        # Every family the daemon exports is on the dashboard, so that a
+        # new one is not forgotten (the build info's labels included).
+        used = {n for e in exprs for n in re.findall(r"\bvshare_[a-z_]+", e)}
+        used |= {n[:-len(s)] for n in used for s in HIST_SUFFIXES
+                 if n.endswith(s)}
+        self.assertEqual(set(self.families) - used, set(),
+                         "families missing from the dashboard")
+
+    def test_rules_names(self):
+        with open(RULES) as f:
+            exprs = re.findall(r"expr: >-\n((?:\s{10}.*\n)+)|expr: (.*)",
+                               f.read())
+        exprs = [a or b for a, b in exprs]
+        self.assertEqual(len(exprs), 4)
+        self.assertEqual(unknown_names(exprs, self.families), set())
+
+    def test_promtool(self):
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            raise unittest.SkipTest("promtool not installed "
+                                    "(apt-get install prometheus)")
+        for args in (["check", "rules", RULES],
+                     ["test", "rules", RULES_TEST]):
+            r = subprocess.run([promtool] + args, capture_output=True,
+                               text=True, timeout=60, cwd=MON)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+def main():
+    result = unittest.main(exit=False, verbosity=2).result
+    if not result.wasSuccessful():
+        return 1
+    if result.skipped and result.testsRun == len(result.skipped):
+        return 77
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
