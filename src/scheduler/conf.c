@@ -35,7 +35,9 @@
  * name is also the field of struct conf; default is NUM(value) or
  * STR(text); scope is GLOBAL, or GPU(field of struct sched_gpu_cfg, its
  * SCHED_GCFG_* bit, scale) for a key that "gpus" entries may set too;
- * reload is LIVE, or RESTART for what is bound to the listening socket.
+ * reload is LIVE, or RESTART for what is set up once at start (the
+ * socket, the lock page, the metrics listener); tests/ops/check_doc_keys.py
+ * checks that the docs name these keys and their defaults.
  *
  * max_clients: with footprints clamped to SCHED_FP_MAX (2^44), 2^18
  * clients keep every per-GPU sum below 2^62. uid_* to outq_total are the

@@ -1,8 +1,9 @@
 /*
  * SIGHUP: read the configuration file again. A file that does not parse
  * or names a group that does not exist changes nothing: the running
- * configuration stays and the error is logged. Settings bound to the
- * listening socket (its path, group and mode) need a restart.
+ * configuration stays and the error is logged. What is set up once at
+ * start (the socket's path, group and mode, the lock page, the metrics
+ * listener: the table's RESTART keys) needs a restart.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,8 +11,8 @@
 #include "log.h"
 #include "srv.h"
 
-/* Keep the settings bound to the listening socket (the table's RESTART
- * keys) as the running daemon has them; say which changed. */
+/* Keep the settings set up at start (the table's RESTART keys) as the
+ * running daemon has them; say which changed. */
 static void keep_socket_settings(const struct conf *old, struct conf *nc)
 {
 	char changed[128];
