@@ -16,6 +16,8 @@ endfunction()
 vshare_require_pkg(LIBUV libuv libuv1-dev)
 vshare_require_pkg(CJSON libcjson libcjson-dev)
 vshare_require_pkg(MHD libmicrohttpd libmicrohttpd-dev)
+# sd_notify: the scheduler tells systemd when it is ready (Type=notify).
+vshare_require_pkg(SYSTEMD libsystemd libsystemd-dev)
 if(VSHARE_BUILD_TESTS)
   vshare_require_pkg(CMOCKA cmocka libcmocka-dev)
 endif()

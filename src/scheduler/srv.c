@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "label.h"
 #include "log.h"
 #include "nvml.h"
@@ -530,10 +532,17 @@ static const struct conn_events events = {
 static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct srv *s = sig->data;
+	int rc;
 
 	if (signum == SIGHUP) {
 		log_info("SIGHUP: reloading %s", s->conf_path);
-		if (reload_conf(s) != 0)
+		/* systemd (Type=notify) shows the unit as reloading until
+		 * the READY=1 that follows, kept config or new. Without
+		 * NOTIFY_SOCKET these calls do nothing. */
+		sd_notify(0, "RELOADING=1");
+		rc = reload_conf(s);
+		sd_notify(0, "READY=1");
+		if (rc != 0)
 			return;
 		/* Running programs take the new policy at once: a lower
 		 * limit refuses their next allocations. */
@@ -645,6 +654,9 @@ int srv_start(struct srv *s)
 		 s->has_admin_gid ? " and group " : " only",
 		 s->has_admin_gid ? s->admin_group_name : "", s->conf->tq_s,
 		 vs_mode_name(s->conf->mode));
+	/* Only now that connect() on the socket succeeds: systemd starts
+	 * the units ordered after this one when it reads READY=1. */
+	sd_notifyf(0, "READY=1\nSTATUS=listening on %s", s->path);
 	return 0;
 }
 
@@ -655,6 +667,7 @@ void srv_stop(struct srv *s)
 	if (s->stopping)
 		return;
 	s->stopping = 1;
+	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 	while (s->conns != NULL)
 		conn_close(s->conns);
 	sched_out_clear(s->sched);

@@ -34,6 +34,16 @@ def need(*parts):
         raise unittest.SkipTest("not in this build: " + ", ".join(missing))
 
 
+def short_tmpdir(prefix):
+    """A new directory whose path is short enough for a Unix socket
+    (sun_path holds 108 bytes), however deep the build directory is:
+    under $XDG_RUNTIME_DIR or $TMPDIR when they are short, else /tmp."""
+    for d in (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR")):
+        if d and len(d) <= 40 and os.path.isdir(d):
+            return tempfile.mkdtemp(prefix=prefix, dir=d)
+    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+
+
 def base_env(**extra):
     """A clean environment for a child: no LD_PRELOAD, VSHARE_* or
     framework variables from the caller, the sanitizer runtime first when

@@ -11,7 +11,9 @@ chroot: unit.shim_node tests the shim's side of them.)
 
 The root holds copies of the host's programs and the libraries ldd names
 for them, the test driver as libcuda.so.1, and the scheduler's socket in
-its /run/vshare (the scheduler runs outside). Needs root (chroot, mount);
+its /run/vshare (the scheduler runs outside; a short directory is bound
+there). Whatever it mounted is unmounted, failing or not. Needs root
+(chroot, mount);
 exit 77 otherwise, or under a sanitizer (its runtime cannot come first in
 ld.so.preload)."""
 import os
@@ -64,8 +66,25 @@ class Root:
         self.dir = tempfile.mkdtemp(prefix="vshare-mandatory.",
                                     dir=opsutil.BUILD)
         self.root = os.path.join(self.dir, "root")
-        self.proc_mounted = False
+        # The socket lives in a short directory, bind-mounted on the
+        # root's /run/vshare: the root's own path may be too long for a
+        # Unix socket when the build directory is deep.
+        self.run_dir = opsutil.short_tmpdir("vshare-mandatory-run.")
+        os.chmod(self.run_dir, 0o755)
+        self.mounted = []
         self.sched = None
+        try:
+            self.build()
+        except BaseException:
+            # tearDownClass does not run after a failed setUpClass.
+            self.close()
+            raise
+
+    def mount(self, argv, target):
+        subprocess.run(["mount"] + argv + [target], check=True)
+        self.mounted.append(target)
+
+    def build(self):
         r = self.root
         for d in ("etc/vshare", "run/vshare", "proc", "tmp", "usr/bin"):
             os.makedirs(os.path.join(r, d), exist_ok=True)
@@ -88,19 +107,18 @@ class Root:
         subprocess.run(["cc", "-static", "-O1", "-o", r + "/usr/bin/static",
                         src], check=True)
         self.client_conf("")
-        subprocess.run(["mount", "-t", "proc", "proc", r + "/proc"],
-                       check=True)
-        self.proc_mounted = True
+        self.mount(["--bind", self.run_dir], r + "/run/vshare")
+        self.mount(["-t", "proc", "proc"], r + "/proc")
         conf = os.path.join(self.dir, "scheduler.json")
         with open(conf, "w") as f:
             f.write('{"log_level": "debug"}\n')
         self.sched_log = os.path.join(self.dir, "scheduler.log")
         self.sched = subprocess.Popen(
-            [SCHEDULER, "--socket", r + "/run/vshare/scheduler.sock",
+            [SCHEDULER, "--socket", self.run_dir + "/scheduler.sock",
              "--config", conf], stdout=open(self.sched_log, "w"),
             stderr=subprocess.STDOUT, env=opsutil.base_env())
         deadline = time.monotonic() + 10
-        while not os.path.exists(r + "/run/vshare/scheduler.sock"):
+        while not os.path.exists(self.run_dir + "/scheduler.sock"):
             if time.monotonic() > deadline or self.sched.poll() is not None:
                 raise RuntimeError("the scheduler did not start")
             time.sleep(0.05)
@@ -144,9 +162,14 @@ class Root:
         if self.sched and self.sched.poll() is None:
             self.sched.terminate()
             self.sched.wait(10)
-        if self.proc_mounted:
-            subprocess.run(["umount", "-l", self.root + "/proc"])
-        shutil.rmtree(self.dir, ignore_errors=True)
+        clean = True
+        for target in reversed(self.mounted):
+            if subprocess.run(["umount", "-l", target]).returncode != 0:
+                clean = False
+        # Never remove a tree that may still hold a mounted /proc.
+        if clean:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 class Mandatory(unittest.TestCase):

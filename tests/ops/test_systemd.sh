@@ -82,7 +82,7 @@ echo "ok: the metrics drop-in: $(grep 'Overall exposure' "$tmp/sec-m.out")"
 for d in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes \
 	PrivateTmp=yes RestrictAddressFamilies=AF_UNIX UMask=0117 \
 	Restart=on-failure RuntimeDirectory=vshare RuntimeDirectoryPreserve=yes \
-	User=vshare Group=vshare; do
+	User=vshare Group=vshare Type=notify NotifyAccess=main; do
 	grep -qx "$d" "$installed_unit" || fail "unit lacks $d"
 done
 grep -q '^ExecStart=/.*/vshare-scheduler --config /.*/vshare/scheduler.json$' \

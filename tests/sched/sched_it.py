@@ -814,12 +814,14 @@ def t_auto(b):
     """Mode auto: what fits runs together, the rest waits in FCFS order."""
     G = 1 << 30
     # A and B hold long enough for C to start and queue on a slow
-    # (sanitized, loaded) machine; the quantum is longer than their hold so
-    # the drops they get are the idle drops C's arrival causes.
-    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 4}) as d:
-        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 3000)
+    # (sanitized, loaded) machine, where each status read spawns a
+    # sanitized vsharectl (3 s was too short with other builds beside it);
+    # the quantum is longer than their hold so the drops they get are the
+    # idle drops C's arrival causes.
+    with Daemon(b, {"mode": "auto", "capacity": "10G", "tq_s": 12}) as d:
+        a = d.client("--label", "A", "--managed", 4 * G, "--hold-ms", 8000)
         wait_for(lambda: len(holders_of(d)) == 1, 5, "A's grant")
-        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 3000)
+        bb = d.client("--label", "B", "--managed", 4 * G, "--hold-ms", 8000)
         wait_for(lambda: len(holders_of(d)) == 2, 5, "B beside A")
         c = d.client("--label", "C", "--managed", 4 * G, "--hold-ms", 10)
         # The status that shows C waiting is the one checked: A and B go

@@ -296,6 +296,11 @@ int  client_fast_request(int dev);
 /* How long a waiter's REQUEST waits for the MODE that confirms the
  * ATTACH, on a connection with a lock page: a take then serves it. */
 #define CLIENT_MODE_WAIT_MS 50u
+/* Tests only (tests/gate): when defined and nonzero, replaces
+ * CLIENT_MODE_WAIT_MS, so that a test of the wait does not depend on
+ * how fast a loaded machine delivers the MODE. Weak and hidden like
+ * client_lock_test_swapped: NULL in libvshare.so. */
+unsigned client_mode_wait_test_ms(void) __attribute__((weak, visibility("hidden")));
 /* The longest a context open waits for its GPU's registration. */
 #define CLIENT_PREPARE_WAIT_MS 20u
 /* gate_take, then the released callback if the gate was taken. */

@@ -361,6 +361,16 @@ int client_register(void)
 	return 0;
 }
 
+/* CLIENT_MODE_WAIT_MS, or what a unit test set in its place. */
+static uint64_t mode_wait_ms(void)
+{
+	unsigned t = 0;
+
+	if (client_mode_wait_test_ms != NULL)
+		t = client_mode_wait_test_ms();
+	return t != 0 ? t : CLIENT_MODE_WAIT_MS;
+}
+
 /* The ATTACH went out on a connection with lock pages, or one whose
  * pages may still come (they come before the MODE), and its MODE (the
  * scheduler read it: the pages may be used) is one round trip away: a
@@ -370,7 +380,7 @@ static int mode_pending(const struct client_gpu *g, uint64_t now)
 {
 	return !A_LOAD(&g->lock_ok) && client_lock_expected() &&
 	       !client_g.conf.no_lock_page && !g->want &&
-	       now < g->attach_ms + CLIENT_MODE_WAIT_MS;
+	       now < g->attach_ms + mode_wait_ms();
 }
 
 static int mode_due(struct client_gpu *g, int *timeout)
@@ -380,7 +390,7 @@ static int mode_due(struct client_gpu *g, int *timeout)
 
 	if (!mode_pending(g, now))
 		return 0;
-	t = (int)(g->attach_ms + CLIENT_MODE_WAIT_MS - now);
+	t = (int)(g->attach_ms + mode_wait_ms() - now);
 	if (*timeout < 0 || *timeout > t)
 		*timeout = t;
 	return 1;
