@@ -16,8 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from schedtest import Daemon, check, main, scenarios, wait_for  # noqa: E402
+from sched_hostile import OPEN, as_user, guarded, victim  # noqa: E402
 
-OPEN = {"socket_mode": "0666", "mode": "auto"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 # What an attack may leave in the log: the start-up lines, the few lines
 # the limits let through (a burst, then one a second per uid) and their
@@ -39,9 +39,8 @@ class Peer:
                 shutil.copy(os.path.join(HERE, name), dst)
                 os.chmod(dst, 0o755)
         self.p = subprocess.Popen(
-            ["setpriv", "--reuid=" + uid, "--regid=" + uid,
-             "--clear-groups", sys.executable, os.path.join(pub, script),
-             d.sock] + [str(a) for a in args],
+            as_user(uid, [sys.executable, os.path.join(pub, script),
+                          d.sock] + [str(a) for a in args]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def result(self):
@@ -150,33 +149,16 @@ def t_gpu_table_named(b):
                  "1024 GPU records")
         rc, out = victim(d, "--uuid", "GPU-eeff0000-0000-0000-0000-"
                          "000000000000", "--hold-ms", 10, "--timeout-ms",
-                         3000)
+                         3000, timeout=30)
         check(rc == 4 and "GPU table full" in out,
               "a made-up GPU beyond the table: rc %d %s" % (rc, out))
-        rc, out = victim(d, "--uuid", REAL, "--hold-ms", 10, "--cycles", 3)
+        rc, out = victim(d, "--uuid", REAL, "--hold-ms", 10, "--cycles", 3,
+                         timeout=30)
         check(rc == 0, "the configured GPU refused: rc %d %s" % (rc, out))
         check(any(g["uuid"] == REAL for g in d.status()["gpus"]),
               "the configured GPU has no record")
         for p in peers:
             p.stop()
-
-
-def victim(d, *args):
-    """sched_testclient as another unprivileged uid; (rc, output)."""
-    p = subprocess.run(["setpriv", "--reuid=12345", "--regid=12345",
-                        "--clear-groups", d.public_bin("sched_testclient"),
-                        "--socket", d.sock] + [str(a) for a in args],
-                       capture_output=True, text=True, timeout=30)
-    return p.returncode, p.stdout
-
-
-def guarded(fn):
-    def run(b):
-        if os.geteuid() != 0 or shutil.which("setpriv") is None:
-            print("needs root and setpriv to run as other users")
-            return 77
-        return fn(b)
-    return run
 
 
 if __name__ == "__main__":
