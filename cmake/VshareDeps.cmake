@@ -45,3 +45,15 @@ target_include_directories(vshare_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_IN
 message(STATUS "vshare: CUDA headers in ${CUDAToolkit_INCLUDE_DIRS}")
 
 find_package(Threads REQUIRED)
+
+# The Kubernetes device plugin (src/k8s) is the one C++ program: gRPC's
+# C++ library and the protobuf compiler with its gRPC plugin (Debian:
+# libgrpc++-dev, protobuf-compiler-grpc). Without them it is not built.
+pkg_check_modules(GRPCPP QUIET IMPORTED_TARGET grpc++ protobuf)
+find_program(VSHARE_PROTOC protoc)
+find_program(VSHARE_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+if(GRPCPP_FOUND AND VSHARE_PROTOC AND VSHARE_GRPC_CPP_PLUGIN)
+  set(VSHARE_HAVE_GRPC ON)
+else()
+  set(VSHARE_HAVE_GRPC OFF)
+endif()

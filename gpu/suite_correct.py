@@ -46,26 +46,124 @@ def check_drv(env):
                          "graph replay, host func", data={"plain": pj, "shim": sj})
 
 
+CAPTURE_ROUNDS = (("global", "relaxed", "relaxed"),
+                  ("thread_local", "global", "relaxed"),
+                  ("global", "global", "global"))
+OK_NAME = "CUDA_SUCCESS"
+
+
+def capture_table(text):
+    """capture_probe's lines as {(capture, caller, thread, call): (rc, end)}."""
+    table = {}
+    for line in text.splitlines():
+        if not line.startswith("capture="):
+            continue
+        f = dict(kv.split("=", 1) for kv in line.split())
+        table[(f["capture"], f["caller"], f["thread"], f["call"])] = (f["rc"], f["end"])
+    return table
+
+
+def capture_rule(env):
+    """The rule recorded on a GPU (tests/driver/capture_rule.txt; the pack
+    copies it beside the suite), or None."""
+    for path in (os.path.join(env.gpu_src, "capture_rule.txt"),
+                 os.path.join(env.gpu_src, "..", "tests", "driver", "capture_rule.txt")):
+        if os.path.exists(path):
+            with open(path) as f:
+                return capture_table(f.read())
+    return None
+
+
+def no_new_failure(plain, shim):
+    """The shim's answer is the driver's, or a success where the driver
+    refused (the shim's own memory is not the driver's pool)."""
+    return shim == plain or shim == OK_NAME
+
+
+def _side_expect(rule, capture, side, main):
+    """What the real driver answers capture_side's calls, from the rule."""
+    a = rule[(capture, "other", side, "alloc_async_other")]
+    fr = rule[(capture, "other", side, "free_async_other")]
+    m = rule[(capture, "self", main, "alloc_async_other")]
+    end = OK_NAME
+    for r in (a, fr, m):
+        if r[1] != OK_NAME:
+            end = r[1]
+    return {"side_alloc": a[0], "side_free": fr[0], "main_alloc": m[0],
+            "end_capture": end}
+
+
+def _side_faults(j, expect, plain=None):
+    """What is wrong in one capture_side answer: against the rule (plain),
+    or against the plain run (shim)."""
+    bad = []
+    for k in ("side_alloc", "side_free", "main_alloc", "end_capture"):
+        if plain is None and expect is not None and j[k] != expect[k]:
+            bad.append("%s %s, the rule says %s" % (k, j[k], expect[k]))
+        if plain is not None and not no_new_failure(plain[k], j[k]):
+            bad.append("%s %s where plain %s" % (k, j[k], plain[k]))
+    for who in ("side", "main"):
+        if j[who + "_alloc"] == OK_NAME and (j[who + "_set"] != OK_NAME or
+                                             j[who + "_ok"] != 1):
+            bad.append("%s block set %s, data %d" % (who, j[who + "_set"], j[who + "_ok"]))
+    if j["end_capture"] == OK_NAME and j["graph_ok"] != 1:
+        bad.append("graph data %d" % j["graph_ok"])
+    if plain is not None and j["managed"] == 0:
+        bad.append("block not managed under the shim")
+    return bad
+
+
 def check_capture(env):
-    """Stream-ordered memory on other streams, from the capturing thread and
-    another, while a global capture is active (gpu/capture_side.c)."""
-    name = "stream-ordered memory beside a capture (capture_side)"
-    plain, shim = _pair(env, "capture_side", [env.prog("capture_side")])
-    if not (plain.ok and shim.ok):
-        return Result(name, "correctness", FAIL,
-                      detail="; ".join(p.why() for p in (plain, shim) if not p.ok))
-    pj, sj = plain.json, shim.json
-    ok = pj["ok"] and sj["ok"] and sj["managed"] == 1
-    return Result(name, "correctness", PASS if ok else FAIL,
-                  measured="capture %d, graph %d, data %d/%d, managed %d" % (
-                      sj["end_capture"], sj["graph_ok"], sj["side_ok"], sj["q_ok"],
-                      sj["managed"]),
-                  baseline="capture %d, graph %d, data %d/%d" % (
-                      pj["end_capture"], pj["graph_ok"], pj["side_ok"], pj["q_ok"]),
-                  target="capture ends well, graph and data exact, managed under shim",
-                  detail="a free behind a 1.5 s kernel, then cuMemAllocAsync and "
-                         "memsets on another stream during a global capture",
-                  data={"plain": pj, "shim": sj})
+    """Which calls a capture refuses, plain and under the shim
+    (gpu/capture_probe.c), and stream-ordered memory on other streams
+    beside a capture (gpu/capture_side.c). Plain, the driver must answer
+    as the recorded rule says (the test driver follows it); under the shim,
+    no call may fail, and no capture end badly, where plain they did not."""
+    name = "calls beside a capture (capture_probe, capture_side)"
+    rule = capture_rule(env)
+    pp = env.run("capture_probe.plain", [env.prog("capture_probe")], env.base_env(), 120)
+    ps = unshared(env.run("capture_probe.shim", [env.prog("capture_probe")],
+                          env.shim_env("capture_probe"), 120))
+    faults, data = [], {"probe_plain": pp.out, "probe_shim": ps.out}
+    for p in (pp, ps):
+        if p.rc != 0:
+            faults.append(p.why())
+    plain_t, shim_t = capture_table(pp.out), capture_table(ps.out)
+    if rule is None:
+        faults.append("no recorded rule (tests/driver/capture_rule.txt)")
+    elif plain_t != rule:
+        diff = sorted(k for k in set(rule) | set(plain_t) if rule.get(k) != plain_t.get(k))
+        faults.append("the driver differs from the recorded rule in %d cases, e.g. %s: %s, "
+                      "recorded %s" % (len(diff), " ".join(diff[0]), plain_t.get(diff[0]),
+                                       rule.get(diff[0])))
+    worse = sorted(k for k in plain_t if k not in shim_t or not (
+        no_new_failure(plain_t[k][0], shim_t[k][0]) and
+        no_new_failure(plain_t[k][1], shim_t[k][1])))
+    if worse:
+        faults.append("under the shim %d calls fail that plain did not, e.g. %s: %s, plain %s"
+                      % (len(worse), " ".join(worse[0]), shim_t.get(worse[0]),
+                         plain_t[worse[0]]))
+    for cap, side, main in CAPTURE_ROUNDS:
+        argv = [env.prog("capture_side"), "--capture", cap, "--side", side, "--main", main]
+        label = "capture_side.%s-%s-%s" % (cap, side, main)
+        plain, shim = _pair(env, label, argv)
+        data[label] = {"plain": plain.json, "shim": shim.json}
+        if not (plain.ok and shim.ok):
+            faults += [p.why() for p in (plain, shim) if not p.ok]
+            continue
+        expect = _side_expect(rule, cap, side, main) if rule else None
+        faults += ["%s plain: %s" % (label, b) for b in _side_faults(plain.json, expect)]
+        faults += ["%s shim: %s" % (label, b)
+                   for b in _side_faults(shim.json, expect, plain.json)]
+    return Result(name, "correctness", FAIL if faults else PASS,
+                  measured="%d probe answers, %d capture_side rounds" % (
+                      len(plain_t), len(CAPTURE_ROUNDS)),
+                  baseline="recorded rule: %s" % ("%d answers" % len(rule) if rule else "none"),
+                  target="plain as recorded; under the shim no new failure, data exact",
+                  detail="; ".join(faults[:6]) or
+                         "a free behind a 1.5 s kernel, then stream-ordered memory on "
+                         "another stream during global and thread-local captures",
+                  data=data)
 
 
 def check_rt(env):

@@ -12,6 +12,10 @@ default run, which would then outlast one 10-minute device session.
   fair-train  the training job's steps/s beside an interactive program
               that bursts about 5% of the time (gap = plain burst / 0.05),
               against the training job alone
+  class-burst the same interactive program asking for the interactive
+              class (VSHARE_CLASS=interactive) beside the training job,
+              fair policy: its first burst, and the p50 and p99 of its
+              later ones, against plain CUDA side by side in the same run
   fair-users  two users (two uids through setpriv; needs root), one with 1
               training process and one with 4 (torch_check.py share):
               each user's share of the GPU. Its quantum is
@@ -32,7 +36,8 @@ from suite_correct import FAIL, PASS, SKIP, _wait, unshared
 from suite_lib import Result, Scheduler, attach_gpu, median, parse_size
 
 MISS = "MISS"
-FAIR_CHECKS = ["fair-burst", "fair-train", "fair-users"]
+FAIR_CHECKS = ["fair-burst", "class-burst", "fair-train", "fair-users"]
+CLASS_FIRST_MS, CLASS_P50_MS, CLASS_P99_MS = 200, 60, 150
 GAP_MS = 200            # the interactive program's pause between bursts
 TARGET_MS = 1500        # first burst, and p90 of the later ones
 DUTY = 0.05             # fair-train: the interactive program's GPU share
@@ -78,9 +83,9 @@ def _status_gpu(sched):
 
 # ---- fair-burst ---------------------------------------------------------
 
-def _burst_beside(env, kind, burst_args, timeout):
-    """A training job, then one interactive process beside it; its JSON
-    result, or None and why."""
+def _burst_beside(env, kind, burst_args, timeout, klass=None):
+    """A training job, then one interactive process beside it (asking
+    for klass, if given); its JSON result, or None and why."""
     d = env.fresh_dir("fair-burst-" + kind)
     ready = os.path.join(d, "bg.ready")
     py, tc = env.opts.python, _tc(env)
@@ -93,9 +98,12 @@ def _burst_beside(env, kind, burst_args, timeout):
     try:
         if not _wait(ready, 120, [bg]):
             return None, "training job never got warm"
+        ienv = mk("interactive")
+        if klass:
+            ienv["VSHARE_CLASS"] = klass
         p = unshared(env.run("fair.interactive." + kind,
                              [py, tc, "burst", "--gap-ms", str(GAP_MS)] +
-                             burst_args, mk("interactive"), timeout=timeout))
+                             burst_args, ienv, timeout=timeout))
         if not p.ok:
             return None, p.why()
         return p.json, ""
@@ -164,6 +172,48 @@ def bench_fair_burst(env):
             data={"latencies_ms": fair["latencies_ms"],
                   "plain_latencies_ms": plain["latencies_ms"]})
     return [first, later]
+
+
+def _pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, -(-len(xs) * p // 100) - 1))]
+
+
+def bench_class_burst(env):
+    """The bursts of an interactive program in the interactive class beside
+    a training job (fair policy, mode on), against plain; one row."""
+    o = env.opts
+    name = "interactive-class bursts beside training"
+    run_for = ["--burst-seconds", str(o.fair_burst_seconds)]
+    plain, why = _burst_beside(env, "plain", run_for, 120)
+    if plain is None:
+        return [Result(name, "benchmark", FAIL, detail="plain: " + why)]
+    with _sched(env, "class", "fair") as sched:
+        why = _ready(env, sched, "fair")
+        if not why:
+            got, why = _burst_beside(env, "class", run_for, o.fair_tq + 120,
+                                     klass="interactive")
+    if why:
+        return [Result(name, "benchmark", FAIL, detail=why)]
+    later = got["latencies_ms"][1:] or [got["first_ms"]]
+    p50, p99 = _pct(later, 50), _pct(later, 99)
+    plater = plain["latencies_ms"][1:] or [plain["first_ms"]]
+    ok = (got["first_ms"] <= CLASS_FIRST_MS and p50 <= CLASS_P50_MS and
+          p99 <= CLASS_P99_MS)
+    return [Result(
+        name, "benchmark", PASS if ok else MISS,
+        measured="first %.0f ms, later p50 %.0f ms, p99 %.0f ms, max %.0f "
+                 "(%d bursts)" % (got["first_ms"], p50, p99, max(later),
+                                  len(later)),
+        baseline="plain side by side: first %.0f ms, p50 %.0f, p99 %.0f" % (
+            plain["first_ms"], _pct(plater, 50), _pct(plater, 99)),
+        target="first <= %d ms, p50 <= %d ms, p99 <= %d ms" % (
+            CLASS_FIRST_MS, CLASS_P50_MS, CLASS_P99_MS),
+        detail="torch_check.py burst under VSHARE_CLASS=interactive beside "
+               "torch_check.py background; mode on, quantum %d s, policy "
+               "fair" % o.fair_tq,
+        data={"latencies_ms": got["latencies_ms"],
+              "plain_latencies_ms": plain["latencies_ms"]})]
 
 
 # ---- fair-train ---------------------------------------------------------
@@ -427,6 +477,9 @@ def run_fair(env, guard, selected, guarded_many):
     if "fair-burst" in selected:
         guard.check(2 * o.mem_limit_bytes, "fair-burst")
         guarded_many(bench_fair_burst)
+    if "class-burst" in selected:
+        guard.check(2 * o.mem_limit_bytes, "class-burst")
+        guarded_many(bench_class_burst)
     if "fair-train" in selected:
         guard.check(2 * o.mem_limit_bytes, "fair-train")
         guarded_many(bench_fair_train)

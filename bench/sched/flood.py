@@ -25,36 +25,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "sched"))
 from schedtest import Daemon, Fail  # noqa: E402
 
-HDR = struct.Struct("<IHHII")
-MAGIC, VERSION = 0x52485356, 1
-T_HELLO, T_ATTACH, T_REQUEST, T_RELEASED = 0x1, 0x2, 0x4, 0x5
-T_GRANT = 0x102
+from vsproto import T, frame, hello  # noqa: E402
+import vsproto  # noqa: E402
+
+T_ATTACH, T_REQUEST, T_RELEASED = T["ATTACH"], T["REQUEST"], T["RELEASED"]
+T_GRANT = T["GRANT"]
 PROBE_GPU = bytes.fromhex("000000000000000000000000000000aa")
 
 
-def frame(t, payload):
-    return HDR.pack(MAGIC, VERSION, t, 0, len(payload)) + payload
-
-
-def hello(label):
-    return frame(T_HELLO, struct.pack("<II64s", VERSION, 0, label))
-
-
 def recv_frame(s):
-    buf = b""
-    while len(buf) < HDR.size:
-        d = s.recv(HDR.size - len(buf))
-        if not d:
-            raise Fail("probe: daemon closed the connection")
-        buf += d
-    n = HDR.unpack(buf)[4]
-    p = b""
-    while len(p) < n:
-        d = s.recv(n - len(p))
-        if not d:
-            raise Fail("probe: daemon closed the connection")
-        p += d
-    return HDR.unpack(buf)[2], p
+    f = vsproto.recv_frame(s)
+    if f is None:
+        raise Fail("probe: daemon closed the connection")
+    return f
 
 
 def probe(path, samples):
@@ -95,10 +78,13 @@ def flooder(d, uid, *args):
                                          "hostile_peer.py"), d.sock]
     prog += [str(a) for a in args]
     if os.geteuid() == 0:
-        pub = os.path.join(d.dir, "hostile_peer.py")
-        subprocess.run(["cp", prog[1], pub], check=True)
-        os.chmod(pub, 0o755)
-        prog[1] = pub
+        # The peer and the codec beside it, where nobody may read them.
+        for name in ("hostile_peer.py", "vsproto.py"):
+            pub = os.path.join(d.dir, name)
+            src = os.path.join(os.path.dirname(prog[1]), name)
+            subprocess.run(["cp", src, pub], check=True)
+            os.chmod(pub, 0o755)
+        prog[1] = os.path.join(d.dir, "hostile_peer.py")
         prog = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
                 "--clear-groups"] + prog
     p = subprocess.Popen(prog, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -30,6 +30,13 @@
  *      page" below); a VS_E_STATE answer to a request about a GPU names
  *      the GPU first ("GPU-<uuid>: ..."), as refusals by a limit do, so
  *      that the client can resynchronise. Peers of version 4 get no page.
+ *   6  latency classes: VS_MSG_HELLO's `klass` (the class the program asks
+ *      for, VS_CLASS_*; zero in older versions), and VS_POLICYF_INTERACTIVE
+ *      in VS_MSG_POLICY (the configuration lets this peer's user have the
+ *      interactive class); peers of version 5 and older are batch.
+ *      VS_MSG_SET_NAME (an admin names the clients of a label, for
+ *      status and the metrics: the Kubernetes device plugin names its
+ *      containers' labels namespace/pod/container).
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -55,7 +62,7 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 5u
+#define VS_PROTO_VERSION 6u
 /* The oldest version a peer may speak to this code. */
 #define VS_PROTO_VERSION_MIN 1u
 
@@ -121,6 +128,7 @@ struct vs_hdr {
 #define VS_MSG_SET_POLICY  0x0205   /* since version 2 */
 #define VS_MSG_SET_WEIGHT  0x0206   /* since version 2 */
 #define VS_MSG_METRICS     0x0207   /* since version 3 */
+#define VS_MSG_SET_NAME    0x0208   /* since version 6 */
 /* scheduler -> admin */
 #define VS_MSG_REPLY       0x0301
 
@@ -172,6 +180,15 @@ struct vs_hdr {
 
 /* Policy flags (VS_MSG_POLICY). */
 #define VS_POLICYF_REQUIRE 0x1u /* wait for the scheduler, never run unshared */
+#define VS_POLICYF_INTERACTIVE 0x2u /* since version 6: the user may have
+				     * the interactive class */
+
+/* Latency classes (VS_MSG_HELLO, since version 6). An interactive program
+ * is granted before batch ones and preempts a batch holder at once, within
+ * the budget the configuration gives its user (docs/scheduler.md). */
+#define VS_CLASS_BATCH       0u
+#define VS_CLASS_INTERACTIVE 1u
+#define VS_CLASS_MAX         VS_CLASS_INTERACTIVE
 
 /* Admin target flags. */
 #define VS_TARGET_ALL      0x1u /* every GPU; uuid and index ignored */
@@ -182,7 +199,7 @@ struct vs_hdr {
 /* --- client payloads --- */
 struct vs_hello {
 	uint32_t proto_version;  /* VS_PROTO_VERSION of the client */
-	uint32_t reserved;
+	uint32_t klass;          /* VS_CLASS_*, version 6 on; else zero */
 	char     label[VS_LABEL_MAX];
 };
 
@@ -197,7 +214,7 @@ struct vs_footprint {
 	uint64_t pinned;         /* bytes that cannot be paged (VMM, IPC...) */
 };
 
-struct vs_gpu_ref {           /* VS_MSG_REQUEST, VS_MSG_RELEASED */
+struct vs_gpu_ref {  /* VS_MSG_REQUEST, VS_MSG_RELEASED, VS_MSG_TOOK */
 	uint8_t  uuid[VS_UUID_LEN];
 };
 
@@ -394,6 +411,23 @@ struct vs_admin_set {
 	uint32_t reserved;
 };
 
+/* VS_MSG_SET_NAME: the name that status and the metrics show for every
+ * client whose label is `label` (the Kubernetes device plugin's
+ * "k8s:G-S" labels get their pod's "namespace/pod/container"). An empty
+ * name removes the label's name. With VS_NAME_CLEAR, every name whose
+ * label begins with `label` is removed (name empty): a naming program
+ * that sends its whole set clears its prefix first. Both texts are
+ * NUL-terminated and NUL-padded, without control characters. */
+#define VS_NAME_CLEAR      0x1u
+#define VS_NAME_LABEL_MAX  48
+#define VS_NAME_MAX        72
+struct vs_set_name {
+	uint32_t flags;          /* VS_NAME_CLEAR or 0 */
+	uint32_t reserved;
+	char     label[VS_NAME_LABEL_MAX];
+	char     name[VS_NAME_MAX];
+};
+
 /* VS_MSG_REPLY: this struct, then `json_len` bytes of text (not
  * NUL-terminated): JSON for a status reply, the Prometheus text
  * exposition format for a metrics reply, or an error message otherwise. */
@@ -422,6 +456,7 @@ _Static_assert(offsetof(struct vs_waiting, held_ms) == 40, "vs_waiting layout");
 _Static_assert(sizeof(struct vs_status_req) == 8, "vs_status_req size");
 _Static_assert(sizeof(struct vs_admin_set) == 32, "vs_admin_set size");
 _Static_assert(sizeof(struct vs_reply) == 8, "vs_reply size");
+_Static_assert(sizeof(struct vs_set_name) == 128, "vs_set_name size");
 _Static_assert(sizeof(struct vs_lock_slot) == 64, "vs_lock_slot size");
 _Static_assert(offsetof(struct vs_lock_page, slot) == 64, "vs_lock_page layout");
 _Static_assert(sizeof(struct vs_lock_page) == 16384, "vs_lock_page size");
@@ -485,6 +520,8 @@ void vs_hdr_init_v(struct vs_hdr *h, uint16_t version, uint16_t type,
 const char *vs_mode_name(uint32_t mode);     /* "auto", "on", "off", "?" */
 int         vs_mode_parse(const char *s, uint32_t *mode); /* 0 or -1 */
 const char *vs_drop_reason_name(uint32_t reason);
+/* "batch", "interactive", or "?" for a value that is not a class. */
+const char *vs_class_name(uint32_t klass);
 const char *vs_policy_name(uint32_t policy); /* "fair", "fcfs", "?" */
 int         vs_policy_parse(const char *s, uint32_t *policy); /* 0 or -1 */
 const char *vs_err_name(int32_t code);

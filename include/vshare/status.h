@@ -14,6 +14,10 @@
  *   3  a GPU's index is the driver's (nvidia-smi's) where NVML knows the
  *      GPU; index_from says where it comes from. The top-level
  *      protocol: the protocol version the scheduler speaks.
+ *   4  a client's name (vsharectl name); classes and caps: a client's
+ *      class (asked for); a member's class
+ *      (in force), budget_pct, budget_used_pct, cap_pct and
+ *      cap_used_pct; wait_why "cap".
  *
  * Each table row is X(name, type, unit, meaning); the JSON key is the
  * name as written. Keys appear in the document in table order.
@@ -23,7 +27,7 @@
 
 #include <stddef.h>
 
-#define VS_STATUS_VERSION 3
+#define VS_STATUS_VERSION 4
 
 /* The top-level object. */
 #define VS_STATUS_DOC_KEYS(X)                                                \
@@ -62,7 +66,9 @@
 	X(uid, NUM, "", "user id, from the socket's credentials")            \
 	X(gid, NUM, "", "group id, from the socket's credentials")           \
 	X(label, STR, "", "the client's label, cleaned (vs_label_clean)")    \
-	X(gpus, ARRAY, "", "member objects, one per GPU the client attached")
+	X(gpus, ARRAY, "", "member objects, one per GPU the client attached") \
+	X(name, STR, "", "the name an admin gave its label (vsharectl name), such as a pod's namespace/pod/container; \"\" if none") \
+	X(class, STR, "", "the class the program asked for: \"batch\" or \"interactive\"")
 
 /* One client's use of one GPU, in a client's "gpus". */
 #define VS_STATUS_MEMBER_KEYS(X)                                             \
@@ -76,9 +82,14 @@
 	X(recent_ms, NUM, "ms", "GPU time held recently (decayed)")        \
 	X(user_recent_ms, NUM, "ms", "GPU time the client's user held recently (decayed)") \
 	X(weight, NUM, "", "the user's weight in the fair share")           \
-	X(wait_why, STR, "", "why it waits (waiting only): \"behind\", \"slice\", \"quantum\", \"release\" or \"fit\"; \"\" otherwise") \
+	X(wait_why, STR, "", "why it waits (waiting only): \"behind\", \"slice\", \"quantum\", \"release\", \"fit\" or \"cap\"; \"\" otherwise") \
 	X(position, NUM, "", "place in the queue, 1 first; 0 unless waiting") \
-	X(eta_ms, NUM, "ms", "rough bound on the wait left; -1 unknown or not waiting")
+	X(eta_ms, NUM, "ms", "rough bound on the wait left; -1 unknown or not waiting") \
+	X(class, STR, "", "the class in force on this GPU: \"interactive\" when asked for, allowed and within the budget, else \"batch\"") \
+	X(budget_pct, NUM, "%", "the user's interactive budget: the share of the GPU its interactive programs may hold while others wait (half-life)") \
+	X(budget_used_pct, NUM, "%", "what the user's interactive programs held of it, decayed") \
+	X(cap_pct, NUM, "%", "the user's cap (max_share_pct) of the GPU's wall time; 0: none") \
+	X(cap_used_pct, NUM, "%", "what the user's programs held over the cap window; 0 without a cap")
 
 /* Values of a GPU's "index_from". */
 #define VS_STATUS_INDEX_NVML   "nvml"

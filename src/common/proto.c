@@ -32,6 +32,7 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_SET_POLICY, VS_ROLE_ADMIN,    sizeof(struct vs_admin_set),  0, "set-policy", 2 },
 	{ VS_MSG_SET_WEIGHT, VS_ROLE_ADMIN,    sizeof(struct vs_admin_set),  0, "set-weight", 2 },
 	{ VS_MSG_METRICS,   VS_ROLE_ADMIN,     sizeof(struct vs_status_req), 0, "metrics", 3 },
+	{ VS_MSG_SET_NAME,  VS_ROLE_ADMIN,     sizeof(struct vs_set_name),   0, "set-name", 6 },
 	{ VS_MSG_REPLY,     VS_ROLE_SCHEDULER, sizeof(struct vs_reply),      1, "reply", 1 },
 };
 
@@ -106,8 +107,8 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	switch (h->type) {
 	case VS_MSG_HELLO: {
 		const struct vs_hello *m = payload;
-		if (m->reserved)
-			FAIL("hello: reserved field not zero");
+		if (m->klass > (h->version >= 6 ? VS_CLASS_MAX : 0))
+			FAIL("hello: unknown class");
 		if (!text_ok(m->label, sizeof(m->label), 0))
 			FAIL("hello: label has control characters or junk after NUL");
 		break;
@@ -157,7 +158,9 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	}
 	case VS_MSG_POLICY: {
 		const struct vs_policy *m = payload;
-		if (m->reserved || (m->flags & ~VS_POLICYF_REQUIRE) ||
+		uint32_t known = VS_POLICYF_REQUIRE |
+				 (h->version >= 6 ? VS_POLICYF_INTERACTIVE : 0);
+		if (m->reserved || (m->flags & ~known) ||
 		    m->weight < VS_WEIGHT_MIN || m->weight > VS_WEIGHT_MAX)
 			FAIL("policy: bad flags, weight or reserved field");
 		break;
@@ -239,6 +242,18 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 			FAIL("set-weight: uid -1");
 		break;
 	}
+	case VS_MSG_SET_NAME: {
+		const struct vs_set_name *m = payload;
+		if (m->reserved || (m->flags & ~VS_NAME_CLEAR))
+			FAIL("set-name: bad flags or reserved field");
+		if (!text_ok(m->label, sizeof(m->label), 1) ||
+		    !text_ok(m->name, sizeof(m->name), 1))
+			FAIL("set-name: label or name not NUL-terminated text");
+		if (m->label[0] == '\0' ||
+		    ((m->flags & VS_NAME_CLEAR) && m->name[0] != '\0'))
+			FAIL("set-name: no label, or a name with VS_NAME_CLEAR");
+		break;
+	}
 	case VS_MSG_REPLY: {
 		const struct vs_reply *m = payload;
 		if (m->json_len != h->length - sizeof(*m))
@@ -287,6 +302,15 @@ int vs_mode_parse(const char *s, uint32_t *mode)
 	else
 		return -1;
 	return 0;
+}
+
+const char *vs_class_name(uint32_t klass)
+{
+	switch (klass) {
+	case VS_CLASS_BATCH:       return "batch";
+	case VS_CLASS_INTERACTIVE: return "interactive";
+	default:                   return "?";
+	}
 }
 
 const char *vs_drop_reason_name(uint32_t reason)

@@ -59,9 +59,10 @@ typedef int (*vc_build_fn)(const struct vc_cmd *, const char *const *args,
 			   struct vs_admin_set *m);
 /* Print the reply for people or scripts: an exit code. */
 typedef int (*vc_show_fn)(const struct vc_args *, const struct vc_reply *);
-/* A command that runs here, without the daemon: its own words (argv[0]
- * its name, then its arguments and options), an exit code. */
-typedef int (*vc_local_fn)(int argc, char **argv);
+/* A command with a command line of its own: vsharectl's options (the
+ * socket) and its own words (argv[0] its name, then its arguments and
+ * options); an exit code. */
+typedef int (*vc_local_fn)(const struct vc_args *a, int argc, char **argv);
 
 struct vc_cmd {
 	const char *name;

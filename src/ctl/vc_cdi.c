@@ -448,8 +448,9 @@ static int vc_cdi_generate(int argc, char **argv)
 	return rc;
 }
 
-int vc_cdi_cmd(int argc, char **argv)
+int vc_cdi_cmd(const struct vc_args *a, int argc, char **argv)
 {
+	(void)a;
 	if (argc >= 2 && strcmp(argv[1], "generate") == 0)
 		return vc_cdi_generate(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 ||

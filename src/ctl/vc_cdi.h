@@ -47,7 +47,8 @@ char *vc_cdi_spec(const struct vc_cdi_opts *o);
 
 /* `vsharectl cdi generate [OPTIONS]`, the row of vsharectl's command
  * table (a local one: argv[0] is "cdi"). Returns a vsharectl exit code. */
-int vc_cdi_cmd(int argc, char **argv);
+struct vc_args;
+int vc_cdi_cmd(const struct vc_args *a, int argc, char **argv);
 
 void vc_cdi_usage(FILE *f);
 

@@ -15,6 +15,7 @@
 
 #include "vc.h"
 #include "vc_cdi.h"
+#include "vc_name.h"
 
 #ifndef VSHARE_VERSION
 #define VSHARE_VERSION "0"
@@ -65,6 +66,9 @@ static const struct vc_cmd cmds[] = {
 	{ .name = "cdi", .arg = "generate [OPTIONS]",
 	  .help = "write a CDI spec for containers (cdi generate --help)",
 	  .local = vc_cdi_cmd },
+	{ .name = "name", .arg = "[--prefix P] LABEL=NAME...", .admin = 1,
+	  .help = "name a label's clients in status (name --help)",
+	  .local = vc_name_cmd },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -276,7 +280,7 @@ static int run_local(int argc, char **argv, int at, struct vc_args *a)
 		if ((rc = take_opt(ch, a)) != 0)
 			return rc;
 	optind = 0;
-	rc = a->cmd->local(argc - at, argv + at);
+	rc = a->cmd->local(a, argc - at, argv + at);
 	return rc == VC_EXIT_OK ? -1 : rc;
 }
 

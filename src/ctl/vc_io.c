@@ -225,7 +225,7 @@ static int read_reply(int fd, uint16_t type, struct vc_reply *out)
 int vc_call(int fd, uint16_t type, const void *payload, uint32_t len,
 	    struct vc_reply *out)
 {
-	unsigned char buf[sizeof(struct vs_hdr) + 64];
+	unsigned char buf[sizeof(struct vs_hdr) + VS_FRX_MAX_REQ];
 	const struct vs_msg_info *mi = vs_msg_lookup(type);
 	struct vs_hdr h;
 	int rc;

@@ -55,6 +55,16 @@ struct doc {
 	int              user_cols;  /* of the USER column */
 };
 
+/* What the tables call a client: the name an admin gave its label (a
+ * pod's namespace/pod/container), else its label. A daemon without
+ * names reads as "?" (the key missing). */
+static const char *shown(const struct client *c)
+{
+	const char *name = c->v[VS_SC_name].str;
+
+	return name[0] && strcmp(name, "?") != 0 ? name : c->v[VS_SC_label].str;
+}
+
 static const struct client *find_client(const struct doc *d, double id)
 {
 	for (size_t i = 0; i < d->n_clients; i++)
@@ -76,8 +86,8 @@ static void print_ids(const char *title, const cJSON *ids,
 	cJSON_ArrayForEach(id, ids) {
 		c = find_client(d, id->valuedouble);
 		printf("%s%.0f", first ? "" : ", ", id->valuedouble);
-		if (c && c->v[VS_SC_label].str[0])
-			printf(" %s", c->v[VS_SC_label].str);
+		if (c && shown(c)[0])
+			printf(" %s", shown(c));
 		if (c)
 			printf(" (pid %.0f)", c->v[VS_SC_pid].num);
 		first = 0;
@@ -177,6 +187,9 @@ static void fmt_why(const struct vs_st_val *m, const char *policy, char *out,
 	else if (strcmp(why, "fit") == 0)
 		snprintf(out, n, "does not fit beside the holders (they "
 			 "release when idle or at the quantum)");
+	else if (strcmp(why, "cap") == 0)
+		snprintf(out, n, "its user used its cap of the GPU's time; "
+			 "it waits for the window to move");
 	else
 		snprintf(out, n, "reason unknown");
 }
@@ -247,7 +260,7 @@ static void fit_columns(struct doc *d)
 	d->label_cols = LABEL_COLS;
 	d->user_cols = 8;
 	for (size_t i = 0; d->wide && i < d->n_clients; i++) {
-		cols = vs_label_cols(d->clients[i].v[VS_SC_label].str);
+		cols = vs_label_cols(shown(&d->clients[i]));
 		if (cols > d->label_cols)
 			d->label_cols = cols;
 		fmt_user(d->clients[i].v[VS_SC_uid].num, 1, user, sizeof(user));
@@ -255,6 +268,27 @@ static void fit_columns(struct doc *d)
 		if (len > d->user_cols)
 			d->user_cols = len;
 	}
+}
+
+/* Classes and caps, where they say something: an interactive program
+ * (or one that asked and was not given the class), and a capped user. */
+static void print_class(const struct client *c, const struct vs_st_val *m)
+{
+	const char *want = c->v[VS_SC_class].str, *got = m[VS_SM_class].str;
+
+	/* A daemon older than document version 4 says none of this. */
+	if (strcmp(got, "?") == 0 || strcmp(want, "?") == 0)
+		return;
+	if (strcmp(want, "interactive") == 0)
+		printf("%24sclass %s%s: interactive budget used %.1f%% of "
+		       "%.0f%%\n", "", got, strcmp(got, want) ?
+		       " (asked for interactive: not allowed, or past the "
+		       "budget)" : "", m[VS_SM_budget_used_pct].num,
+		       m[VS_SM_budget_pct].num);
+	if (m[VS_SM_cap_pct].num > 0)
+		printf("%24scap %.0f%% of the GPU's time: used %.1f%% of the "
+		       "window\n", "", m[VS_SM_cap_pct].num,
+		       m[VS_SM_cap_used_pct].num);
 }
 
 static void print_member(const struct client *c, const char *user,
@@ -279,6 +313,7 @@ static void print_member(const struct client *c, const char *user,
 	       strcmp(st, VS_STATUS_WAITING) ? "-" : waited);
 	if (strcmp(st, VS_STATUS_WAITING) == 0)
 		print_wait(m, d);
+	print_class(c, m);
 }
 
 static void print_client(const struct client *c, const struct doc *d)
@@ -287,7 +322,7 @@ static void print_client(const struct client *c, const struct doc *d)
 	char user[USER_BUF], lb[LABEL_BUF];
 
 	fmt_user(c->v[VS_SC_uid].num, d->wide, user, sizeof(user));
-	fmt_label(c->v[VS_SC_label].str, d->label_cols, lb, sizeof(lb));
+	fmt_label(shown(c), d->label_cols, lb, sizeof(lb));
 	if (cJSON_GetArraySize(gpus) == 0)
 		printf("%5.0f %8.0f %-*s  %s %3s\n", c->v[VS_SC_id].num,
 		       c->v[VS_SC_pid].num, d->user_cols, user, lb, "-");

@@ -3,12 +3,8 @@
  * that releasing the GPU can synchronize all of them.
  */
 #include "ctx_track.h"
-#include "client.h"
 #include "hook_body.h"
-#include "mem_alloc.h"
-#include "mem_cache.h"
-#include "mem_reg.h"
-#include "mem_stage.h"
+#include "mem_state.h"
 #include "shim_ops.h"
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -24,26 +20,8 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 /* A context is about to go (ctx NULL: every context of dev): what the
  * memory layer keeps of it (cached blocks, deferred frees, staging
- * buffers) goes first, while the context still exists. */
-static void drop_ctx_state(CUcontext ctx, int dev)
-{
-	mem_cache_drop_ctx(ctx, dev);
-	mem_defer_drop_ctx(ctx, dev);
-	mem_stage_drop_ctx(ctx, dev);
-}
-
-/* The driver frees a context's memory with it: stop counting it. */
-static void forget_memory(CUcontext ctx, int dev)
-{
-	int d = ctx != NULL ? mreg_drop_owner(ctx) : -1;
-
-	if (ctx == NULL && dev >= 0) {
-		mreg_drop_device(dev);
-		d = dev;
-	}
-	if (d >= 0)
-		client_footprint_changed(d);
-}
+ * buffers) goes first, while the context still exists; once the driver
+ * destroyed it, its memory stops counting (mem_state.h). */
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
@@ -58,13 +36,13 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	primary = ctx_primary_of((int)dev);
 	last = primary != NULL && ctx_primary_refs(primary) <= 1;
 	if (last)
-		drop_ctx_state(primary, (int)dev);
+		mem_ctx_closing(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_release((int)dev);
 		/* Unless another thread retained it meanwhile. */
 		if (last && ctx_primary_refs(primary) == 0)
-			forget_memory(primary, (int)dev);
+			mem_ctx_gone(primary, (int)dev);
 	}
 	HOOK_LEAVE();
 }
@@ -76,11 +54,11 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
 	primary = ctx_primary_of((int)dev);
-	drop_ctx_state(primary, (int)dev);
+	mem_ctx_closing(primary, (int)dev);
 	r_ = real_(dev);
 	if (r_ == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
-		forget_memory(primary, (int)dev);
+		mem_ctx_gone(primary, (int)dev);
 	}
 	HOOK_LEAVE();
 }
@@ -132,10 +110,10 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 	dev = ctx_device_of(ctx);
 	refs = ctx_primary_refs(ctx);
 	ctx_untrack(ctx);
-	drop_ctx_state(ctx, -1);
+	mem_ctx_closing(ctx, -1);
 	r_ = real_(ctx);
 	if (r_ == CUDA_SUCCESS)
-		forget_memory(ctx, -1);
+		mem_ctx_gone(ctx, -1);
 	else if (dev >= 0)
 		ctx_track(ctx, dev, refs);
 	HOOK_LEAVE();

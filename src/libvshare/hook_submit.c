@@ -19,15 +19,15 @@ CUresult sym params                                                       \
 }
 
 /* Counted before the capture begins, so that no call of the shim's that
- * checks for captures (gate_capturing) can miss one in progress, and
- * begun once no free of the shim's own is under way (cu_query.h); a
- * begin the driver refuses is taken back. */
+ * checks for captures (gate_capturing) can miss one in progress; a free
+ * of the shim's own already under way runs in relaxed mode, which the
+ * driver allows beside the capture (cu_query.h). A begin the driver
+ * refuses is taken back. */
 #define H_BODY_CAPTURE_BEGIN(sym, stream, params, args)                   \
 CUresult sym params                                                       \
 {                                                                         \
 	HOOK_ENTER(sym, args);                                            \
 	gate_capture_delta(1);                                            \
-	cuq_frees_wait();                                                 \
 	r_ = real_ args;                                                  \
 	if (r_ != CUDA_SUCCESS)                                           \
 		gate_capture_delta(-1);                                   \

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 
 #include "client.h"
-#include "ctx_track.h"
-#include "cu_query.h"
 #include "gate.h"
 #include "gate_ctl.h"
 #include "hooks.h"
@@ -18,6 +16,7 @@
 #include "mem_alloc.h"
 #include "mem_cache.h"
 #include "mem_stage.h"
+#include "mem_state.h"
 #include "pcopy.h"
 #include "shim.h"
 #include "shim_env.h"
@@ -42,24 +41,20 @@ static const struct gate_events shim_gate_events = {
  * bad value is reported by the init). */
 __attribute__((constructor)) static void shim_log_setup(void)
 {
-	const char *s = secure_getenv("VSHARE_LOG_LEVEL");
-	int lvl = s != NULL && *s != '\0' ? log_level_parse(s) : -1;
-
-	log_init("vshare", lvl >= 0 ? (enum log_level)lvl : LOG_LVL_WARN);
+	log_init("vshare", (enum log_level)
+		 shim_setting_quiet(SET_LOG_LEVEL).u);
 }
 
 static void shim_read_conf(void)
 {
-	const char *lvl = secure_getenv("VSHARE_LOG_LEVEL");
-
-	if (lvl != NULL && *lvl != '\0' && log_level_parse(lvl) < 0)
-		log_warn("VSHARE_LOG_LEVEL=\"%s\" is not error, warn, info or "
-			 "debug; using warn", lvl);
+	/* The level applies from load (above); it is read again only to
+	 * report a bad value, which waits until the program uses CUDA. */
+	(void)shim_setting(SET_LOG_LEVEL);
 	/* The node's settings first: the environment may only make them
 	 * stricter. */
 	shim_node_read();
 	mem_conf_read();
-	shim_libcuda = shim_env_str("VSHARE_LIBCUDA", "libcuda.so.1");
+	shim_libcuda = shim_setting(SET_LIBCUDA).s;
 }
 
 static void *shim_lookup(void *handle, const char *name)
@@ -73,12 +68,7 @@ static void *shim_lookup(void *handle, const char *name)
  * No CUDA call here. */
 static void shim_atfork_child(void)
 {
-	mem_atfork_child();
-	mem_cache_atfork_child();
-	mem_stage_atfork_child();
-	pcopy_atfork_child();
-	ctx_atfork_child();
-	cuq_atfork_child();
+	mem_atfork_child();     /* every store of the memory layer */
 	gate_atfork_child();
 	client_atfork_child();
 }

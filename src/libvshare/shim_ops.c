@@ -14,6 +14,7 @@
 #include "mem_alloc.h"
 #include "mem_cache.h"
 #include "mem_reg.h"
+#include "mem_state.h"
 #include "shim_guard.h"
 #include "shim_ops.h"
 #include "vshare/proto.h"
@@ -26,7 +27,7 @@ static int ops_sync_device(int dev)
 	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
 	__typeof__(&cuCtxSynchronize) sync = REAL(cuCtxSynchronize);
 	CUcontext ctxs[CTX_TRACK_MAX], old;
-	int n, pushed, rc = 0, outer = shim_guard_enter();
+	int n, rc = 0, outer = shim_guard_enter();
 
 	n = ctx_list(dev, ctxs, CTX_TRACK_MAX);
 	for (int i = 0; i < n && push != NULL && pop != NULL && sync; i++) {
@@ -55,15 +56,8 @@ static int ops_sync_device(int dev)
 		}
 	}
 	/* Frees that fell due, and a synchronization point as for the
-	 * driver's pools; in a context of the device, since the thread that
-	 * releases (the client thread) may have none current and a free may
-	 * need one. */
-	pushed = n > 0 && push != NULL && pop != NULL &&
-		 push(ctxs[0]) == CUDA_SUCCESS;
-	mem_defer_reap(0);
-	mem_cache_sync_point(dev);
-	if (pushed)
-		pop(&old);
+	 * driver's pools. */
+	mem_sync_point(dev);
 	if (outer)
 		shim_guard_leave();
 	return rc;

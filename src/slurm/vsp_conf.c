@@ -237,3 +237,79 @@ int vsp_preload(const char *cur, const char *shim, char *out, size_t n)
 		return -1;
 	return 0;
 }
+
+int vsp_class_parse(const char *text, char *err, size_t errlen)
+{
+	if (strcmp(text, "interactive") == 0)
+		return VSP_CLASS_INTERACTIVE;
+	if (strcmp(text, "batch") == 0)
+		return VSP_CLASS_BATCH;
+	snprintf(err, errlen, "--vshare-class '%s' is not a class (want "
+		 "interactive or batch)", text);
+	return -1;
+}
+
+const char *vsp_class_name(int cls)
+{
+	return cls == VSP_CLASS_INTERACTIVE ? "interactive" :
+	       cls == VSP_CLASS_BATCH ? "batch" : "";
+}
+
+int vsp_mem_parse(const char *text, uint64_t *out, char *err, size_t errlen)
+{
+	switch (vs_parse_size(text, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, out)) {
+	case 0:
+		return 0;
+	case -2:
+		snprintf(err, errlen, "--vshare-mem '%s' has no unit and is "
+			 "below 1 MiB: add one (like %sG or %sM; bytes as %sB)",
+			 text, text, text, text);
+		return -1;
+	}
+	snprintf(err, errlen, "--vshare-mem '%s' is not a size (like 8G, 512M "
+		 "or 1073741824)", text);
+	return -1;
+}
+
+/* A size in the largest binary unit that writes it exactly ("768M"), so
+ * that a refusal shows the cap as the admin wrote shard_mem. */
+static void size_text(uint64_t v, char *buf, size_t n)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (v != 0 && u < 3 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, n, "%" PRIu64 "B", v);
+	else
+		snprintf(buf, n, "%" PRIu64 "%c", v, units[u]);
+}
+
+int vsp_step_limit(uint64_t cap, int asked, uint64_t want, const char *cur,
+		   uint64_t *out, char *err, size_t errlen)
+{
+	char w[32], c[32];
+
+	if (!asked) {
+		if (cap == 0 || !vsp_limit_wins(cur, cap))
+			return VSP_LIMIT_KEEP;
+		*out = cap;
+		return VSP_LIMIT_SET;
+	}
+	/* The shim reads 0 as no limit at all, which no cap allows. */
+	if (cap != 0 && (want == 0 || want > cap)) {
+		size_text(cap, c, sizeof(c));
+		if (want == 0)
+			snprintf(w, sizeof(w), "0 (no limit)");
+		else
+			size_text(want, w, sizeof(w));
+		snprintf(err, errlen, "--vshare-mem %s is above the %s that this "
+			 "step's GPU shards allow (shards x shard_mem)", w, c);
+		return VSP_LIMIT_REFUSE;
+	}
+	*out = want;
+	return VSP_LIMIT_SET;
+}

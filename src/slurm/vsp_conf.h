@@ -65,6 +65,31 @@ int vsp_shards(const char *text, uint64_t *out);
  * grants. 1 when `limit` must be written, 0 when cur stays. */
 int vsp_limit_wins(const char *cur, uint64_t limit);
 
+/* The srun options --vshare-class and --vshare-mem: the user's requests,
+ * checked where srun parses them and again in slurmstepd, which alone
+ * knows the step's shards and so the admin's limit. */
+enum vsp_class { VSP_CLASS_NONE, VSP_CLASS_INTERACTIVE, VSP_CLASS_BATCH };
+
+/* "interactive" or "batch": the class, or -1 with a message in err. */
+int vsp_class_parse(const char *text, char *err, size_t errlen);
+
+/* The value VSHARE_CLASS takes for a class other than VSP_CLASS_NONE. */
+const char *vsp_class_name(int cls);
+
+/* A size as vshare-run's --mem-limit takes it ("8G", "512mb", bytes from
+ * 1 MiB, 0 for no limit): 0 and *out set, or -1 with a message in err
+ * (a plain number below 1 MiB is refused: its unit was left out). */
+int vsp_mem_parse(const char *text, uint64_t *out, char *err, size_t errlen);
+
+/* What a step's VSHARE_MEM_LIMIT becomes. cap: the step's shards x
+ * shard_mem, 0 when the admin sets no limit; asked: whether the user
+ * gave --vshare-mem, whose value is `want`; cur: the user's own
+ * VSHARE_MEM_LIMIT (NULL: unset). The option replaces cur, within the
+ * cap; without it, the cap replaces a higher cur (vsp_limit_wins). */
+enum { VSP_LIMIT_KEEP = 0, VSP_LIMIT_SET = 1, VSP_LIMIT_REFUSE = -1 };
+int vsp_step_limit(uint64_t cap, int asked, uint64_t want, const char *cur,
+		   uint64_t *out, char *err, size_t errlen);
+
 /* Step ids with a name of their own in Slurm (slurm.h). */
 #define VSP_STEP_INTERACTIVE 0xfffffffau
 #define VSP_STEP_BATCH       0xfffffffbu

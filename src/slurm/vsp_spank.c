@@ -2,7 +2,8 @@
  * vshare's SPANK plugin: puts the tasks of a Slurm job step under vshare.
  * In each task, before it runs the user's program, it sets LD_PRELOAD (the
  * shim added to the user's own), VSHARE_SOCKET, a label naming the job,
- * step and user, VSHARE_MEM_LIMIT from the step's GPU shards, and the
+ * step and user, VSHARE_MEM_LIMIT from the step's GPU shards or the user's
+ * --vshare-mem within them, VSHARE_CLASS from --vshare-class, and the
  * framework defaults, through the job's environment.
  *
  * plugstack.conf (one line):
@@ -30,6 +31,57 @@ _Static_assert(VSP_STEP_BATCH == SLURM_BATCH_SCRIPT &&
 /* SPANK gives a plugin no handle of its own: the parsed options live here,
  * set once by slurm_spank_init in each slurmstepd. */
 static struct vsp_conf conf;
+
+/* The user's srun options, set by their callbacks: in srun, which refuses
+ * a bad value before the job is submitted, and again in slurmstepd, where
+ * the task's environment is made. */
+static struct {
+	int      cls;        /* enum vsp_class */
+	int      mem_asked;
+	uint64_t mem;
+} req;
+
+static int opt_class(int val, const char *arg, int remote)
+{
+	char err[160];
+	int cls;
+
+	(void)val;
+	(void)remote;
+	cls = vsp_class_parse(arg ? arg : "", err, sizeof(err));
+	if (cls < 0) {
+		slurm_error("vshare: %s", err);
+		return -1;
+	}
+	req.cls = cls;
+	return 0;
+}
+
+static int opt_mem(int val, const char *arg, int remote)
+{
+	char err[200];
+
+	(void)val;
+	(void)remote;
+	if (vsp_mem_parse(arg ? arg : "", &req.mem, err, sizeof(err)) != 0) {
+		slurm_error("vshare: %s", err);
+		return -1;
+	}
+	req.mem_asked = 1;
+	return 0;
+}
+
+/* Registered (slurm_spank_init) rather than exported as spank_options:
+ * only registered options reach sbatch and salloc too. */
+static struct spank_option options[] = {
+	{ "vshare-class", "CLASS",
+	  "vshare: the scheduling class of the tasks' GPU work, interactive "
+	  "or batch (VSHARE_CLASS)", 1, 0, opt_class },
+	{ "vshare-mem", "SIZE",
+	  "vshare: GPU memory each task may use, like 8G, at most what the "
+	  "step's shards allow (VSHARE_MEM_LIMIT)", 1, 0, opt_mem },
+	SPANK_OPTIONS_TABLE_END
+};
 
 /* Variables whose presence says the step has a whole GPU. */
 static const char *const gpu_vars[] = {
@@ -92,24 +144,42 @@ static int set_label(spank_t sp)
 	return set(sp, "VSHARE_LABEL", label);
 }
 
-/* shards x shard_mem, unless the user asked for less. */
-static int set_limit(spank_t sp)
+/* The admin's cap, shards x shard_mem (0: none), into *cap. */
+static int step_cap(spank_t sp, uint64_t *cap)
 {
-	char buf[64], cur[64], lim[32];
-	uint64_t shards, limit;
+	char buf[64];
+	uint64_t shards;
 
+	*cap = 0;
 	if (conf.shard_mem == 0 ||
 	    job_env(sp, "SLURM_SHARDS_ON_NODE", buf, sizeof(buf)) == NULL)
 		return 0;
 	if (vsp_shards(buf, &shards) != 0 ||
-	    vsp_limit(shards, conf.shard_mem, &limit) != 0) {
+	    vsp_limit(shards, conf.shard_mem, cap) != 0) {
 		slurm_error("vshare: cannot derive a memory limit from "
 			    "SLURM_SHARDS_ON_NODE=%s", buf);
 		return -1;
 	}
-	if (!vsp_limit_wins(job_env(sp, "VSHARE_MEM_LIMIT", cur, sizeof(cur)),
-			    limit))
+	return 0;
+}
+
+/* The cap, or the user's --vshare-mem within it (vsp_step_limit). */
+static int set_limit(spank_t sp)
+{
+	char cur[64], lim[32], err[200];
+	uint64_t cap, limit;
+
+	if (step_cap(sp, &cap) != 0)
+		return -1;
+	switch (vsp_step_limit(cap, req.mem_asked, req.mem,
+			       job_env(sp, "VSHARE_MEM_LIMIT", cur, sizeof(cur)),
+			       &limit, err, sizeof(err))) {
+	case VSP_LIMIT_KEEP:
 		return 0;
+	case VSP_LIMIT_REFUSE:
+		slurm_error("vshare: %s", err);
+		return -1;
+	}
 	snprintf(lim, sizeof(lim), "%llu", (unsigned long long)limit);
 	return set(sp, "VSHARE_MEM_LIMIT", lim);
 }
@@ -143,12 +213,25 @@ static int set_preload(spank_t sp)
 	return set(sp, "LD_PRELOAD", out);
 }
 
+static int register_options(spank_t sp)
+{
+	for (struct spank_option *o = options; o->name != NULL; o++)
+		if (spank_option_register(sp, o) != ESPANK_SUCCESS) {
+			slurm_error("vshare: cannot register --%s", o->name);
+			return -1;
+		}
+	return 0;
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	char err[256];
+	enum spank_context ctx = spank_context();
 
-	(void)sp;
-	if (spank_context() != S_CTX_REMOTE)
+	if ((ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE ||
+	     ctx == S_CTX_ALLOCATOR) && register_options(sp) != 0)
+		return -1;
+	if (ctx != S_CTX_REMOTE)
 		return 0;
 	if (vsp_conf_parse(&conf, ac, av, err, sizeof(err)) != 0) {
 		slurm_error("vshare: plugstack.conf: %s", err);
@@ -164,10 +247,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (!spank_remote(sp) || !wanted(sp))
+	if (!spank_remote(sp))
 		return 0;
+	if (!wanted(sp)) {
+		if (req.cls != VSP_CLASS_NONE || req.mem_asked)
+			slurm_info("vshare: --vshare-class and --vshare-mem "
+				   "ignored: the plugin does not take this "
+				   "step (steps=)");
+		return 0;
+	}
 	if (set(sp, "VSHARE_SOCKET", conf.socket) != 0 || set_label(sp) != 0 ||
 	    set_limit(sp) != 0 ||
+	    (req.cls != VSP_CLASS_NONE &&
+	     set(sp, "VSHARE_CLASS", vsp_class_name(req.cls)) != 0) ||
 	    (conf.require_scheduler &&
 	     set(sp, "VSHARE_REQUIRE_SCHEDULER", "1") != 0) ||
 	    (conf.framework_defaults && set_fw_defaults(sp) != 0))

@@ -7,6 +7,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -14,6 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "sched"))
+from schedtest import Daemon, Fail  # noqa: E402
 
 BUILD = os.environ["VSHARE_BUILD_DIR"]
 SOURCE = os.environ["VSHARE_SOURCE_DIR"]
@@ -217,29 +221,17 @@ class Session:
 
 
 def start_scheduler(sess, sockdir, **conf):
-    """The real vshare-scheduler with conf on sockdir/scheduler.sock."""
+    """The real vshare-scheduler with conf on sockdir/scheduler.sock: the
+    tests' Daemon (tests/sched/schedtest.py), stopped when sess closes."""
     os.makedirs(sockdir, exist_ok=True)
     os.chmod(sockdir, 0o755)
     sock = os.path.join(sockdir, "scheduler.sock")
-    cfg = sess.path("scheduler.json")
     conf.setdefault("log_level", "debug")
-    with open(cfg, "w") as f:
-        json.dump(conf, f)
-    p = sess.start("scheduler", [os.path.join(BIN, "vshare-scheduler"),
-                                 "--socket", sock, "--config", cfg])
-
-    def listening():
-        if p.poll() is not None:
-            fail("vshare-scheduler exited:\n" + sess.output(p))
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(sock)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
-    wait_for(listening, 10, "vshare-scheduler to listen")
+    try:
+        d = Daemon(BIN, conf, dir=sess.dir, sock=sock, env=clean_env())
+    except Fail as e:
+        fail("vshare-scheduler did not start: %s" % e)
+    sess.at_close(d.stop)
     return sock
 
 
@@ -272,3 +264,80 @@ def merged_ops(logs):
         for o in execlog.load(path):
             ops.append(o._replace(pid=(i + 1) * 10000000 + o.pid))
     return ops
+
+
+# Podman with nothing of the host's: storage, run root, locks and
+# configuration in the session's directory, in a mount namespace of its own
+# (test_podman.py and tests/k8s/test_image.py).
+
+def ulimits():
+    """Podman asks for large nofile and nproc limits by default; without
+    CAP_SYS_RESOURCE (a nested container) runc cannot set them."""
+    out = []
+    for name, res in (("nofile", resource.RLIMIT_NOFILE),
+                      ("nproc", resource.RLIMIT_NPROC)):
+        hard = resource.getrlimit(res)[1]
+        hard = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
+        out.append('"%s=%d:%d"' % (name, min(1024, hard), hard))
+    return ", ".join(out)
+
+
+def storage_conf(sess, driver):
+    """Podman's storage, new and empty, with driver: overlay is fast;
+    vfs (a full copy per container) works where overlay cannot mount."""
+    root, run = sess.path("storage-" + driver), sess.path("runroot-" + driver)
+    os.makedirs(root)
+    os.makedirs(run)
+    with open(sess.path("storage.conf"), "w") as f:
+        f.write('[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n'
+                % (driver, root, run))
+
+
+def podman_conf(sess):
+    os.makedirs(sess.path("tmp"))
+    storage_conf(sess, "overlay")
+    with open(sess.path("containers.conf"), "w") as f:
+        f.write("""[containers]
+netns = "none"
+default_ulimits = [%s]
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "%s"
+runtime = "runc"
+tmp_dir = "%s"
+lock_type = "file"
+""" % (ulimits(), sess.path("events.log"), sess.path("tmp")))
+    open(sess.path("registries.conf"), "w").close()
+    return clean_env(CONTAINERS_CONF=sess.path("containers.conf"),
+                     CONTAINERS_STORAGE_CONF=sess.path("storage.conf"),
+                     CONTAINERS_REGISTRIES_CONF=sess.path("registries.conf"))
+
+
+def mount_namespace(sess, extra=""):
+    """A process holding a private mount namespace with its own /run (and
+    /run/cdi in it) and /dev/shm; commands enter it with nsenter. extra:
+    more shell commands run there first (mounts of the test's own)."""
+    holder = sess.start("mountns", [
+        "unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+        "mount -t tmpfs tmpfs /run && mkdir /run/cdi && "
+        "mount -t tmpfs tmpfs /dev/shm && " + (extra + " && " if extra else "")
+        + "echo ready && exec sleep 100000"])
+    wait_for(lambda: "ready" in sess.output(holder) or holder.poll() is not None,
+             10, "the mount namespace")
+    if holder.poll() is not None:
+        # Podman needs mount namespaces too: no container can run here.
+        skip("cannot make a mount namespace, so no container can run "
+             "here:\n" + sess.output(holder))
+    return ["nsenter", "--mount", "--target", str(holder.pid)]
+
+
+def devices(sess):
+    """Stand-ins for /dev/nvidia0 and /dev/nvidiactl (NVIDIA's numbers);
+    the CUDA side is the test driver, which no device node reaches."""
+    d = sess.path("dev")
+    os.makedirs(d)
+    os.mknod(os.path.join(d, "nvidia0"), 0o666 | 0o020000, os.makedev(195, 0))
+    os.mknod(os.path.join(d, "nvidiactl"), 0o666 | 0o020000,
+             os.makedev(195, 255))
+    return d

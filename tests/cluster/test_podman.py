@@ -16,78 +16,19 @@ exit 77: not root, or Podman, runc or debootstrap missing."""
 import collections
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
-from cluster_lib import (BIN, SHIM, TESTDRIVER, Session, check, clean_env,
-                         clients_labelled, execlog, fail, log, merged_ops,
-                         need_root_and, skip, start_scheduler, wait_for)
+from cluster_lib import (BIN, SHIM, TESTDRIVER, Session, check,
+                         clients_labelled, devices, execlog, fail, log,
+                         merged_ops, mount_namespace, need_root_and,
+                         podman_conf, skip, start_scheduler, storage_conf,
+                         wait_for)
 
 VSHARECTL, MKROOTFS, ROOTFS = sys.argv[1:4]
 IMAGE = "localhost/vshare-test:bookworm"
 ITERS = 60
-
-
-def ulimits():
-    """Podman asks for large nofile and nproc limits by default; without
-    CAP_SYS_RESOURCE (a nested container) runc cannot set them."""
-    out = []
-    for name, res in (("nofile", resource.RLIMIT_NOFILE),
-                      ("nproc", resource.RLIMIT_NPROC)):
-        hard = resource.getrlimit(res)[1]
-        hard = 4096 if hard == resource.RLIM_INFINITY else min(hard, 4096)
-        out.append('"%s=%d:%d"' % (name, min(1024, hard), hard))
-    return ", ".join(out)
-
-
-def storage_conf(sess, driver):
-    """Podman's storage, new and empty, with driver: overlay is fast;
-    vfs (a full copy per container) works where overlay cannot mount."""
-    root, run = sess.path("storage-" + driver), sess.path("runroot-" + driver)
-    os.makedirs(root)
-    os.makedirs(run)
-    with open(sess.path("storage.conf"), "w") as f:
-        f.write('[storage]\ndriver = "%s"\ngraphroot = "%s"\nrunroot = "%s"\n'
-                % (driver, root, run))
-
-
-def podman_conf(sess):
-    os.makedirs(sess.path("tmp"))
-    storage_conf(sess, "overlay")
-    with open(sess.path("containers.conf"), "w") as f:
-        f.write("""[containers]
-netns = "none"
-default_ulimits = [%s]
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "%s"
-runtime = "runc"
-tmp_dir = "%s"
-lock_type = "file"
-""" % (ulimits(), sess.path("events.log"), sess.path("tmp")))
-    open(sess.path("registries.conf"), "w").close()
-    return clean_env(CONTAINERS_CONF=sess.path("containers.conf"),
-                     CONTAINERS_STORAGE_CONF=sess.path("storage.conf"),
-                     CONTAINERS_REGISTRIES_CONF=sess.path("registries.conf"))
-
-
-def mount_namespace(sess):
-    """A process holding a private mount namespace with its own /run (and
-    /run/cdi in it) and /dev/shm; commands enter it with nsenter."""
-    holder = sess.start("mountns", [
-        "unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-        "mount -t tmpfs tmpfs /run && mkdir /run/cdi && "
-        "mount -t tmpfs tmpfs /dev/shm && echo ready && exec sleep 100000"])
-    wait_for(lambda: "ready" in sess.output(holder) or holder.poll() is not None,
-             10, "the mount namespace")
-    if holder.poll() is not None:
-        # Podman needs mount namespaces too: no container can run here.
-        skip("cannot make a mount namespace, so no container can run "
-             "here:\n" + sess.output(holder))
-    return ["nsenter", "--mount", "--target", str(holder.pid)]
 
 
 def make_image(sess, ns, env):
@@ -106,17 +47,6 @@ def make_image(sess, ns, env):
             + r.stdout)
         storage_conf(sess, "vfs")
         sess.run(argv, env=env, timeout=300)
-
-
-def devices(sess):
-    """Stand-ins for /dev/nvidia0 and /dev/nvidiactl (NVIDIA's numbers);
-    the CUDA side is the test driver, which no device node reaches."""
-    d = sess.path("dev")
-    os.makedirs(d)
-    os.mknod(os.path.join(d, "nvidia0"), 0o666 | 0o020000, os.makedev(195, 0))
-    os.mknod(os.path.join(d, "nvidiactl"), 0o666 | 0o020000,
-             os.makedev(195, 255))
-    return d
 
 
 def generate_spec(sess, ns, env, dev, sock):

@@ -5,7 +5,9 @@ SPANK plugin in plugstack.conf and GPU shards on a device node the test
 makes. Two jobs with different shard counts run a CUDA example on the test
 driver at once, under the real scheduler in mode on; vsharectl status must
 show both with their job labels, each job's environment its limit (status
-does not show limits), and the kernel log no overlap.
+does not show limits), and the kernel log no overlap. Then short steps
+check the plugin's other rules and its srun options (--vshare-mem,
+--vshare-class).
 
 usage: test_slurm.py SPANK_PLUGIN   (exit 77: not root or Slurm missing)"""
 import collections
@@ -16,7 +18,7 @@ import sys
 
 from cluster_lib import (BIN, SHIM, TESTDRIVER, Session, check, clean_env,
                          clients_labelled, execlog, fail, free_port, log,
-                         need_root_and, start_scheduler, wait_for)
+                         need_root_and, start_scheduler, status, wait_for)
 
 PLUGIN = sys.argv[1]
 SHARD_MEM = 256 << 20
@@ -192,6 +194,7 @@ def main():
         check(execlog.is_serialized(ops),
               "mode on: no two jobs' kernels overlap")
         more_steps(sess, env, jenv)
+        srun_options(sess, jenv, sched_sock)
 
 
 def step_env(sess, env, *srun_args):
@@ -232,6 +235,84 @@ def more_steps(sess, env, jenv):
     check("limit=" not in out and logged,
           "a bad plugstack.conf option stops a required plugin's step, "
           "logged by slurmd (srun exit %d: %s)" % (rc, out.strip()))
+    with open(sess.path("plugstack.conf"), "w") as f:
+        f.write(good)
+
+
+
+def labelled_client(sess, p, sock, suffix):
+    """The client whose label ends with suffix, once it attached a GPU,
+    while p (its job) runs."""
+    def seen():
+        cs = [c for c in status(sock)["clients"]
+              if c["label"].endswith(suffix) and c["gpus"]]
+        if not cs and p.poll() is not None:
+            fail("%s exited %d before it attached:\n%s"
+                 % (p.name, p.returncode, sess.output(p)))
+        return cs[0] if cs else None
+    return wait_for(seen, 60, "a client labelled *%s in vsharectl status"
+                    % suffix)
+
+
+def srun_options(sess, jenv, sched_sock):
+    """--vshare-mem and --vshare-class: what the job sees, what the
+    scheduler shows, what the shim enforces, and the refusals."""
+    # 2 shards allow 512 MiB; the option asks for less than that, and
+    # replaces the user's own (higher) VSHARE_MEM_LIMIT.
+    script = ('echo "limit=$VSHARE_MEM_LIMIT class=$VSHARE_CLASS '
+              'label=$VSHARE_LABEL"; exec "$0" --iters 30 --kernel-ms 50 '
+              '--progress-ms 0 --mem 64M')
+    p = sess.start("job-opts", [
+        "srun", "--gres=shard:2", "--vshare-mem=300M",
+        "--vshare-class=batch", "-n1", "-J", "vshare-opts", "sh", "-c",
+        script, os.path.join(BIN, "vs-compute")],
+        env=dict(jenv, VSHARE_MEM_LIMIT="400M", VSHARE_LABEL="opts"))
+    client = labelled_client(sess, p, sched_sock, ":root:opts")
+    p.wait(120)
+    out = sess.output(p)
+    check(p.returncode == 0 and "PASS" in out and
+          "limit=%d class=batch label=slurm:" % (300 << 20) in out,
+          "srun --vshare-mem=300M --vshare-class=batch: the job's "
+          "VSHARE_MEM_LIMIT and VSHARE_CLASS (exit %s: %s)"
+          % (p.returncode, out.strip()))
+    check(re.fullmatch(r"slurm:\d+\.0:root:opts", client["label"]) and
+          client.get("class", "batch") == "batch",
+          "vsharectl status shows the job's label (and class) (%s)" % client)
+
+    # The limit is the shim's own: a working set above it is refused.
+    rc, out = step_run(sess, jenv, "--gres=shard:2", "--vshare-mem=32M",
+                       os.path.join(BIN, "vs-compute"), "--iters", "2",
+                       "--mem", "64M")
+    check(rc != 0 and "PASS" not in out,
+          "--vshare-mem=32M: a 64 MiB working set is refused (exit %d: %s)"
+          % (rc, out.strip()[-300:]))
+
+    # Refused by srun itself, before the job is submitted.
+    for opt, said in (("--vshare-mem=8", "--vshare-mem '8' has no unit "
+                       "and is below 1 MiB: add one (like 8G or 8M"),
+                      ("--vshare-mem=lots", "is not a size"),
+                      ("--vshare-class=urgent", "--vshare-class 'urgent' "
+                       "is not a class (want interactive or batch)")):
+        rc, out = step_env(sess, jenv, "--gres=shard:1", opt)
+        check(rc != 0 and said in out and "limit=" not in out,
+              "srun %s refused with a message (exit %d: %s)"
+              % (opt, rc, out.strip()))
+
+    # Refused where the shards are known: above what 2 shards allow.
+    rc, out = step_env(sess, jenv, "--gres=shard:2", "--vshare-mem=1G")
+    with open(sess.path("slurmd.log")) as f:
+        logged = ("--vshare-mem 1G is above the 512M that this step's GPU "
+                  "shards allow") in f.read()
+    check("limit=" not in out and logged,
+          "--vshare-mem above shards x shard_mem stops the step, logged "
+          "(exit %d: %s)" % (rc, out.strip()))
+
+
+def step_run(sess, env, *args):
+    """srun -n1 with args (options, then the program); rc and output."""
+    r = sess.run(["srun", "-n1"] + list(args), env=env, timeout=60,
+                 check_rc=False)
+    return r.returncode, r.stdout
 
 
 if __name__ == "__main__":

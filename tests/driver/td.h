@@ -276,6 +276,13 @@ CUresult td_capture_check_legacy(struct CUstream_st *legacy);
  * synchronization) while a capture prohibits it for this thread: the
  * capture is invalidated and the call refused, as in the real driver. */
 CUresult td_capture_check_unsafe(void);
+/* The same, taking the lock. */
+CUresult td_capture_check_unsafe_unlocked(void);
+/* Memory nodes: an allocation on a capturing stream belongs to the graph
+ * (td_capture_mem_add, -1 when out of memory); a free on it is accepted
+ * only for such memory (td_capture_mem_owns). Lock held. */
+int td_capture_mem_add(struct CUstream_st *s, uintptr_t p);
+int td_capture_mem_owns(struct CUstream_st *s, uintptr_t p);
 /* A wait on an event recorded during a capture pulls the waiting stream
  * into that capture (fork/join); returns 1 when it did. */
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev);

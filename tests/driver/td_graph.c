@@ -15,6 +15,8 @@ struct CUgraph_st {
 	uint32_t magic;
 	struct td_op *nodes;	/* array of op copies (next/deps unused) */
 	size_t n, cap;
+	uintptr_t *mem;		/* memory allocated in its capture */
+	size_t nmem;
 };
 
 struct CUgraphExec_st {
@@ -42,11 +44,15 @@ static struct CUgraph_st *graph_new(void)
 	return g;
 }
 
+/* Lock held. The memory that the graph's capture allocated goes with it. */
 static void graph_free(struct CUgraph_st *g)
 {
 	if (!g)
 		return;
 	g->magic = 0;
+	for (size_t i = 0; i < g->nmem; i++)
+		td_mem_free(g->mem[i]);
+	free(g->mem);
 	free(g->nodes);
 	free(g);
 }
@@ -127,12 +133,21 @@ static CUresult forbidden_in(struct CUctx_st *c, int mode)
 	return rc;
 }
 
-/* Lock held. A context-wide synchronisation is illegal while a stream of
- * the context captures in global mode, or in thread-local mode begun by the
- * calling thread; such captures are invalidated. */
+/* Lock held. A context-wide synchronisation is illegal while any stream of
+ * the context captures, whatever the capture's mode, the calling thread or
+ * its mode; the captures are invalidated. */
 CUresult td_capture_check_ctx(struct CUctx_st *c)
 {
-	return forbidden_in(c, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	struct CUstream_st *s;
+	CUresult rc = CUDA_SUCCESS;
+
+	for (s = c->streams; s; s = s->next) {
+		if (!s->cap)
+			continue;
+		s->cap->invalidated = 1;
+		rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	return rc;
 }
 
 /* Lock held. Work on the legacy stream would make it depend on a blocking
@@ -169,6 +184,43 @@ CUresult td_capture_check_unsafe(void)
 		if (forbidden_in(c, thread_mode) != CUDA_SUCCESS)
 			rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return rc;
+}
+
+CUresult td_capture_check_unsafe_unlocked(void)
+{
+	CUresult rc;
+
+	td_lock();
+	rc = td_capture_check_unsafe();
+	td_unlock();
+	return rc;
+}
+
+/* Lock held. An allocation on a capturing stream is a memory node of the
+ * capture's graph: here the memory is handed out at once and belongs to
+ * the graph, which frees it when it is destroyed. */
+int td_capture_mem_add(struct CUstream_st *s, uintptr_t p)
+{
+	struct CUgraph_st *g = s->cap->graph;
+	uintptr_t *m = realloc(g->mem, (g->nmem + 1) * sizeof(*m));
+
+	if (!m)
+		return -1;
+	m[g->nmem++] = p;
+	g->mem = m;
+	return 0;
+}
+
+/* Lock held. Whether p was allocated in s's capture: only such memory may
+ * be freed inside it (a free node); the free itself is left to the graph. */
+int td_capture_mem_owns(struct CUstream_st *s, uintptr_t p)
+{
+	const struct CUgraph_st *g = s->cap->graph;
+
+	for (size_t i = 0; i < g->nmem; i++)
+		if (g->mem[i] == p)
+			return 1;
+	return 0;
 }
 
 int td_capture_join(struct CUstream_st *s, struct CUevent_st *ev)
@@ -445,7 +497,9 @@ CUresult cuGraphDestroy(CUgraph hGraph)
 {
 	if (!hGraph || hGraph->magic != TD_MAGIC_GRAPH)
 		return CUDA_ERROR_INVALID_VALUE;
+	td_lock();
 	graph_free(hGraph);
+	td_unlock();
 	return CUDA_SUCCESS;
 }
 

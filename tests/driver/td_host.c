@@ -16,7 +16,9 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 	if (!p || bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
-	if (td_alloc_find((uintptr_t)p) ||
+	if ((rc = td_capture_check_unsafe()) != CUDA_SUCCESS)
+		;
+	else if (td_alloc_find((uintptr_t)p) ||
 	    td_alloc_find((uintptr_t)p + bytesize - 1))
 		rc = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	else if (!td_mem_register((uintptr_t)p, bytesize, TD_MEM_REGISTERED, c))
@@ -34,7 +36,9 @@ CUresult cuMemHostUnregister(void *p)
 		return rc;
 	td_lock();
 	a = td_alloc_find((uintptr_t)p);
-	if (!a || a->kind != TD_MEM_REGISTERED || a->base != (uintptr_t)p)
+	if ((rc = td_capture_check_unsafe()) != CUDA_SUCCESS)
+		;
+	else if (!a || a->kind != TD_MEM_REGISTERED || a->base != (uintptr_t)p)
 		rc = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	else
 		td_mem_unregister_range(a->base, 1);

@@ -295,7 +295,9 @@ CUresult cuMemFreeHost(void *p)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	td_lock();
-	rc = td_mem_free((uintptr_t)p);
+	rc = td_capture_check_unsafe();
+	if (rc == CUDA_SUCCESS)
+		rc = td_mem_free((uintptr_t)p);
 	td_unlock();
 	return rc;
 }

@@ -2,7 +2,11 @@
  * Stream-ordered allocation, memory pools, prefetch and advice.
  * cuMemAllocAsync hands out memory at once (it is valid in stream order
  * from then on); cuMemFreeAsync queues the free, so the memory stays
- * allocated until the stream reaches it. Pools only carry attributes.
+ * allocated until the stream reaches it. On a capturing stream they are
+ * memory nodes: the allocation belongs to the graph (td_capture_mem_add),
+ * and only such memory may be freed there. On another stream both are
+ * potentially unsafe calls for the capture rule (td_capture_check_unsafe),
+ * as are the pool calls and cuMemAdvise. Pools only carry attributes.
  * Prefetches are stream operations and appear in the execution log as
  * "prefetch" lines; advice is synchronous and logged as "advise".
  */
@@ -119,7 +123,9 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
 	(void)minBytesToKeep;
-	return pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (!pool_valid(pool))
+		return CUDA_ERROR_INVALID_VALUE;
+	return td_capture_check_unsafe_unlocked();
 }
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
@@ -127,6 +133,8 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
 {
 	if (!pool_valid(pool) || !value)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (td_capture_check_unsafe_unlocked() != CUDA_SUCCESS)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 		pool->release_threshold = *(cuuint64_t *)value;
 	return CUDA_SUCCESS;
@@ -137,6 +145,8 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
 {
 	if (!pool_valid(pool) || !value)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (td_capture_check_unsafe_unlocked() != CUDA_SUCCESS)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	switch (attr) {
 	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
 		*(cuuint64_t *)value = pool->release_threshold;
@@ -165,14 +175,19 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool,
 		return CUDA_ERROR_INVALID_VALUE;
 	td_lock();
 	rc = td_stream_resolve(h, ptsz, &s);
-	if (rc == CUDA_SUCCESS && s->cap)
-		rc = td_capture_check_sync(s);	/* memory nodes: not modelled */
+	if (rc == CUDA_SUCCESS && !s->cap)
+		rc = td_capture_check_unsafe();
 	if (rc == CUDA_SUCCESS) {
 		if (!pool)
 			pool = td.dev[s->ctx->dev].current_pool ?
 				td.dev[s->ctx->dev].current_pool :
 				default_pool(s->ctx->dev);
 		rc = td_mem_alloc(s->ctx, bytes, TD_MEM_DEVICE, pool, dptr);
+	}
+	if (rc == CUDA_SUCCESS && s->cap &&
+	    td_capture_mem_add(s, (uintptr_t)*dptr) != 0) {
+		td_mem_free((uintptr_t)*dptr);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	td_unlock();
 	return rc;
@@ -206,8 +221,10 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 
 static CUresult free_async(CUdeviceptr p, CUstream h, int ptsz)
 {
+	struct CUstream_st *s;
 	struct td_op *op;
 	struct td_alloc *a;
+	int captured = 0;
 	CUresult rc = td_check_init();
 
 	if (rc != CUDA_SUCCESS)
@@ -216,8 +233,18 @@ static CUresult free_async(CUdeviceptr p, CUstream h, int ptsz)
 	a = td_alloc_find((uintptr_t)p);
 	rc = a && a->base == (uintptr_t)p && a->kind == TD_MEM_DEVICE ?
 		CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		rc = td_stream_resolve(h, ptsz, &s);
+	if (rc == CUDA_SUCCESS && s->cap) {
+		/* A free node: the graph frees its own memory (graph_free). */
+		captured = 1;
+		if (!td_capture_mem_owns(s, (uintptr_t)p))
+			rc = CUDA_ERROR_INVALID_VALUE;
+	} else if (rc == CUDA_SUCCESS) {
+		rc = td_capture_check_unsafe();
+	}
 	td_unlock();
-	if (rc != CUDA_SUCCESS)
+	if (rc != CUDA_SUCCESS || captured)
 		return rc;
 	op = td_op_new(TD_OP_FREE);
 	if (!op)
@@ -322,6 +349,8 @@ static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice, int dst
 	if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY ||
 	    advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY || dst >= td.ndev)
 		return CUDA_ERROR_INVALID_VALUE;
+	if ((rc = td_capture_check_unsafe_unlocked()) != CUDA_SUCCESS)
+		return rc;
 	if (dst < 0)
 		snprintf(name, sizeof(name), "host:advice%d", (int)advice);
 	else

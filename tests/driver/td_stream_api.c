@@ -68,6 +68,8 @@ static CUresult stream_sync(CUstream h, int ptsz)
 	rc = td_stream_resolve(h, ptsz, &s);
 	if (rc == CUDA_SUCCESS && s->cap)
 		rc = td_capture_check_sync(s);
+	else if (rc == CUDA_SUCCESS)
+		rc = td_capture_check_unsafe();
 	if (rc == CUDA_SUCCESS)
 		td_stream_wait_seq(s, s->enqueued);
 	td_unlock();
@@ -93,6 +95,8 @@ static CUresult stream_query(CUstream h, int ptsz)
 	rc = td_stream_resolve(h, ptsz, &s);
 	if (rc == CUDA_SUCCESS && s->cap)
 		rc = td_capture_check_sync(s);
+	else if (rc == CUDA_SUCCESS)
+		rc = td_capture_check_unsafe();
 	if (rc == CUDA_SUCCESS && s->completed < s->enqueued)
 		rc = CUDA_ERROR_NOT_READY;
 	td_unlock();

@@ -7,20 +7,19 @@ allocations and leaves existing memory alone, and a policy that requires
 the scheduler keeps GPU work waiting through an outage.
 
 usage: e2e_admin.py SCHEDULER LIBVSHARE TESTDRIVER_DIR EXECLOG_PY PROGRAM
-                    SCENARIO [SAN_PRELOAD]
+                    SCENARIO | --list
 Each function t_NAME is scenario NAME and ctest gate.admin.NAME
 (tests/gate/CMakeLists.txt). The policy is the test user's own (the
 peer's uid from SO_PEERCRED)."""
 import os
-import shutil
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env, fail, load_execlog,
-                     tmpdir)
+from e2e_lib import (SAN_PRELOAD, Runner, Scheduler, check, driver_env, fail, load_execlog,
+                     main, scenarios, script_args, tmpdir)
 
-SCHED, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:7]
-SAN = sys.argv[7] if len(sys.argv) > 7 else ""
+SCHED, SHIM, TD_DIR, EXECLOG, PROG = script_args(5)
+SAN = SAN_PRELOAD
 execlog = load_execlog(EXECLOG)
 
 TMP = tmpdir()
@@ -68,7 +67,7 @@ def alloc_failed(p):
         "failed: %d" % OOM in p.err
 
 
-def t_first_alloc(_=None):
+def t_first_alloc():
     """The scheduler's limit binds the program's very first allocation,
     made before any kernel: the shim learns the policy before it."""
     s = scheduler({"mem_limit": "32M"})
@@ -81,7 +80,7 @@ def t_first_alloc(_=None):
     s.stop()
 
 
-def t_env_only_lowers(_=None):
+def t_env_only_lowers():
     """VSHARE_MEM_LIMIT may lower the scheduler's limit, not raise it."""
     s = scheduler({"mem_limit": "32M"})
     high = finish(prog("-n", 1, "-k", 100, "-m", 48,
@@ -92,7 +91,7 @@ def t_env_only_lowers(_=None):
     s.stop()
 
 
-def t_convert_off_ignored(_=None):
+def t_convert_off_ignored():
     """VSHARE_CONVERT=0 would leave memory to the driver, partly
     uncounted: under the scheduler's limit it is ignored, and the limit
     binds."""
@@ -108,14 +107,15 @@ def t_convert_off_ignored(_=None):
           "without a limit VSHARE_CONVERT=0 applies (%s)" % free.err[-300:])
 
 
-def t_reload_lowers(_=None):
+def t_reload_lowers():
     """A reload that lowers the limit below what a running program holds:
     its memory stays usable, its next allocation is refused."""
     s = scheduler({"mem_limit": "64M"})
     p = prog("-n", 25, "-k", 1000, "-g", 100, "-m", 16, "-F",
              VSHARE_LOG_LEVEL="debug")
     wait_kernel(p)
-    s.conf_write(policy_users={UID: {"mem_limit": "8M"}})
+    s.conf_write({"policy_users": {UID: {"mem_limit": "8M"}},
+                  "log_level": "debug"})
     s.reload()
     finish(p)
     check(p.returncode == 0, "the program ran to its end (%s)" % p.err)
@@ -128,7 +128,7 @@ def t_reload_lowers(_=None):
     s.stop()
 
 
-def t_no_policy_unchanged(_=None):
+def t_no_policy_unchanged():
     """Without an entry for the user nothing is limited."""
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
@@ -158,7 +158,7 @@ def outage(policy, **env):
     return during, p
 
 
-def t_require_waits(_=None):
+def t_require_waits():
     """A policy that requires the scheduler: GPU work waits through the
     outage rather than run unshared (the environment cannot undo it)."""
     during, p = outage({"require": True}, VSHARE_REQUIRE_SCHEDULER="0")
@@ -168,23 +168,16 @@ def t_require_waits(_=None):
           "the program said that it waits")
 
 
-def t_no_require_runs(_=None):
+def t_no_require_runs():
     """The same outage without require: the program runs unshared."""
     during, p = outage({})
     check(len(during) > 5, "kernels ran unshared during the outage (%d)"
           % len(during))
 
 
-def main():
-    fn = globals().get("t_" + SCENARIO)
-    if fn is None:
-        fail("unknown scenario " + SCENARIO)
+if __name__ == "__main__":
     try:
-        fn()
+        rc = main(scenarios(globals()))
     finally:
         run.kill_all()
-        shutil.rmtree(TMP, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()
+    sys.exit(rc)

@@ -3,20 +3,19 @@
 CUDA test driver, with the real vshare-scheduler, checked through the test
 driver's execution log.
 usage: e2e_cuda.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR EXECLOG_PY
-                   PROGRAM SCENARIO [SAN_PRELOAD]"""
+                   PROGRAM SCENARIO | --list"""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env, fail, first_stamp,
-                     load_execlog, now_ns, tmpdir)
+from e2e_lib import (SAN_PRELOAD, Runner, Scheduler, check, driver_env, fail, first_stamp,
+                     load_execlog, main, now_ns, scenarios, script_args, tmpdir)
 
-SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:8]
-SAN = sys.argv[8] if len(sys.argv) > 8 else ""
+SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG = script_args(6)
+SAN = SAN_PRELOAD
 execlog = load_execlog(EXECLOG)
 
 TMP = tmpdir()
@@ -41,7 +40,7 @@ def first_start(pid):
     return min(o.start for o in ops(pid=pid))
 
 
-def mode_on():
+def t_mode_on():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     a = prog("-n", 30, "-k", 10000, "-g", 5, "-m", 16,
@@ -58,7 +57,7 @@ def mode_on():
     s.stop()
 
 
-def mode_off():
+def t_mode_off():
     s = Scheduler(SCHED, TMP, mode="off", tq_s=1)
     s.start()
     a = prog("-n", 30, "-k", 10000, "-g", 5)
@@ -69,7 +68,7 @@ def mode_off():
     s.stop()
 
 
-def auto_fit():
+def t_auto_fit():
     s = Scheduler(SCHED, TMP, mode="auto", tq_s=1, capacity="256M")
     s.start()
     args = ("-n", 40, "-k", 10000, "-g", 2, "-m", 32, "-M", 200, "-P", 300)
@@ -85,10 +84,14 @@ def auto_fit():
     s.stop()
 
 
-def idle_handover():
+def t_idle_handover():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
     s.start()
-    a = prog("-n", 20, "-k", 10000, "-g", 2, "-P", 1500)
+    # The fixed idle time (a learned gap would let a loaded machine's
+    # pauses end the first burst early: gate.drop_idle_short_rhythm
+    # checks the learned one).
+    a = prog("-n", 20, "-k", 10000, "-g", 2, "-P", 1500,
+             VSHARE_IDLE_LEARN="0")
     time.sleep(0.1)
     b = prog("-n", 3, "-k", 10000)
     ok_exit(a, b)
@@ -103,7 +106,7 @@ def idle_handover():
     s.stop()
 
 
-def busy_quantum():
+def t_busy_quantum():
     # The quantum's rule alone (under "fair", b, of no recent GPU time,
     # preempts a after the slice: gate.policy.*).
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1, policy="fcfs")
@@ -119,7 +122,7 @@ def busy_quantum():
     s.stop()
 
 
-def holder_killed():
+def t_holder_killed():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
     s.start()
     a = prog("-n", 1, "-k", 5000000)
@@ -154,7 +157,7 @@ def status_gpus(sock):
             for c in json.loads(out.stdout)["clients"]}
 
 
-def registered_early():
+def t_registered_early():
     """A program registers when it opens its context, not at its first
     launch: before any kernel, the scheduler already has its GPU and its
     footprint, so that the first launch waits for one REQUEST only."""
@@ -184,7 +187,7 @@ def registered_early():
     s.stop()
 
 
-def sched_restart():
+def t_sched_restart():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     a = prog("-n", 150, "-k", 10000, "-g", 2, "-a")
@@ -207,7 +210,7 @@ def sched_restart():
     s.stop()
 
 
-def two_devices():
+def t_two_devices():
     """Two devices: the gate follows each thread's context. Two programs
     on device 1 take turns; one on device 0 runs beside them."""
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
@@ -266,7 +269,7 @@ def metric(got, name, **labels):
     return sum(v for (n, ls), v in got.items() if n == name and want <= ls)
 
 
-def two_devices_metrics():
+def t_two_devices_metrics():
     """Two GPUs, each with its own mode and quantum set at run time: on
     device 1 (mode on, quantum 2 s) two programs take turns, on device 0
     (mode off) one runs alone. The per-GPU metrics match what ran: the
@@ -325,7 +328,7 @@ def two_devices_metrics():
     s.stop()
 
 
-def no_scheduler():
+def t_no_scheduler():
     p = prog("-n", 5, "-k", 5000, "-a")
     ok_exit(p)
     check(len(ops()) == 6 and "add ok" in p.out,
@@ -333,7 +336,7 @@ def no_scheduler():
     check(p.err.count("no scheduler at") == 1, "one warning line")
 
 
-def capture_graph():
+def t_capture_graph():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     a = prog("-n", 5, "-k", 2000, "-c", "-a")
@@ -346,7 +349,7 @@ def capture_graph():
     s.stop()
 
 
-def examples():
+def t_examples():
     """The project's example programs (linked with libcuda directly) under
     the shim and one lock: a compute loop, an interactive-style program
     with graph launches, and a vector add that checks its results."""
@@ -371,18 +374,9 @@ def examples():
     s.stop()
 
 
-SCENARIOS = {
-    "examples": examples,
-    "mode_on": mode_on, "mode_off": mode_off, "auto_fit": auto_fit,
-    "idle_handover": idle_handover, "busy_quantum": busy_quantum,
-    "holder_killed": holder_killed, "sched_restart": sched_restart,
-    "no_scheduler": no_scheduler, "capture_graph": capture_graph,
-    "two_devices": two_devices, "registered_early": registered_early,
-    "two_devices_metrics": two_devices_metrics,
-}
-
-try:
-    SCENARIOS[SCENARIO]()
-finally:
-    run.kill_all()
-shutil.rmtree(TMP, ignore_errors=True)
+if __name__ == "__main__":
+    try:
+        rc = main(scenarios(globals()))
+    finally:
+        run.kill_all()
+    sys.exit(rc)

@@ -2,15 +2,31 @@
 temporary socket, processes under test, and the execution-log checks."""
 import atexit
 import importlib.util
-import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "sched"))
+# The one helper that starts a scheduler, the wire codec and the scenario
+# runner, shared with the scheduler's tests.
+from schedtest import (Daemon, T, frame, main, scenarios,  # noqa: E402,F401
+                       short_tmpdir)
+
+
+# The sanitizer runtime that a sanitized build preloads before the shim
+# (empty otherwise), from the test's environment; taken out of it, since
+# the programs under test get their LD_PRELOAD from driver_env.
+SAN_PRELOAD = os.environ.pop("VSHARE_SAN_PRELOAD", "")
+
+
+def script_args(n):
+    """The script's n arguments from its command line, SCRIPT ARG...
+    SCENARIO (schedtest.main); empty ones when it only lists its
+    scenarios (--list)."""
+    return (sys.argv[1:-1] + [""] * n)[:n]
 
 
 def fail(msg):
@@ -28,55 +44,14 @@ def now_ns():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-class Scheduler:
-    """vshare-scheduler with a JSON config on a socket in `tmp`."""
-
-    def __init__(self, binary, tmp, **conf):
-        self.binary = binary
-        self.tmp = tmp
-        self.sock = os.path.join(tmp, "sched.sock")
-        self.conf = os.path.join(tmp, "sched.json")
-        self.log = os.path.join(tmp, "sched.log")
-        conf.setdefault("log_level", "debug")
-        self.conf_write(**conf)
-        self.proc = None
-
-    def conf_write(self, **conf):
-        """A new configuration file (taken at the next start or reload)."""
-        conf.setdefault("log_level", "debug")
-        with open(self.conf, "w") as f:
-            json.dump(conf, f)
-
-    def reload(self):
-        self.proc.send_signal(signal.SIGHUP)
-
-    def start(self):
-        logf = open(self.log, "a")
-        self.proc = subprocess.Popen(
-            [self.binary, "--socket", self.sock, "--config", self.conf],
-            stdout=logf, stderr=subprocess.STDOUT)
-        # A scenario that fails (fail() exits) must not leave it running.
-        atexit.register(self.kill)
-        deadline = time.time() + 5
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                fail("scheduler exited at start:\n" + open(self.log).read())
-            try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.connect(self.sock)
-                s.close()
-                return
-            except OSError:
-                time.sleep(0.02)
-        fail("scheduler did not start listening")
-
-    def kill(self, sig=signal.SIGKILL):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(5)
-
-    def stop(self):
-        self.kill(signal.SIGTERM)
+def Scheduler(binary, tmp, **conf):
+    """The real scheduler with conf (log level debug unless conf says) on
+    tmp/sched.sock, logging to tmp/daemon.log: the scheduler tests' Daemon
+    (tests/sched/schedtest.py), not started; start() it. A scenario that
+    fails (fail() exits) does not leave it running."""
+    conf.setdefault("log_level", "debug")
+    return Daemon(os.path.dirname(binary), conf, start=False, dir=tmp,
+                  sock=os.path.join(tmp, "sched.sock"), binary=binary)
 
 
 class Runner:
@@ -172,7 +147,7 @@ def load_execlog(path):
 
 
 def tmpdir():
-    d = tempfile.mkdtemp(prefix="vsgate-e2e.")
+    d = short_tmpdir("vsgate-e2e.")
     # Removed however the scenario ends: a failed check exits before the
     # scripts' own removal (registered first, so it runs after the
     # schedulers are stopped).

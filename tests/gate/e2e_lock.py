@@ -5,17 +5,16 @@ page the scheduler shares, without a REQUEST; with the real scheduler and
 the shim on the CUDA test driver, checked through the driver's execution
 log and both sides' debug logs.
 usage: e2e_lock.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR EXECLOG_PY
-                   PROGRAM SCENARIO [SAN_PRELOAD]"""
+                   PROGRAM SCENARIO | --list"""
 import os
-import shutil
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env,
-                     load_execlog, now_ns, tmpdir)
+from e2e_lib import (SAN_PRELOAD, Runner, Scheduler, check, driver_env, load_execlog, main,
+                     now_ns, scenarios, script_args, tmpdir)
 
-SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG, SCENARIO = sys.argv[1:8]
-SAN = sys.argv[8] if len(sys.argv) > 8 else ""
+SCHED, CTL, SHIM, TD_DIR, EXECLOG, PROG = script_args(6)
+SAN = SAN_PRELOAD
 execlog = load_execlog(EXECLOG)
 
 TMP = tmpdir()
@@ -60,7 +59,7 @@ def page_fds(pid):
     return fds, mapped
 
 
-def take_back():
+def t_take_back():
     """A holds; B asks through the socket and gets the GPU when A idles;
     B exits; A's next launch takes the free GPU through the page. The
     kernels never overlap, and no descriptor of the page stays open in
@@ -91,7 +90,7 @@ def take_back():
     s.stop()
 
 
-def no_page():
+def t_no_page():
     """A client with no page (the scheduler's lock_page false, or
     VSHARE_LOCK_PAGE=0 in the client) asks for every grant, and the
     programs still take turns."""
@@ -114,7 +113,7 @@ def no_page():
         os.unlink(s.log)
 
 
-def sched_dies():
+def t_sched_dies():
     """The scheduler dies while A holds a GPU it took through the page and
     B waits: both run on unshared and finish right; a new scheduler shares
     a new page, which a new program takes through, and the old programs
@@ -142,11 +141,9 @@ def sched_dies():
     s.stop()
 
 
-SCENARIOS = {"take_back": take_back, "no_page": no_page,
-             "sched_dies": sched_dies}
-
-try:
-    SCENARIOS[SCENARIO]()
-finally:
-    run.kill_all()
-shutil.rmtree(TMP, ignore_errors=True)
+if __name__ == "__main__":
+    try:
+        rc = main(scenarios(globals()))
+    finally:
+        run.kill_all()
+    sys.exit(rc)

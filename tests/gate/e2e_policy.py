@@ -6,7 +6,7 @@ programs on the CUDA test driver and the real vshare-scheduler in mode
 kernels ran, and that no two programs' kernels ever ran at once.
 
 usage: e2e_policy.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR
-                     EXECLOG_PY EXAMPLES_DIR SCENARIO [SAN_PRELOAD]
+                     EXECLOG_PY EXAMPLES_DIR SCENARIO | --list
 Each function t_NAME is scenario NAME and ctest gate.policy.NAME
 (tests/gate/CMakeLists.txt). Exit 0 pass, 1 fail, 77 skipped.
 
@@ -22,11 +22,11 @@ import subprocess
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env, fail, load_execlog,
-                     now_ns, tmpdir)
+from e2e_lib import (SAN_PRELOAD, Runner, Scheduler, check, driver_env, fail, load_execlog,
+                     main, now_ns, scenarios, script_args, tmpdir)
 
-SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES, SCENARIO = sys.argv[1:8]
-SAN = sys.argv[8] if len(sys.argv) > 8 else ""
+SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES = script_args(6)
+SAN = SAN_PRELOAD
 execlog = load_execlog(EXECLOG)
 
 # Interactive scenarios: a quantum long enough that waiting for it cannot
@@ -234,6 +234,58 @@ def t_swap_report():
     s.stop()
 
 
+def t_interactive_class():
+    """The interactive class (VSHARE_CLASS=interactive, allowed by the
+    node's default) beside a loop of 50 ms kernels, mode on, quantum 30 s:
+    every later burst is done within 400 ms of being due (no slice, only
+    the loop's drain of one kernel), where a batch one waits for the
+    loop's slice of 1 s; and the status shows the class."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30, policy="fair",
+                  min_slice_ms=1000)
+    SCHEDS.append(s)
+    s.start()
+    c = start([example("vs-compute"), "--seconds", 30, "--kernel-ms", 50,
+               "--mem", "64K", "--progress-ms", 0])
+    wait_kernel(c)
+    time.sleep(0.5)
+    n = 8
+    b = start([example("vs-bursty"), "--bursts", n, "--kernels",
+               BURST_KERNELS, "--kernel-us", BURST_KERNEL_US, "--gap-ms",
+               GAP_MS, "--quiet"], VSHARE_CLASS="interactive")
+    klass = None
+    end = time.monotonic() + 20
+    while klass is None and time.monotonic() < end and b.poll() is None:
+        _, doc = gpu_status(s.sock)
+        for cl in (doc or {}).get("clients", []):
+            if cl.get("pid") == b.pid and cl.get("gpus"):
+                klass = (cl.get("class"), cl["gpus"][0].get("class"))
+        time.sleep(0.05)
+    finish_ok(b, timeout=60)
+    check(klass == ("interactive", "interactive"),
+          "status: the bursty program asked for and got the interactive "
+          "class (%s)" % (klass,))
+    bs = bursts_of(b.pid)
+    check(len(bs) == n, "all %d bursts ran" % n)
+    late = [(bs[i][1] - bs[i - 1][1]) / 1e9 - GAP_MS / 1e3
+            for i in range(1, n)]
+    print("later bursts done after being due: %s s" %
+          " ".join("%.3f" % x for x in late))
+    check(max(late) < 0.4,
+          "interactive: every later burst done within 400 ms of being due "
+          "beside 50 ms kernels (worst %.3f s)" % max(late))
+    ck = kernels(c.pid)
+    between = sum(1 for i in range(1, n)
+                  if any(bs[i - 1][1] <= k.start and k.end <= bs[i][0]
+                         for k in ck))
+    check(between >= (n - 1) // 2,
+          "the loop got the GPU back between bursts (%d of %d gaps)"
+          % (between, n - 1))
+    c.kill()
+    c.wait()
+    check_serialized()
+    s.stop()
+
+
 def t_interactive_fcfs():
     """Policy fcfs (the old order): the same first burst waits for the
     end of the loop's quantum."""
@@ -392,21 +444,15 @@ def t_users_fcfs():
     return 0
 
 
-SCENARIOS = {name[2:]: fn for name, fn in list(globals().items())
-             if name.startswith("t_") and callable(fn)}
-rc = 2
-try:
-    if SCENARIO not in SCENARIOS:
-        print("unknown scenario %s; the scenarios are: %s"
-              % (SCENARIO, " ".join(SCENARIOS)))
-    else:
-        rc = SCENARIOS[SCENARIO]() or 0
-finally:
-    run.kill_all()
-    for s in SCHEDS:
-        s.kill()
-    if rc != 0 and os.path.exists(os.path.join(TMP, "sched.log")):
-        with open(os.path.join(TMP, "sched.log")) as f:
-            print("--- scheduler log (tail) ---\n" + f.read()[-4000:])
-    shutil.rmtree(TMP, ignore_errors=True)
-sys.exit(rc)
+if __name__ == "__main__":
+    rc = 1
+    try:
+        rc = main(scenarios(globals()))
+    finally:
+        run.kill_all()
+        for s in SCHEDS:
+            s.kill()
+        if rc not in (0, 77):
+            print("--- scheduler log (tail) ---\n" +
+                  (SCHEDS[-1].logtext()[-4000:] if SCHEDS else ""))
+    sys.exit(rc)

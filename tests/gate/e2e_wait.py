@@ -8,21 +8,20 @@ VSHARE_WAIT_NOTICE=0, or a wait shorter than VSHARE_WAIT_NOTICE_MS, it
 prints nothing.
 
 usage: e2e_wait.py SCHEDULER VSHARECTL LIBVSHARE TESTDRIVER_DIR
-                   EXECLOG_PY EXAMPLES_DIR SCENARIO [SAN_PRELOAD]
+                   EXECLOG_PY EXAMPLES_DIR SCENARIO | --list
 Each function t_NAME is scenario NAME and ctest gate.wait.NAME
 (tests/gate/CMakeLists.txt). Exit 0 pass, 1 fail."""
 import os
 import pwd
 import re
-import shutil
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, driver_env, fail, load_execlog,
-                     tmpdir)
+from e2e_lib import (SAN_PRELOAD, Runner, Scheduler, check, driver_env, fail, load_execlog,
+                     main, scenarios, script_args, tmpdir)
 
-SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES, SCENARIO = sys.argv[1:8]
-SAN = sys.argv[8] if len(sys.argv) > 8 else ""
+SCHED, CTL, SHIM, TD_DIR, EXECLOG, EXAMPLES = script_args(6)
+SAN = SAN_PRELOAD
 execlog = load_execlog(EXECLOG)
 
 # The holder computes without a pause for HOLD_S, inside one quantum and
@@ -128,10 +127,11 @@ def t_threshold():
           "a wait under the threshold prints nothing (stderr: %r)" % w.err)
 
 
-try:
-    globals()["t_" + SCENARIO]()
-finally:
-    run.kill_all()
-    for s in SCHEDS:
-        s.stop()
-shutil.rmtree(TMP, ignore_errors=True)
+if __name__ == "__main__":
+    try:
+        rc = main(scenarios(globals()))
+    finally:
+        run.kill_all()
+        for s in SCHEDS:
+            s.stop()
+    sys.exit(rc)

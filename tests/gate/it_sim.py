@@ -2,19 +2,18 @@
 """Integration of the gate and client with the real vshare-scheduler:
 programs built from the real gate with fake CUDA operations (gate_sim),
 whose 'kernels' are sleeps inside the gate.
-usage: it_sim.py SCHEDULER VSHARECTL GATE_SIM SCENARIO"""
+usage: it_sim.py SCHEDULER VSHARECTL GATE_SIM SCENARIO | --list"""
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
 
-from e2e_lib import (Runner, Scheduler, check, cross_overlaps,
-                     first_stamp, kernels, now_ns, read_log, tmpdir)
+from e2e_lib import (Runner, Scheduler, check, cross_overlaps, first_stamp,
+                     kernels, main, now_ns, read_log, scenarios, script_args,
+                     tmpdir)
 
-SCHED, CTL, SIM, SCENARIO = sys.argv[1:5]
+SCHED, CTL, SIM = script_args(3)
 TMP = tmpdir()
 LOG = os.path.join(TMP, "exec.log")
 ENV = dict(os.environ, VSHARE_SOCKET=os.path.join(TMP, "sched.sock"),
@@ -29,7 +28,7 @@ def sim(*args, **env):
 ok_exit = run.finish_ok
 
 
-def mode_on():
+def t_mode_on():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     a = sim("-n", 30, "-k", 10, "-g", 5)
@@ -41,7 +40,7 @@ def mode_on():
     s.stop()
 
 
-def mode_off():
+def t_mode_off():
     s = Scheduler(SCHED, TMP, mode="off", tq_s=1)
     s.start()
     a = sim("-n", 30, "-k", 10, "-g", 5)
@@ -53,7 +52,7 @@ def mode_off():
     s.stop()
 
 
-def auto_fit():
+def t_auto_fit():
     s = Scheduler(SCHED, TMP, mode="auto", tq_s=1, capacity="256M")
     s.start()
     args = ("-n", 40, "-k", 10, "-g", 2, "-m", 32, "-M", 200, "-P", 300)
@@ -70,7 +69,7 @@ def auto_fit():
     s.stop()
 
 
-def idle_handover():
+def t_idle_handover():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
     s.start()
     a = sim("-n", 2, "-k", 10, "-g", 1500)
@@ -86,10 +85,11 @@ def idle_handover():
     s.stop()
 
 
-def idle_after_busy():
+def t_idle_after_busy():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
     s.start()
-    a = sim("-n", 20, "-k", 10, "-g", 2, "-P", 1500)
+    # The fixed idle time (the learned gap: gate.drop_idle_short_rhythm).
+    a = sim("-n", 20, "-k", 10, "-g", 2, "-P", 1500, VSHARE_IDLE_LEARN="0")
     time.sleep(0.05)
     b = sim("-n", 3, "-k", 10)
     ok_exit(a, b)
@@ -104,7 +104,7 @@ def idle_after_busy():
     s.stop()
 
 
-def busy_quantum():
+def t_busy_quantum():
     # The quantum's rule alone (under "fair", b, of no recent GPU time,
     # preempts a after the slice: gate.policy.*).
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1, policy="fcfs")
@@ -123,7 +123,7 @@ def busy_quantum():
     s.stop()
 
 
-def holder_killed():
+def t_holder_killed():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
     s.start()
     a = sim("-n", 1, "-k", 5000)
@@ -149,7 +149,7 @@ def status_clients(sock):
     return json.loads(out.stdout).get("clients", [])
 
 
-def sched_restart():
+def t_sched_restart():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     a = sim("-n", 150, "-k", 10, "-g", 2)
@@ -181,22 +181,16 @@ def sched_restart():
     s.stop()
 
 
-def no_scheduler():
+def t_no_scheduler():
     p = sim("-n", 5, "-k", 5)
     ok_exit(p)
     check(len(kernels(read_log(LOG))) == 5, "runs without a scheduler")
     check(p.err.count("no scheduler at") == 1, "one warning line")
 
 
-SCENARIOS = {
-    "mode_on": mode_on, "mode_off": mode_off, "auto_fit": auto_fit,
-    "idle_handover": idle_handover, "idle_after_busy": idle_after_busy, "busy_quantum": busy_quantum,
-    "holder_killed": holder_killed, "sched_restart": sched_restart,
-    "no_scheduler": no_scheduler,
-}
-
-try:
-    SCENARIOS[SCENARIO]()
-finally:
-    run.kill_all()
-shutil.rmtree(TMP, ignore_errors=True)
+if __name__ == "__main__":
+    try:
+        rc = main(scenarios(globals()))
+    finally:
+        run.kill_all()
+    sys.exit(rc)

@@ -2,10 +2,9 @@
 """Robustness of libvshare.so inside host programs: robust_prog CHECK with
 the shim preloaded on the CUDA test driver, against the real scheduler, no
 scheduler, or a scheduler that accepts connections and never answers.
-usage: robust.py SCHEDULER LIBVSHARE TESTDRIVER_DIR ROBUST_PROG SCENARIO
-                 [SAN_PRELOAD]"""
+usage: robust.py SCHEDULER LIBVSHARE TESTDRIVER_DIR ROBUST_PROG
+                 SCENARIO | --list"""
 import os
-import shutil
 import socket
 import struct
 import subprocess
@@ -13,10 +12,11 @@ import sys
 import threading
 import time
 
-from e2e_lib import Runner, Scheduler, check, fail, tmpdir
+from e2e_lib import (SAN_PRELOAD, Runner, Scheduler, T, check, fail, frame, main, scenarios,
+                     script_args, tmpdir)
 
-SCHED, SHIM, TD_DIR, PROG, SCENARIO = sys.argv[1:6]
-SAN = sys.argv[6] if len(sys.argv) > 6 else ""
+SCHED, SHIM, TD_DIR, PROG = script_args(4)
+SAN = SAN_PRELOAD
 
 TMP = tmpdir()
 ENV = dict(os.environ,
@@ -45,13 +45,13 @@ def mute_scheduler():
     return s
 
 
-def closefds():
+def t_closefds():
     run_check("closefds")
     check(True, "no scheduler: descriptors closed behind the shim's back "
           "are left alone")
 
 
-def closefds_sched():
+def t_closefds_sched():
     s = Scheduler(SCHED, TMP, mode="on")
     s.start()
     run_check("closefds")
@@ -68,7 +68,7 @@ def timed(name, limit, **env):
     return p
 
 
-def mute():
+def t_mute():
     m = mute_scheduler()
     p = timed("steady", 10)
     lines = [l for l in p.err.splitlines() if "does not answer" in l]
@@ -77,7 +77,7 @@ def mute():
     m.close()
 
 
-def mute_exit():
+def t_mute_exit():
     m = mute_scheduler()
     # GPU work waits for the scheduler; exit must not.
     for name in ("exit_waiting", "exit_thread"):
@@ -85,7 +85,7 @@ def mute_exit():
     m.close()
 
 
-def fork_busy():
+def t_fork_busy():
     # Two busy processes under a short quantum: grants, drops and
     # releases go on while each forks.
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
@@ -101,15 +101,26 @@ def fork_busy():
 
 
 def with_sched(name):
-    def scenario():
-        s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
-        s.start()
-        timed(name, 10)
-        s.stop()
-    return scenario
+    """The program's scenario name, timed, beside a scheduler in mode on."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    timed(name, 10)
+    s.stop()
 
 
-def signals():
+def t_spawn_fds():
+    with_sched("spawn_fds")
+
+
+def t_atexit_cuda():
+    with_sched("atexit_cuda")
+
+
+def t_dlclose():
+    with_sched("dlclose")
+
+
+def t_signals():
     # The first launch waits at the gate for a scheduler that does not
     # answer, while SIGALRM keeps coming.
     m = mute_scheduler()
@@ -117,7 +128,7 @@ def signals():
     m.close()
 
 
-def exit_releasing():
+def t_exit_releasing():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
     s.start()
     t0 = time.monotonic()
@@ -134,21 +145,21 @@ def exit_releasing():
     s.stop()
 
 
-def ctor():
+def t_ctor():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     timed("ctor", 10, ROBUST_CTOR=1)
     s.stop()
 
 
-def cancel():
+def t_cancel():
     # The waiting thread waits 2 s for a scheduler that does not answer.
     m = mute_scheduler()
     timed("cancel", 8)
     m.close()
 
 
-def backlog_full():
+def t_backlog_full():
     # A stopped scheduler whose listen queue is full: connect would block.
     m = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     m.bind(ENV["VSHARE_SOCKET"])
@@ -167,7 +178,7 @@ def backlog_full():
     m.close()
 
 
-def connect_flood():
+def t_connect_flood():
     """Two processes connect to the scheduler and close in a tight loop
     (one blocking in connect, one retrying EAGAIN at once): programs that
     start meanwhile register, waiting while the listen queue is full (a
@@ -200,14 +211,7 @@ def connect_flood():
     s.stop()
 
 
-MAGIC = 0x52485356
-
-
-def frame(typ, payload=b""):
-    return struct.pack("<IHHII", MAGIC, 1, typ, 0, len(payload)) + payload
-
-
-def flaky():
+def t_flaky():
     """A scheduler that welcomes each client and then sends a frame of a
     type the client does not know: the client must not reconnect in a
     tight loop nor log each time."""
@@ -226,8 +230,9 @@ def flaky():
             c.settimeout(1)
             try:
                 c.recv(4096)
-                c.sendall(frame(0x0101, struct.pack("<II", 1, len(conns))) +
-                          frame(0x01ee))
+                welcome = frame(T["WELCOME"],
+                                struct.pack("<II", 1, len(conns)))
+                c.sendall(welcome + frame(0x01ee))
             except OSError:
                 pass
 
@@ -242,24 +247,9 @@ def flaky():
     m.close()
 
 
-SCENARIOS = {
-    "flaky": flaky,
-    "backlog_full": backlog_full,
-    "connect_flood": connect_flood,
-    "cancel": cancel,
-    "ctor": ctor,
-    "exit_releasing": exit_releasing,
-    "fork_busy": fork_busy,
-    "spawn_fds": with_sched("spawn_fds"),
-    "atexit_cuda": with_sched("atexit_cuda"),
-    "dlclose": with_sched("dlclose"),
-    "signals": signals,
-    "mute": mute, "mute_exit": mute_exit,
-    "closefds": closefds, "closefds_sched": closefds_sched,
-}
-
-try:
-    SCENARIOS[SCENARIO]()
-finally:
-    run.kill_all()
-shutil.rmtree(TMP, ignore_errors=True)
+if __name__ == "__main__":
+    try:
+        rc = main(scenarios(globals()))
+    finally:
+        run.kill_all()
+    sys.exit(rc)

@@ -190,7 +190,8 @@ void drop_quantum_drains_and_releases(void **state)
 }
 
 /* Someone waits: the holder keeps the GPU while it keeps submitting and
- * hands it over idle_ms after its last submission. */
+ * hands it over idle_ms after its last submission (the fixed idle time:
+ * drop_idle_short_rhythm checks the learned one). */
 void drop_idle_waits_for_idle(void **state)
 {
 	uint64_t last, rel;
@@ -198,6 +199,7 @@ void drop_idle_waits_for_idle(void **state)
 
 	(void)state;
 	setenv("VSHARE_IDLE_MS", "200", 1);
+	setenv("VSHARE_IDLE_LEARN", "0", 1);
 	granted_start(0);
 	fs_drop(0, VS_DROP_IDLE);
 	for (int i = 0; i < 10; i++) {
@@ -215,6 +217,35 @@ void drop_idle_waits_for_idle(void **state)
 	/* The activity clock is coarse (a few ms). */
 	assert_true(rel >= 180);
 	assert_true(rel < 200 + 300);
+	assert_int_equal(LD(&fk.syncs[0]), 1);
+	unsetenv("VSHARE_IDLE_LEARN");
+	fake_shutdown();
+	fs_stop();
+}
+
+/* A holder whose pauses are short (a notebook cell's launches) hands
+ * the GPU over a few ms after its last submission, not idle_ms after. */
+void drop_idle_short_rhythm(void **state)
+{
+	uint64_t last, rel;
+	int tok;
+
+	(void)state;
+	setenv("VSHARE_IDLE_MS", "2000", 1);
+	granted_start(0);
+	for (int i = 0; i < 12; i++) {
+		tok = bracket_enter(0, NULL);
+		assert_true(tok >= 0);
+		bracket_exit(0, tok);
+		sleep_ms(5);
+	}
+	fs_drop(0, VS_DROP_IDLE);
+	last = now_ms();
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 4000), 0);
+	rel = now_ms() - last;
+	/* About 2 x 5 ms and a step of the coarse clock; far below the
+	 * 2 s of idle_ms whatever the load. */
+	assert_true(rel < 1000);
 	assert_int_equal(LD(&fk.syncs[0]), 1);
 	fake_shutdown();
 	fs_stop();

@@ -595,7 +595,7 @@ void one_device_fast_path(void **state)
 }
 
 /* What the scheduler sends when a per-user limit or its GPU table refuses
- * an ATTACH or a REQUEST (src/scheduler/srv.c: refuse): the GPU first. */
+ * an ATTACH or a REQUEST (src/scheduler/daemon/srv.c: refuse): the GPU first. */
 static void send_refusal(int dev, int32_t code)
 {
 	struct vs_error m;

@@ -16,9 +16,11 @@ are the circles; each is printed with the symbols that make each edge.
 With --layers L1,L2,... (the bottom layer first) it also fails on any
 edge from an object of a layer into one of a layer listed after it: a
 layer calls only its own and the layers below. An object's layer is the
-first folder of its path named after a layer, or after a layer's CMake
-object library (vshare_<layer>_obj.dir); objects of no listed layer are
-checked for circles only.
+nearest folder of its path (counted from the object up) named after a
+layer, or after a layer's CMake object library (vshare_<layer>_obj.dir),
+so a build directory somewhere below a folder that happens to bear a
+layer's name changes nothing; objects of no listed layer are checked for
+circles only.
 
 Usage: check_cycles.py [--nm NM] [--name LABEL] [--layers L1,L2,...]
                        OBJECT|DIRECTORY...
@@ -184,8 +186,9 @@ def report_circles(label, circles, edges, names):
 
 
 def layer_of(obj, layers):
-    """The index of obj's layer in layers, or None."""
-    for part in os.path.normpath(obj).split(os.sep):
+    """The index of obj's layer in layers, or None: its nearest folder
+    named after one."""
+    for part in reversed(os.path.normpath(obj).split(os.sep)[:-1]):
         if part.startswith("vshare_") and part.endswith("_obj.dir"):
             part = part[len("vshare_"):-len("_obj.dir")]
         if part in layers:

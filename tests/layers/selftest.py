@@ -6,7 +6,9 @@ checks that two files calling each other fail (exit 1, naming the edge
 symbols), two files in a line pass even though the lower one uses a
 global of the same name as the upper one's static helper, and that no
 object at all is a usage error (exit 2), not a pass; with --layers, a
-line in layer order passes and the same line read upside down fails.
+line in layer order passes and the same line read upside down fails,
+also where the objects lie below a folder named after the bottom layer
+(an object's layer is its nearest such folder).
 
 Usage: selftest.py CC NM
 """
@@ -90,6 +92,18 @@ def main(argv):
         ok &= expect("a call up a layer", rc, 1, out,
                      ["1 call(s) up a layer",
                       "line_a.o -> line_b.o: line_b"])
+        # The same objects in a build directory below a folder named
+        # after the bottom layer: each keeps its own folder's layer.
+        nested = os.path.join(tmp, "outer", "low", "build")
+        os.makedirs(nested)
+        os.replace(low, os.path.join(nested, "low"))
+        os.replace(high, os.path.join(nested, "high"))
+        rc, out = check(nm, "--layers", "high,low", nested)
+        ok &= expect("a call up a layer below a folder named after one",
+                     rc, 1, out, ["1 call(s) up a layer",
+                                  "line_a.o -> line_b.o: line_b"])
+        line = [os.path.join(nested, "high", "line_a.o"),
+                os.path.join(nested, "low", "line_b.o")]
         rc, out = check(nm, "--no-such-option", *line)
         ok &= expect("an unknown option", rc, 2, out)
     return 0 if ok else 1

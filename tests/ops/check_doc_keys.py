@@ -6,7 +6,7 @@ Usage: check_doc_keys.py BINDIR SRCDIR [DOCSDIR]
 The configuration keys are what `vshare-scheduler --print-config` writes
 for an empty file, with their defaults; which of them are per GPU and
 which need a restart come from the key table, CONF_KEYS in SRCDIR's
-src/scheduler/conf.c. The commands of vsharectl, and the options of
+src/scheduler/conf/conf.c. The commands of vsharectl, and the options of
 `vsharectl cdi generate`, are what their --help lists. DOCSDIR (default
 SRCDIR) holds the pages checked against them:
 
@@ -48,7 +48,7 @@ def read(path):
 
 def conf_table(srcdir):
     """The rows of CONF_KEYS: name -> (type, per GPU, needs a restart)."""
-    text = read(os.path.join(srcdir, "src", "scheduler", "conf.c"))
+    text = read(os.path.join(srcdir, "src", "scheduler", "conf", "conf.c"))
     start = text.find("#define CONF_KEYS(X)")
     if start < 0:
         sys.exit("conf.c: no CONF_KEYS table")

@@ -1,16 +1,14 @@
 """Shared helpers of the operations tests: where the build is, which parts
 of vshare it has, and a scheduler on a temporary socket."""
 
-import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "sched"))
+from schedtest import Daemon, short_tmpdir  # noqa: E402,F401
 
 BUILD = os.environ.get("VSHARE_BUILD_DIR", "")
 SOURCE = os.environ.get("VSHARE_SOURCE_DIR", "")
@@ -32,16 +30,6 @@ def need(*parts):
     missing = [p for p in parts if p not in PARTS]
     if missing:
         raise unittest.SkipTest("not in this build: " + ", ".join(missing))
-
-
-def short_tmpdir(prefix):
-    """A new directory whose path is short enough for a Unix socket
-    (sun_path holds 108 bytes), however deep the build directory is:
-    under $XDG_RUNTIME_DIR or $TMPDIR when they are short, else /tmp."""
-    for d in (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR")):
-        if d and len(d) <= 40 and os.path.isdir(d):
-            return tempfile.mkdtemp(prefix=prefix, dir=d)
-    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
 
 
 def base_env(**extra):
@@ -72,63 +60,18 @@ def parse_env_lines(text):
     return out
 
 
-class Scheduler:
-    """vshare-scheduler on a socket in a temporary directory."""
-
-    def __init__(self, tmpdir, config=None, binary=SCHEDULER, ctl=VSHARECTL):
-        """config: a file to use; by default an empty one, so that a
-        system-wide /etc/vshare/scheduler.json cannot change a test."""
-        self.dir = tmpdir
-        self.ctl = ctl
-        self.sock = os.path.join(tmpdir, "scheduler.sock")
-        if config is None:
-            config = os.path.join(tmpdir, "scheduler-empty.json")
-            with open(config, "w") as f:
-                f.write("{}\n")
-        self.log = open(os.path.join(tmpdir, "scheduler.log"), "w+")
-        self.proc = subprocess.Popen(
-            [binary, "--socket", self.sock, "--config", config],
-            stdout=self.log, stderr=subprocess.STDOUT, env=base_env())
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("vshare-scheduler exited: " + self.logtext())
-            if os.path.exists(self.sock) and self._connects():
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("vshare-scheduler did not listen on " + self.sock)
-
-    def _connects(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(self.sock)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
-
-    def logtext(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def status(self):
-        r = run([self.ctl, "--socket", self.sock, "--json", "status"])
-        if r.returncode != 0:
-            raise RuntimeError("vsharectl status failed: %s" % r.stderr)
-        return json.loads(r.stdout)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+def Scheduler(tmpdir, config=None, binary=SCHEDULER, ctl=VSHARECTL):
+    """vshare-scheduler on tmpdir/scheduler.sock, started: the tests'
+    Daemon (tests/sched/schedtest.py), with a clean environment. config:
+    a file to use; by default an empty one, so that a system-wide
+    /etc/vshare/scheduler.json cannot change a test. stop() it."""
+    if config is None:
+        config = os.path.join(tmpdir, "scheduler-empty.json")
+        with open(config, "w") as f:
+            f.write("{}\n")
+    return Daemon(BIN, config, dir=tmpdir, binary=binary, ctl=ctl,
+                  sock=os.path.join(tmpdir, "scheduler.sock"),
+                  env=base_env())
 
 
 def pids_in(doc):

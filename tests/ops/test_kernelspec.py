@@ -48,7 +48,9 @@ class Kernelspec(unittest.TestCase):
         self.assertEqual(argv[0], os.path.realpath(VSHARE_RUN))
         sep = argv.index("--")
         opts, inner = argv[1:sep], argv[sep + 1:]
+        # A notebook's kernel asks for the interactive class by default.
         self.assertEqual(opts, ["--socket", "/tmp/vs.sock", "--mem-limit", "2G",
+                                "--class", "interactive",
                                 "--jupyter-kernel", "vs-test"])
         self.assertIn("ipykernel_launcher", inner)
         self.assertEqual(inner[-1], "{connection_file}")
@@ -67,6 +69,22 @@ class Kernelspec(unittest.TestCase):
         self.assertIn("--jupyter-kernel", spec["argv"])
         # A clean install says what it did and nothing else.
         self.assertEqual(r.stderr, "")
+
+    def test_class(self):
+        # The class given wins over the kernel's default, and reaches the
+        # environment as VSHARE_CLASS.
+        self.install("--class", "batch", "--install-kernel", "--prefix",
+                     self.prefix, "--name", "k-batch")
+        argv = self.spec(self.prefix, "share", "jupyter", "kernels",
+                         "k-batch")["argv"]
+        self.assertEqual(argv[1:3], ["--class", "batch"])
+        self.assertNotIn("interactive", argv)
+        r = run([VSHARE_RUN, "--class", "interactive", "--print-env", "--",
+                 "true"], env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env_lines(r.stdout).get("VSHARE_CLASS"),
+                         "interactive")
+        self.install("--class", "urgent", "--", "true", expect=2)
 
     def test_wrapping_a_vshare_kernel_does_not_nest(self):
         self.install("--install-kernel", "--prefix", self.prefix, "--name", "a")

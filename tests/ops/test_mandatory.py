@@ -20,11 +20,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
 
 import opsutil
-from opsutil import BIN, SCHEDULER, SHIM, TESTDRIVER_DIR
+from opsutil import BIN, SHIM, TESTDRIVER_DIR
 
 ROOTLIB = "/usr/lib/vshare/libvshare.so"
 STATIC_SRC = r"""
@@ -109,19 +108,10 @@ class Root:
         self.client_conf("")
         self.mount(["--bind", self.run_dir], r + "/run/vshare")
         self.mount(["-t", "proc", "proc"], r + "/proc")
-        conf = os.path.join(self.dir, "scheduler.json")
-        with open(conf, "w") as f:
-            f.write('{"log_level": "debug"}\n')
-        self.sched_log = os.path.join(self.dir, "scheduler.log")
-        self.sched = subprocess.Popen(
-            [SCHEDULER, "--socket", self.run_dir + "/scheduler.sock",
-             "--config", conf], stdout=open(self.sched_log, "w"),
-            stderr=subprocess.STDOUT, env=opsutil.base_env())
-        deadline = time.monotonic() + 10
-        while not os.path.exists(self.run_dir + "/scheduler.sock"):
-            if time.monotonic() > deadline or self.sched.poll() is not None:
-                raise RuntimeError("the scheduler did not start")
-            time.sleep(0.05)
+        self.sched = opsutil.Daemon(
+            BIN, {"log_level": "debug"}, dir=self.dir,
+            sock=self.run_dir + "/scheduler.sock", env=opsutil.base_env())
+        self.sched_log = self.sched.log
 
     def libc_path(self):
         r = subprocess.run(["ldd", shutil.which("true")], capture_output=True,
@@ -159,9 +149,8 @@ class Root:
             return f.read().count("registered")
 
     def close(self):
-        if self.sched and self.sched.poll() is None:
-            self.sched.terminate()
-            self.sched.wait(10)
+        if self.sched:
+            self.sched.stop()
         clean = True
         for target in reversed(self.mounted):
             if subprocess.run(["umount", "-l", target]).returncode != 0:

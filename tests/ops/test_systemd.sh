@@ -27,8 +27,11 @@ case ",${VSHARE_PARTS:-}," in
 *)
 	echo "note: no vshare-scheduler in this tree; verifying with ExecStart=/bin/true"
 	sed 's|^ExecStart=[^ ]*|ExecStart=/bin/true|' "$unit" >"$tmp/vshare-scheduler.service"
+	cp "$build/packaging/verify/vshare-scheduler.socket" "$tmp/"
 	unit=$tmp/vshare-scheduler.service ;;
 esac
+# The socket unit that the service requires, verified with it.
+socket_unit=$(dirname "$unit")/vshare-scheduler.socket
 
 # verify also runs man(1) on the unit's man: link: the build's pages when
 # scdoc made them, else that check is left out.
@@ -40,7 +43,7 @@ if [ -f "$build/man/man8/vshare-scheduler.8" ]; then
 fi
 # verify exits 0 on some warnings (an unknown key, a bad value), so any
 # line it prints about our unit is a failure too.
-if ! systemd-analyze verify "$man" "$unit" >"$tmp/verify.out" 2>&1; then
+if ! systemd-analyze verify "$man" "$unit" "$socket_unit" >"$tmp/verify.out" 2>&1; then
 	cat "$tmp/verify.out"; fail "systemd-analyze verify"
 fi
 if grep -i vshare "$tmp/verify.out"; then
@@ -69,6 +72,7 @@ grep -v '^#' "$src/packaging/systemd/metrics-network.conf" |
 	cmp -s - "$tmp/dropin" ||
 	fail "packaging/systemd/metrics-network.conf differs from the unit's comment"
 cat "$unit" "$tmp/dropin" >"$tmp/metrics/vshare-scheduler.service"
+cp "$socket_unit" "$tmp/metrics/"
 if ! systemd-analyze verify "$man" "$tmp/metrics/vshare-scheduler.service" \
 	>"$tmp/verify-m.out" 2>&1 || grep -i vshare "$tmp/verify-m.out"; then
 	cat "$tmp/verify-m.out"; fail "systemd-analyze verify with the metrics drop-in"
@@ -82,7 +86,8 @@ echo "ok: the metrics drop-in: $(grep 'Overall exposure' "$tmp/sec-m.out")"
 for d in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes \
 	PrivateTmp=yes RestrictAddressFamilies=AF_UNIX UMask=0117 \
 	Restart=on-failure RuntimeDirectory=vshare RuntimeDirectoryPreserve=yes \
-	User=vshare Group=vshare Type=notify NotifyAccess=main; do
+	User=vshare Group=vshare Type=notify NotifyAccess=main \
+	Requires=vshare-scheduler.socket After=vshare-scheduler.socket; do
 	grep -qx "$d" "$installed_unit" || fail "unit lacks $d"
 done
 grep -q '^ExecStart=/.*/vshare-scheduler --config /.*/vshare/scheduler.json$' \

@@ -4,15 +4,23 @@
  * a test puts its directory in LD_LIBRARY_PATH. It knows the GPUs that
  * VSHARE_FAKE_NVML lists (UUIDs separated by commas); a GPU's NVML index
  * is its place in that list, and each has 16 GiB. Only the entry points
- * the daemon uses are here.
+ * the daemon and the device plugin use are here.
+ *
+ * A GPU can be made to fall off the bus while a program runs: when
+ * VSHARE_FAKE_NVML_LOST names a file, every GPU whose index is a line of
+ * that file answers GPU_IS_LOST to a memory query, as a lost GPU does.
+ * A GPU's device node number (/dev/nvidiaN) is its index, or the entry
+ * of VSHARE_FAKE_NVML_MINORS (numbers separated by commas) at its index.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NVML_SUCCESS         0
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INVALID   2
+#define NVML_ERROR_GPU_IS_LOST 15
 
 struct nvml_mem {
 	unsigned long long total, free, used;
@@ -23,6 +31,9 @@ int nvmlShutdown(void);
 int nvmlDeviceGetHandleByUUID(const char *uuid, void **dev);
 int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_mem *m);
 int nvmlDeviceGetIndex(void *dev, unsigned int *index);
+int nvmlDeviceGetCount_v2(unsigned int *n);
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev);
+int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor);
 
 int nvmlInit_v2(void)
 {
@@ -56,10 +67,72 @@ int nvmlDeviceGetHandleByUUID(const char *uuid, void **dev)
 	return NVML_ERROR_NOT_FOUND;
 }
 
+int nvmlDeviceGetCount_v2(unsigned int *n)
+{
+	const char *list = getenv("VSHARE_FAKE_NVML");
+
+	if (n == NULL)
+		return NVML_ERROR_INVALID;
+	*n = 0;
+	if (list != NULL && *list != '\0')
+		for (*n = 1; *list != '\0'; list++)
+			*n += *list == ',';
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev)
+{
+	unsigned int n;
+
+	if (dev == NULL || nvmlDeviceGetCount_v2(&n) != 0 || i >= n)
+		return NVML_ERROR_INVALID;
+	*dev = (void *)((uintptr_t)i + 1);
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor)
+{
+	const char *list = getenv("VSHARE_FAKE_NVML_MINORS");
+	uintptr_t index;
+
+	if (dev == NULL || minor == NULL)
+		return NVML_ERROR_INVALID;
+	index = (uintptr_t)dev - 1;
+	*minor = (unsigned int)index;
+	for (uintptr_t i = 0; list != NULL && *list != '\0'; i++) {
+		if (i == index) {
+			*minor = (unsigned int)strtoul(list, NULL, 10);
+			break;
+		}
+		list = strchr(list, ',');
+		list = list ? list + 1 : "";
+	}
+	return NVML_SUCCESS;
+}
+
+/* Whether the GPU of handle dev is listed in VSHARE_FAKE_NVML_LOST's
+ * file. */
+static int lost(void *dev)
+{
+	const char *path = getenv("VSHARE_FAKE_NVML_LOST");
+	unsigned int index;
+	FILE *f;
+	int hit = 0;
+
+	if (path == NULL || (f = fopen(path, "r")) == NULL)
+		return 0;
+	while (!hit && fscanf(f, "%u", &index) == 1)
+		hit = index + 1 == (uintptr_t)dev;
+	fclose(f);
+	return hit;
+}
+
 int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_mem *m)
 {
 	if (dev == NULL || m == NULL)
 		return NVML_ERROR_INVALID;
+	if (lost(dev))
+		return NVML_ERROR_GPU_IS_LOST;
 	m->total = 16ull << 30;
 	m->used = 0;
 	m->free = m->total;

@@ -14,6 +14,14 @@ connections open until its stdin closes (or --hold seconds pass).
   hostile_peer.py SOCKET register N          not an attack: N programs one after the
                                              other connect as the shim does and time
                                              their registration
+  hostile_peer.py SOCKET settq N             one connection sends N SET_TQ, reading
+                                             each reply
+  hostile_peer.py SOCKET hellos N            N connections one after the other: HELLO
+                                             and SET_TQ, their answers, close
+  hostile_peer.py SOCKET tagged N TAG        one connection attaches N made-up GPUs
+                                             (GPU-ee<TAG>...)
+
+The frames come from vsproto.py, copied beside it.
 """
 import json
 import os
@@ -24,57 +32,20 @@ import struct
 import sys
 import time
 
-HDR = struct.Struct("<IHHII")
-MAGIC, VERSION = 0x52485356, 1
-HELLO, ATTACH, REQUEST, ERROR, STATUS = 0x1, 0x2, 0x4, 0x105, 0x201
-UUID = bytes.fromhex("00000000000000000000000000000001")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vsproto  # noqa: E402
+from vsproto import (HDR, T, UUID, admin_set, attach, connect,  # noqa: E402
+                     errors_of, frame, frames)
 
-
-def frame(t, payload):
-    return HDR.pack(MAGIC, VERSION, t, 0, len(payload)) + payload
+HELLO, ATTACH, REQUEST, ERROR, STATUS = (T["HELLO"], T["ATTACH"],
+                                         T["REQUEST"], T["ERROR"],
+                                         T["STATUS"])
+WELCOME, REPLY = T["WELCOME"], T["REPLY"]
+BATCH = 100  # frames in flight: their replies stay well under outq_pause
 
 
 def hello(label=b"hostile"):
-    return frame(HELLO, struct.pack("<II64s", VERSION, 0, label))
-
-
-def attach(uuid, total):
-    return frame(ATTACH, uuid + struct.pack("<Q", total))
-
-
-def connect(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    return s
-
-
-def errors_of(s, timeout):
-    """ERROR frames (code, detail, msg) read within timeout; and EOF?"""
-    out, buf, eof = [], b"", False
-    s.setblocking(False)
-    end = time.monotonic() + timeout
-    po = select.poll()
-    po.register(s, select.POLLIN)
-    while time.monotonic() < end:
-        if not po.poll(max(0, end - time.monotonic()) * 1000):
-            break
-        try:
-            d = s.recv(65536)
-        except (ConnectionResetError, BlockingIOError):
-            d = b""
-        if not d:
-            eof = True
-            break
-        buf += d
-        while len(buf) >= HDR.size:
-            _, _, t, _, n = HDR.unpack(buf[:HDR.size])
-            if len(buf) < HDR.size + n:
-                break
-            p, buf = buf[HDR.size:HDR.size + n], buf[HDR.size + n:]
-            if t == ERROR:
-                code, detail = struct.unpack("<iI", p[:8])
-                out.append((code, detail, p[8:].split(b"\0")[0].decode()))
-    return out, eof
+    return vsproto.hello(label)
 
 
 def lie(path, total):
@@ -237,7 +208,6 @@ def churn(path, seconds, how):
 # busy scheduler, tried again for up to 3 s, each try waiting in the
 # listen queue for 50 ms at most; a connection must be welcomed within 2 s.
 BUSY_WAIT, BUSY_FOR, WELCOME_FOR = 0.05, 3.0, 2.0
-WELCOME = 0x101
 
 
 def shim_connect(path):
@@ -300,6 +270,54 @@ def register(path, n):
     return out, socks
 
 
+def settq(path, n):
+    """SET_TQ after SET_TQ on one connection (a non-admin's: each is
+    refused), reading each reply: the count of each reply status."""
+    s = connect(path)
+    req = admin_set("SET_TQ", 5)
+    statuses = {}
+    left = int(n)
+    while left > 0:
+        k = min(BATCH, left)
+        s.sendall(req * k)
+        got = frames(s, k)
+        for t, p in got:
+            st = struct.unpack("<i", p[:4])[0] if t == REPLY else "other"
+            statuses[str(st)] = statuses.get(str(st), 0) + 1
+        if len(got) < k:
+            break
+        left -= k
+    return {"replies": statuses}, [s]
+
+
+def hellos(path, n):
+    """Each connection registers, is refused an admin request, leaves:
+    three lines' worth each, were every one logged."""
+    welcomed = refused = 0
+    req = admin_set("SET_TQ", 5)
+    for _ in range(int(n)):
+        s = connect(path)
+        s.sendall(hello(b"looper") + req)
+        f = frames(s, 2, 10)
+        welcomed += any(t == WELCOME for t, _ in f)
+        refused += any(t == REPLY and p[:4] == struct.pack("<i", -1)
+                       for t, p in f)
+        s.close()
+    return {"welcomed": welcomed, "refused": refused}, []
+
+
+def tagged(path, n, tag):
+    """One connection attaches n made-up GPUs whose UUIDs carry tag."""
+    s = connect(path)
+    msg = hello(b"filler")
+    for j in range(int(n)):
+        msg += attach(bytes([0xee, int(tag), j & 0xff, j >> 8]) + bytes(12),
+                      1 << 30)
+    s.sendall(msg)
+    errs, eof = errors_of(s, 0.5)
+    return {"refused": len(errs), "closed": eof}, [s]
+
+
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -312,7 +330,8 @@ def main():
         sys.stdin.read()
         return
     fn = {"lie": lie, "label": label, "fill": fill, "conns": conns,
-          "flood": flood, "register": register}[cmd]
+          "flood": flood, "register": register, "settq": settq,
+          "hellos": hellos, "tagged": tagged}[cmd]
     result, keep = fn(path, *args)
     print(json.dumps(result), flush=True)
     sys.stdin.read()  # hold the connections until told to stop

@@ -13,13 +13,13 @@ import socket
 import struct
 import subprocess
 
-from schedtest import (Daemon, T, check, closed_by_peer, frame, main,
-                       recv_frame_v, scenarios, wait_for)
+from schedtest import (VERSION3, Daemon, T, check, closed_by_peer,
+                       frame, main, recv_frame_v, scenarios, wait_for)
+import vsproto
 
-POLICY = 0x107
-VERSION3 = 3
-POLICY_FMT = struct.Struct("<QIIQ")   # mem_limit, flags, weight, reserved
-REQUIRE = 0x1
+POLICY = T["POLICY"]
+POLICY_FMT = vsproto.S["policy"].struct  # mem_limit, flags, weight, reserved
+REQUIRE = vsproto.POLICYF["REQUIRE"]
 
 
 def me():

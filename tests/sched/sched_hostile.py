@@ -25,28 +25,56 @@ def as_user(uid, argv):
             "--clear-groups"] + argv
 
 
-class Peer:
-    """hostile_peer.py as nobody; its connections live until stop()."""
+HERE = os.path.dirname(os.path.abspath(__file__))
+# What a peer script needs beside it: its own folder may sit where the
+# other user cannot enter, so they run from copies in the daemon's
+# directory.
+PEER_FILES = ("hostile_peer.py", "hostile_lock.py", "sched_lock.py",
+              "schedtest.py", "vsproto.py")
 
-    def __init__(self, d, *args, uid="65534"):
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                           "hostile_peer.py")
+
+class Peer:
+    """A peer script of this folder (hostile_peer.py unless script names
+    another) run as another user, with args after the daemon's socket. It
+    prints one JSON line when it has done its part (the attribute result,
+    read here unless wait is False: then read() it); its connections live
+    until stop()."""
+
+    def __init__(self, d, *args, uid="65534", script="hostile_peer.py",
+                 wait=True):
         pub = os.path.join(d.dir, "pub")
         os.makedirs(pub, mode=0o755, exist_ok=True)
-        dst = os.path.join(pub, "hostile_peer.py")
-        shutil.copy(src, dst)
-        os.chmod(dst, 0o755)
+        for name in PEER_FILES:
+            dst = os.path.join(pub, name)
+            if not os.path.exists(dst):
+                shutil.copy(os.path.join(HERE, name), dst)
+                os.chmod(dst, 0o755)
         self.p = subprocess.Popen(
-            as_user(uid, [sys.executable, dst, d.sock] +
-                    [str(a) for a in args]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            as_user(uid, [sys.executable, os.path.join(pub, script),
+                          d.sock] + [str(a) for a in args]),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=pub)
+        self.result = self.read() if wait else None
+
+    def read(self):
+        """The peer's next JSON line."""
         line = self.p.stdout.readline()
-        check(line, "hostile peer printed nothing")
-        self.result = json.loads(line)
+        check(line, "the peer printed nothing")
+        return json.loads(line)
+
+    def go(self):
+        """A line on the peer's stdin: the signal some attacks wait for."""
+        self.p.stdin.write("go\n")
+        self.p.stdin.flush()
 
     def stop(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=30)
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
 
 
 def victim(d, *args, uid=VICTIM, timeout=20):

@@ -143,9 +143,7 @@ def mode_of(path):
 def start_fails(d, env=None):
     """Run the daemon of d (not started) in the foreground: (status,
     stderr); a daemon that starts is stopped, and fails the check."""
-    p = subprocess.Popen([d.bin("vshare-scheduler"), "--socket", d.sock,
-                          "--config", d.conf], env=env, text=True,
-                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    p = d.spawn(env=env, text=True, stderr=subprocess.PIPE)
     try:
         _, err = p.communicate(timeout=5)
     except subprocess.TimeoutExpired:

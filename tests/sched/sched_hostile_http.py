@@ -6,7 +6,7 @@ so these tests need no second user.
 
 Usage: sched_hostile_http.py BINDIR SCENARIO (exit 0 pass, 1 fail).
 
-The daemon's limits (src/scheduler/http.c, docs/operations.md): 64
+The daemon's limits (src/scheduler/daemon/http.c, docs/operations.md): 64
 connections, 4 per client address, and a connection is closed 5 s after
 it was accepted, whatever it does (each answer closes it anyway). Every
 connection here is to 127.0.0.1, from a source address of 127.0.0.0/8

@@ -8,7 +8,6 @@ come in VSHARE_TEST_SHIM, VSHARE_TEST_DRIVER_DIR and VSHARE_TEST_BURSTY).
 
 Usage: sched_hostile_lock.py BINDIR SCENARIO (needs root to switch users;
 skips with 77 otherwise)."""
-import json
 import os
 import shutil
 import struct
@@ -20,7 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from schedtest import (T, UUID, Daemon, Fail, check, frame,  # noqa: E402
                        main, recv_frame, scenarios, wait_for)
-from sched_hostile import OPEN, VICTIM, as_user, guarded  # noqa: E402
+from sched_hostile import OPEN, VICTIM, Peer, as_user, guarded  # noqa: E402
 from sched_lock import (GPU, CLOSED, LockClient, counter,  # noqa: E402
                         state_of)
 
@@ -28,42 +27,13 @@ ON = dict(OPEN, mode="on", gpus={GPU: {}})
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class Attacker:
-    """hostile_lock.py as nobody; lives until stop()."""
+class Attacker(Peer):
+    """hostile_lock.py as nobody; its first line (ready) once it has
+    joined, read() after its attack; lives until stop()."""
 
     def __init__(self, d, *args):
-        pub = os.path.join(d.dir, "pub")
-        os.makedirs(pub, mode=0o755, exist_ok=True)
-        for f in ("hostile_lock.py", "sched_lock.py", "schedtest.py"):
-            shutil.copy(os.path.join(HERE, f), pub)
-            os.chmod(os.path.join(pub, f), 0o644)
-        self.p = subprocess.Popen(
-            as_user("65534", [sys.executable,
-                              os.path.join(pub, "hostile_lock.py"), d.sock] +
-                    [str(a) for a in args]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            cwd=pub)
-        line = self.p.stdout.readline()
-        check(line, "the attacker printed nothing")
-        self.ready = json.loads(line)
-
-    def go(self):
-        self.p.stdin.write("go\n")
-        self.p.stdin.flush()
-
-    def result(self):
-        line = self.p.stdout.readline()
-        check(line, "the attacker printed no result")
-        return json.loads(line)
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.stdin.close()
-            try:
-                self.p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        super().__init__(d, *args, script="hostile_lock.py")
+        self.ready = self.result
 
 
 def granted(c, timeout=5):
@@ -86,7 +56,7 @@ def t_forged_token(b):
         check(recv_frame(v1)[0] == T["WELCOME"], "v1 welcome")
         evil = Attacker(d, "forge", 64)
         check(evil.ready["page"], "the attacker got a page")
-        evil.result()
+        evil.read()
         for c in ("victim", "old"):
             check(state_of(d, c) in ("idle", None), "%s adopted" % c)
         v5.send("REQUEST")
@@ -112,7 +82,7 @@ def t_copied_mark(b):
         evil = Attacker(d, "copy", 2)
         wait_for(lambda: v.opening() != 0, 5, "open")
         check(v.take(), "the victim's take")
-        check(evil.result()["copied"] != 0, "the attacker saw the take")
+        check(evil.read()["copied"] != 0, "the attacker saw the take")
         v.send("TOOK")
         wait_for(lambda: state_of(d, "victim") == "holding", 5, "holding")
         v.send("RELEASED")
@@ -122,7 +92,7 @@ def t_copied_mark(b):
         v.send("REQUEST")
         granted(v)
         check(state_of(d, "victim") == "holding", "the victim holds")
-        evil.result()
+        evil.read()
         evil.stop()
         v.close()
 
@@ -147,7 +117,7 @@ def t_took_flood(b):
         check(states <= {"idle"}, "the attacker was %r" % states)
         a.send("RELEASED")
         granted(w)
-        sent = evil.result()["sent"]
+        sent = evil.read()["sent"]
         check(state_of(d, "hostile") == "idle", "the attacker holds")
         m = d.ctl("metrics")[1]
         wait_for(lambda: counter(d.ctl("metrics")[1],
@@ -182,7 +152,7 @@ def t_free_over_held(b):
                 took += 1
                 c.set_word(CLOSED)
             time.sleep(0.0005)
-        r = evil.result()
+        r = evil.read()
         check(r["writes"] > 100, "the attack ran: %r" % r)
         check(took == 0, "a third client took a held GPU %d times in %d "
               "tries" % (took, tries))
@@ -297,7 +267,7 @@ def t_forged_shim_victim(b):
                 v.kill()
                 out, err = v.communicate()
             evil.go()
-            r = evil.result()
+            r = evil.read()
         finally:
             evil.stop()
             if n:
@@ -321,7 +291,7 @@ def t_punch_hole(b):
     magic, the slots and the fast path stay for every later client."""
     with Daemon(b, ON) as d:
         evil = Attacker(d, "punch")
-        errs = evil.result()["errno"]
+        errs = evil.read()["errno"]
         check(errs and errs[0] != 0, "the state page took a hole: %r" % errs)
         n = LockClient(d.sock, b"later")
         check(n.state is not None and

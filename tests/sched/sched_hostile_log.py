@@ -7,18 +7,14 @@ ones.
 
 Usage: sched_hostile_log.py BINDIR SCENARIO (needs root to switch users;
 skips with 77 otherwise)."""
-import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from schedtest import Daemon, check, main, scenarios, wait_for  # noqa: E402
-from sched_hostile import OPEN, as_user, guarded, victim  # noqa: E402
+from sched_hostile import OPEN, Peer, guarded, victim  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 # What an attack may leave in the log: the start-up lines, the few lines
 # the limits let through (a burst, then one a second per uid) and their
 # counts. Without the limits each attack writes thousands.
@@ -26,36 +22,9 @@ MAX_LINES = 100
 REAL = "GPU-5b2c0a8e-1d3f-4c71-9a0e-3f6d2b1c9e77"
 
 
-class Peer:
-    """A peer script of this folder as another user; its connections live
-    until stop(). start() returns at once, result() reads its line."""
-
-    def __init__(self, d, script, *args, uid="65534"):
-        pub = os.path.join(d.dir, "pub")
-        os.makedirs(pub, mode=0o755, exist_ok=True)
-        for name in ("hostile_peer.py", "log_peer.py"):
-            dst = os.path.join(pub, name)
-            if not os.path.exists(dst):
-                shutil.copy(os.path.join(HERE, name), dst)
-                os.chmod(dst, 0o755)
-        self.p = subprocess.Popen(
-            as_user(uid, [sys.executable, os.path.join(pub, script),
-                          d.sock] + [str(a) for a in args]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-    def result(self):
-        line = self.p.stdout.readline()
-        check(line, "the peer printed nothing")
-        return json.loads(line)
-
-    def stop(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=30)
-
-
-def peer(d, script, *args, uid="65534"):
-    p = Peer(d, script, *args, uid=uid)
-    return p, p.result()
+def peer(d, *args, uid="65534"):
+    p = Peer(d, *args, uid=uid)
+    return p, p.result
 
 
 def stopped_log(d):
@@ -85,7 +54,7 @@ def t_log_settq(b):
     """20000 SET_TQ of a non-admin on one connection: each is refused and
     counted, the refusal is logged once, the log stays under 100 lines."""
     with Daemon(b, OPEN) as d:
-        p, r = peer(d, "log_peer.py", "settq", 20000)
+        p, r = peer(d, "settq", 20000)
         check(r["replies"] == {"-1": 20000}, "replies %r" % r)
         wait_for(lambda: refusals(d, "not_admin") == 20000, 5,
                  "the refusals counted")
@@ -101,7 +70,7 @@ def t_log_reconnect(b):
     registering, sending a SET_TQ and leaving: under 100 log lines, and a
     line says how many were not logged."""
     with Daemon(b, OPEN) as d:
-        p, r = peer(d, "log_peer.py", "hellos", 2000)
+        p, r = peer(d, "hellos", 2000)
         check(r == {"welcomed": 2000, "refused": 2000}, "answers %r" % r)
         wait_for(lambda: refusals(d, "not_admin") == 2000, 5,
                  "the refusals counted")
@@ -122,7 +91,7 @@ def t_log_label(b):
     the log, where it would otherwise pass for more of the line."""
     lab = b'x" uid 0 \xe2\x80\x8bz'
     with Daemon(b, OPEN) as d:
-        p, r = peer(d, "hostile_peer.py", "label", lab.hex())
+        p, r = peer(d, "label", lab.hex())
         check(r["errors"] == [], "refused: %r" % r)
         p.stop()
         wait_for(lambda: "left" in d.logtext(), 5, "the client leaving")
@@ -141,10 +110,10 @@ def t_gpu_table_named(b):
     attaches and is scheduled."""
     cfg = dict(OPEN, gpus={REAL: {"mode": "on"}})
     with Daemon(b, cfg) as d:
-        peers = [Peer(d, "log_peer.py", "fill", 64, i, uid=str(60001 + i))
+        peers = [Peer(d, "tagged", 64, i, uid=str(60001 + i), wait=False)
                  for i in range(16)]
         for p in peers:
-            check(p.result()["refused"] == 0, "a made-up GPU refused")
+            check(p.read()["refused"] == 0, "a made-up GPU refused")
         wait_for(lambda: len(d.status()["gpus"]) == 1024, 20,
                  "1024 GPU records")
         rc, out = victim(d, "--uuid", "GPU-eeff0000-0000-0000-0000-"

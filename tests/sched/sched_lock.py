@@ -12,21 +12,21 @@ import socket
 import struct
 import sys
 
-from schedtest import (Daemon, Fail, T, UUID, check, frame, main,
+from schedtest import (HDR, Daemon, Fail, T, UUID, check, frame, main,
                        recv_frame, scenarios, wait_for)
+import vsproto
 
-T.update(TOOK=0x9, LOCK_PAGE=0x108)
-PAGE_SIZE = 16384
-CLOSED, V4_FREE = 0, 1
-OPEN_BIT, TOKEN_BIT = 1 << 62, 1 << 63
-E_STATE, E_VERSION = -16, -95
+PAGE_SIZE = vsproto.S["lock_page"].size
+CLOSED, V4_FREE = vsproto.LOCK_CLOSED, 1
+OPEN_BIT, TOKEN_BIT = vsproto.LOCK_OPEN_BIT, vsproto.LOCK_TOKEN_BIT
+E_STATE, E_VERSION = vsproto.E["STATE"], vsproto.E["VERSION"]
 F_GET_SEALS = 1034
 F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 0x2, 0x4, 0x8
 F_SEAL_FUTURE_WRITE = 0x10
 
 
 M64 = (1 << 64) - 1
-MARK_K1 = 0x9e3779b97f4a7c15
+MARK_K1 = vsproto.LOCK_MARK_K1
 
 
 def _rotl(x, b):
@@ -90,7 +90,7 @@ class LockClient:
             msg, more, _, _ = socket.recv_fds(self.s, 16, 4)
             check(len(msg) == 16, "a frame header")
             fds += more
-            _, _, mtype, _, n = struct.unpack("<IHHII", msg)
+            _, _, mtype, _, n = HDR.unpack(msg)
             p = self.s.recv(n, socket.MSG_WAITALL) if n else b""
             if mtype == T["ERROR"] and \
                     struct.unpack("<i", p[:4])[0] == E_VERSION and \

@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import struct
-import subprocess
 import sys
 
 from schedtest import Daemon, Fail, check, main, scenarios
@@ -64,10 +63,7 @@ def connects(path):
 def start(d, note):
     """Start the daemon as systemd would, with NOTIFY_SOCKET set, and
     return once READY=1 came; the socket must accept connections then."""
-    env = dict(os.environ, NOTIFY_SOCKET=note.path)
-    d.proc = subprocess.Popen(
-        [d.bin("vshare-scheduler"), "--socket", d.sock, "--config", d.conf],
-        stderr=open(d.log, "a"), stdout=subprocess.DEVNULL, env=env)
+    d.spawn(env=dict(os.environ, NOTIFY_SOCKET=note.path))
     msg = note.recv(d.proc.pid)
     check(msg.get("READY") == "1", "first notification is not READY=1: %r"
           % msg)

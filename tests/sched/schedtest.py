@@ -1,35 +1,35 @@
 """Helpers for the scheduler integration tests: a real vshare-scheduler on a
 temporary socket, the real vsharectl, sched_testclient, and raw frames."""
+import atexit
+import inspect
 import json
 import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 
-MAGIC = 0x52485356
-VERSION = 1
-HDR = struct.Struct("<IHHII")
-T = dict(HELLO=0x1, ATTACH=0x2, FOOTPRINT=0x3, REQUEST=0x4, RELEASED=0x5,
-         WELCOME=0x101, GRANT=0x102, DROP=0x103, MODE=0x104, ERROR=0x105,
-         STATUS=0x201, SET_TQ=0x202, SET_MODE=0x203, REPLY=0x301,
-         SWAPPED=0x6, SET_SLICE=0x204, SET_POLICY=0x205, SET_WEIGHT=0x206,
-         METRICS=0x207, WAIT_QUERY=0x8, WAITING=0x106, POLICY=0x107)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The wire codec (vsproto.py, checked against the C code); its names are
+# re-exported here for the scenario scripts.
+from vsproto import (HDR, MAGIC, T, UUID, attach, frame,  # noqa: E402,F401
+                     gpu_ref, hello, recv_frame, recv_frame_v, recv_n)
+import vsproto  # noqa: E402
+
 # VERSION is the oldest protocol version, which the daemon still serves;
 # VERSION2 has the fair share's messages, VERSION3 the metrics request,
 # the wait queries (WAIT_QUERY, WAITING) and the admin policy (POLICY).
+VERSION = vsproto.VERSION_MIN
 VERSION2 = 2
 VERSION3 = 3
-CURRENT = 5  # the daemon's own version (VS_PROTO_VERSION)
-E_INVAL = -22
-E_VERSION = -95
-E_PROTO = -71
-E_PERM = -1
-UUID = bytes.fromhex("00000000000000000000000000000001")
+CURRENT = vsproto.VERSION  # the daemon's own version (VS_PROTO_VERSION)
+E_INVAL = vsproto.E["INVAL"]
+E_VERSION = vsproto.E["VERSION"]
+E_PROTO = vsproto.E["PROTO"]
+E_PERM = vsproto.E["PERM"]
 
 
 class Fail(Exception):
@@ -41,74 +41,113 @@ def check(cond, what):
         raise Fail(what)
 
 
-def frame(mtype, payload=b"", version=VERSION, magic=MAGIC, flags=0,
-          length=None):
-    n = len(payload) if length is None else length
-    return HDR.pack(magic, version, mtype, flags, n) + payload
-
-
-def hello(label=b"raw", version=VERSION):
-    return frame(T["HELLO"], struct.pack("<II64s", version, 0, label))
-
-
-def attach(uuid=UUID, total=16 << 30):
-    return frame(T["ATTACH"], uuid + struct.pack("<Q", total))
-
-
-def gpu_ref(mtype, uuid=UUID):
-    return frame(T[mtype], uuid)
+def short_tmpdir(prefix):
+    """A new directory whose path is short enough for a Unix socket
+    (sun_path holds 108 bytes), however deep the build directory is:
+    under $XDG_RUNTIME_DIR or $TMPDIR when they are short, else /tmp."""
+    for d in (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR")):
+        if d and len(d) <= 40 and os.path.isdir(d):
+            return tempfile.mkdtemp(prefix=prefix, dir=d)
+    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
 
 
 class Daemon:
-    """vshare-scheduler on a socket in a temporary directory."""
+    """vshare-scheduler on a socket in a temporary directory: the one
+    helper of the tests that starts the daemon.
 
-    def __init__(self, bindir, config=None, extra=(), start=True, env=None):
+    bindir: where vshare-scheduler and vsharectl are (binary and ctl name
+    other programs). config: a dict written to the configuration file, or
+    the path of a file to use as is. dir: a directory of the caller's to
+    work in (kept), else a new short one (removed at exit, and when the
+    start fails). sock: the socket's path (default DIR/run/scheduler.sock).
+    The daemon writes its stdout and stderr to DIR/daemon.log. Used as a
+    context manager, a scenario that ends cleanly also stops the daemon
+    and fails on a bad exit status or a sanitizer report."""
+
+    def __init__(self, bindir, config=None, extra=(), start=True, env=None,
+                 dir=None, sock=None, binary=None, ctl=None,
+                 start_timeout=10):
         self.bindir = bindir
+        self.binary = binary or os.path.join(bindir, "vshare-scheduler")
+        self.ctl_prog = ctl or os.path.join(bindir, "vsharectl")
         self.env = env
-        self.dir = tempfile.mkdtemp(prefix="vshare-it-")
-        os.chmod(self.dir, 0o755)
-        self.sock = os.path.join(self.dir, "run", "scheduler.sock")
+        self.owned = dir is None
+        self.dir = short_tmpdir("vshare-it-") if self.owned else dir
+        if self.owned:
+            os.chmod(self.dir, 0o755)
+        self.sock = sock or os.path.join(self.dir, "run", "scheduler.sock")
         self.log = os.path.join(self.dir, "daemon.log")
-        self.conf = os.path.join(self.dir, "scheduler.json")
-        with open(self.conf, "w") as f:
-            json.dump(config or {}, f)
+        if isinstance(config, str):
+            self.conf = config
+        else:
+            self.conf = os.path.join(self.dir, "scheduler.json")
+            self.conf_write(config or {})
         self.extra = list(extra)
         self.proc = None
         if start:
-            self.start()
+            try:
+                self.start(start_timeout)
+            except BaseException:
+                self.cleanup()
+                raise
 
     def __enter__(self):
         return self
 
     def __exit__(self, etype, evalue, tb):
-        if etype is None and self.proc and self.proc.poll() is None:
+        if etype is None and self.alive():
             # A clean shutdown is part of every scenario; sanitizer builds
             # report leaks and errors of the daemon here.
             rc = self.stop()
             log = self.logtext()
             if rc != 0 or "Sanitizer" in log or "runtime error" in log:
-                shutil.rmtree(self.dir, ignore_errors=True)
+                self.cleanup()
                 raise Fail("daemon exit status %s at shutdown:\n%s" %
                            (rc, log[-3000:]))
         if etype is not None:
             print("--- daemon log (tail) ---\n" + self.logtext()[-3000:])
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.cleanup()
+
+    def cleanup(self):
+        """Kill the daemon if it runs; remove the directory if it is ours."""
+        self.kill()
+        if self.owned:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def bin(self, name):
         return os.path.join(self.bindir, name)
 
-    def start(self):
-        self.proc = subprocess.Popen(
-            [self.bin("vshare-scheduler"), "--socket", self.sock,
-             "--config", self.conf] + self.extra,
-            stderr=open(self.log, "a"), stdout=subprocess.DEVNULL,
-            env=self.env)
-        wait_for(lambda: self.ctl("status")[0] == 0 or self.proc.poll() is not None,
-                 5, "daemon start")
-        check(self.proc.poll() is None, "daemon exited at start:\n" + self.logtext())
+    def conf_write(self, config):
+        """A new configuration file (taken at the next start or reload)."""
+        with open(self.conf, "w") as f:
+            json.dump(config, f)
+
+    def argv(self):
+        return [self.binary, "--socket", self.sock, "--config",
+                self.conf] + self.extra
+
+    def spawn(self, env=None, **kw):
+        """The daemon started, not waited for: its Popen. Its output goes
+        to the log unless kw says otherwise."""
+        kw.setdefault("stderr", open(self.log, "a"))
+        kw.setdefault("stdout", kw["stderr"] if kw["stderr"] !=
+                      subprocess.PIPE else subprocess.DEVNULL)
+        self.proc = subprocess.Popen(self.argv(), env=env or self.env, **kw)
+        # A scenario that exits early (sys.exit in a check) must not leave
+        # it running.
+        atexit.register(self.kill)
+        return self.proc
+
+    def start(self, timeout=10):
+        """Start the daemon and wait until it answers a status request."""
+        self.spawn()
+        try:
+            wait_for(lambda: not self.alive() or self.ctl("status")[0] == 0,
+                     timeout, "daemon start")
+        except Fail:
+            raise Fail("daemon did not answer within %d s:\n%s" %
+                       (timeout, self.logtext()[-3000:]))
+        check(self.alive(), "daemon exited at start:\n" + self.logtext())
 
     def logtext(self):
         try:
@@ -117,9 +156,8 @@ class Daemon:
         except OSError:
             return ""
 
-
     def alive(self):
-        return self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None
 
     def public_bin(self, name):
         """A copy of a program that any user can run: the build tree may
@@ -133,13 +171,13 @@ class Daemon:
         return dst
 
     def ctl(self, *args, user=None, env=None):
-        prog = self.public_bin("vsharectl") if user else self.bin("vsharectl")
+        prog = self.public_bin("vsharectl") if user else self.ctl_prog
         cmd = [prog, "-s", self.sock] + list(args)
         if user:
             cmd = ["setpriv", "--reuid=nobody", "--regid=" + user,
                    "--clear-groups"] + cmd
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=20,
-                           env=env)
+                           env=env if env is not None else self.env)
         return r.returncode, r.stdout, r.stderr
 
     def status(self):
@@ -158,10 +196,24 @@ class Daemon:
         s.connect(self.sock)
         return s
 
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
+    def reload(self):
+        self.proc.send_signal(signal.SIGHUP)
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.alive():
+            self.proc.send_signal(sig)
+            self.proc.wait(10)
+
+    def stop(self, timeout=10):
+        """SIGTERM and its exit status; a daemon that does not exit within
+        timeout seconds is killed (and its status is then -9)."""
+        if self.alive():
             self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=10)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
         return self.proc.returncode if self.proc else None
 
 
@@ -172,32 +224,6 @@ def wait_for(pred, timeout, what):
             return
         time.sleep(0.02)
     raise Fail("timed out waiting for " + what)
-
-
-def recv_frame(s):
-    """One frame (type, payload), or None at EOF."""
-    f = recv_frame_v(s)
-    return None if f is None else f[1:]
-
-
-def recv_frame_v(s):
-    """One frame (header version, type, payload), or None at EOF."""
-    h = recv_n(s, HDR.size)
-    if h is None:
-        return None
-    magic, ver, mtype, flags, n = HDR.unpack(h)
-    p = recv_n(s, n)
-    return ver, mtype, p
-
-
-def recv_n(s, n):
-    buf = b""
-    while len(buf) < n:
-        d = s.recv(n - len(buf))
-        if not d:
-            return None
-        buf += d
-    return buf
 
 
 def closed_by_peer(s, timeout=5):
@@ -237,20 +263,32 @@ def scenarios(namespace):
 
 
 def main(scenarios):
+    """The one runner of the scenario scripts, which end with
+    sys.exit(main(scenarios(globals()))). A script is run as
+
+      SCRIPT ARG... SCENARIO     or     SCRIPT --list
+
+    with the arguments its CMakeLists.txt gives it first (the scheduler
+    scripts: the build's bin directory) and the scenario's name last. The
+    scenario t_NAME is called with those arguments, or with none if it
+    takes none (a script that reads them at its start). Its status: 0
+    passed, 77 skipped (SKIP_RETURN_CODE), else failed; Fail is a failure
+    too."""
     if sys.argv[1:] == ["--list"]:
         print("\n".join(scenarios))
         return 0
-    if len(sys.argv) < 3:
-        print("usage: %s BINDIR SCENARIO | --list" % sys.argv[0])
+    if len(sys.argv) < 2:
+        print("usage: %s ARG... SCENARIO | --list" % sys.argv[0])
         return 2
-    bindir, name = sys.argv[1], sys.argv[2]
+    args, name = sys.argv[1:-1], sys.argv[-1]
     fn = scenarios.get(name)
     if fn is None:
         print("unknown scenario %s; the scenarios are: %s"
               % (name, " ".join(scenarios)))
         return 2
     try:
-        rc = fn(bindir)
+        takes = inspect.signature(fn).parameters
+        rc = fn(*args) if takes else fn()
     except Fail as e:
         print("FAIL:", e)
         return 1

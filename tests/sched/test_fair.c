@@ -13,200 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched_policy.h"
-
-static uint64_t now_ms;
-
-static uint64_t clock_fn(void *arg)
-{
-	(void)arg;
-	return now_ms;
-}
-
-static const uint8_t GPU[VS_UUID_LEN] = { 0xf };
-
-#define GiB (1ull << 30)
-#define STEP_MS 5u
-
-static struct sched_cfg fair_cfg(uint32_t policy)
-{
-	struct sched_cfg cfg;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.tq_ms = 30000;
-	cfg.mode = VS_MODE_ON;
-	cfg.grace_ms = 5000;
-	cfg.skip_unresponsive = 1;
-	cfg.policy = policy;
-	cfg.min_slice_ms = 1000;
-	cfg.halflife_ms = 60000;
-	cfg.preempt_pct = 67;
-	cfg.preempt_budget_pct = 10;
-	return cfg;
-}
-
-/* One program of the world. */
-enum kind { TRAIN, BURSTY, HUNG };
-struct prog {
-	struct sched_client *c;
-	enum kind kind;
-	uint32_t uid;
-	int holding, waiting, drop, release_at_set;
-	uint64_t release_at;      /* when a pending release goes out */
-	uint64_t next_burst;      /* BURSTY: when it wants the GPU next */
-	uint64_t burst_end;       /* BURSTY: end of the burst it runs */
-	uint64_t asked;           /* when its current wait started */
-	uint64_t held_ms;         /* GPU time it got */
-	uint64_t max_wait, waits, sum_wait, n_over;
-	uint64_t first_wait;
-};
-
-struct world {
-	struct sched *s;
-	struct prog p[16];
-	int n;
-	uint32_t gap_ms, burst_ms, drain_ms, idle_ms;
-};
-
-static void world_init(struct world *w, const struct sched_cfg *cfg)
-{
-	memset(w, 0, sizeof(*w));
-	now_ms = 1;
-	w->s = sched_new(cfg, clock_fn, NULL);
-	assert_non_null(w->s);
-	w->gap_ms = 200;
-	w->burst_ms = 15;
-	w->drain_ms = 50;
-	w->idle_ms = 100;
-}
-
-static struct prog *add(struct world *w, enum kind kind, uint32_t uid)
-{
-	struct sched_cred cred = { 1000 + w->n, uid, uid };
-	struct prog *p = &w->p[w->n++];
-
-	p->c = sched_client_new(w->s, &cred, "p", p);
-	assert_non_null(p->c);
-	assert_int_equal(sched_attach(w->s, p->c, GPU, 80 * GiB), 0);
-	assert_int_equal(sched_footprint(w->s, p->c, GPU, GiB, 0), 0);
-	p->kind = kind;
-	p->uid = uid;
-	p->next_burst = now_ms;
-	return p;
-}
-
-static void ask(struct world *w, struct prog *p)
-{
-	assert_int_equal(sched_request(w->s, p->c, GPU), 0);
-	p->waiting = 1;
-	p->asked = now_ms;
-}
-
-/* Deliver the outbox: grants start holders, drops schedule releases. */
-static void deliver(struct world *w)
-{
-	for (size_t i = 0; i < sched_out_count(w->s); i++) {
-		const struct sched_out *o = sched_out_at(w->s, i);
-		struct prog *p = o->user;
-		uint64_t waited;
-
-		if (o->kind != SCHED_OUT_MSG || p == NULL)
-			continue;
-		if (o->type == VS_MSG_GRANT) {
-			waited = now_ms - p->asked;
-			p->holding = 1;
-			p->waiting = 0;
-			p->drop = 0;
-			p->release_at_set = 0;
-			if (p->waits == 0)
-				p->first_wait = waited;
-			p->waits++;
-			p->sum_wait += waited;
-			if (waited > p->max_wait)
-				p->max_wait = waited;
-			if (waited > 1500)
-				p->n_over++;
-			if (p->kind == BURSTY)
-				p->burst_end = now_ms + w->burst_ms;
-		} else if (o->type == VS_MSG_DROP && p->holding &&
-			   p->kind != HUNG) {
-			if (o->u.drop.reason != VS_DROP_IDLE) {
-				p->drop = 2;
-				p->release_at = now_ms + w->drain_ms;
-				p->release_at_set = 1;
-			} else if (p->drop == 0) {
-				p->drop = 1;
-			}
-		}
-	}
-	sched_out_clear(w->s);
-}
-
-static void release(struct world *w, struct prog *p)
-{
-	assert_int_equal(sched_released(w->s, p->c, GPU), 0);
-	p->holding = 0;
-	p->drop = 0;
-	p->release_at_set = 0;
-}
-
-/* One program's step at now_ms. */
-static void act(struct world *w, struct prog *p)
-{
-	if (p->holding)
-		p->held_ms += STEP_MS;
-	if (p->holding && p->release_at_set && now_ms >= p->release_at) {
-		release(w, p);
-		if (p->kind == TRAIN)
-			ask(w, p); /* it wants the GPU back at once */
-		return;
-	}
-	if (p->kind == BURSTY && p->holding && p->drop == 1 &&
-	    now_ms >= p->burst_end + w->idle_ms) {
-		release(w, p);
-		p->next_burst = p->burst_end + w->gap_ms;
-		return;
-	}
-	if (p->kind == BURSTY && p->holding && p->drop == 0 &&
-	    now_ms >= p->burst_end + w->gap_ms)
-		p->burst_end = now_ms + w->burst_ms; /* alone: bursts go on */
-	if (!p->holding && !p->waiting &&
-	    (p->kind != BURSTY || now_ms >= p->next_burst))
-		ask(w, p);
-}
-
-static void run(struct world *w, uint64_t until)
-{
-	while (now_ms < until) {
-		now_ms += STEP_MS;
-		sched_tick(w->s);
-		deliver(w);
-		for (int i = 0; i < w->n; i++) {
-			act(w, &w->p[i]);
-			deliver(w);
-		}
-	}
-}
-
-static uint64_t uid_held(const struct world *w, uint32_t uid)
-{
-	uint64_t t = 0;
-
-	for (int i = 0; i < w->n; i++)
-		if (w->p[i].uid == uid)
-			t += w->p[i].held_ms;
-	return t;
-}
-
-static void reset_counts(struct world *w)
-{
-	for (int i = 0; i < w->n; i++) {
-		struct prog *p = &w->p[i];
-
-		p->held_ms = p->max_wait = p->waits = p->sum_wait = 0;
-		p->n_over = 0;
-	}
-}
+#include "sched_world.h"
 
 /* A notebook's bursts beside a training job of another user: the first
  * burst waits for the drain only, later ones at most a slice, and the
@@ -367,11 +174,11 @@ static void test_order_and_why(void **state)
 	heavy = add(&w, TRAIN, 1001);
 	/* Time counts only while someone waits: a bystander contends. */
 	add(&w, TRAIN, 1009);
-	run(&w, 60000);               /* 1001 has half a minute of GPU time */
+	run(&w, 60000);               /* 1001 has half a minute of GPU_A time */
 	light = add(&w, TRAIN, 1002);
 	run(&w, 60000 + 3000);        /* ... and 1002 a second or so */
 	/* Everyone releases; then they all ask, the heaviest first. */
-	now_ms += STEP_MS;
+	fake_now += STEP_MS;
 	for (int i = 0; i < w.n; i++) {
 		if (w.p[i].holding || w.p[i].waiting)
 			release(&w, &w.p[i]);
@@ -385,11 +192,11 @@ static void test_order_and_why(void **state)
 	ask(&w, light);
 	ask(&w, fresh);
 	deliver(&w);
-	assert_int_equal(sched_state_of(heavy->c, GPU), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(heavy->c, GPU_A), SCHED_ST_HOLDING);
 	/* 1003 (nothing), then 1002 (seconds), then 1001's second process. */
-	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU), 0), fresh->c);
-	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU), 1), light->c);
-	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU), 2), h2->c);
+	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU_A), 0), fresh->c);
+	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU_A), 1), light->c);
+	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU_A), 2), h2->c);
 	assert_int_equal(sched_client_gpu(w.s, fresh->c, 0, &mi), 0);
 	assert_int_equal(mi.position, 1);
 	/* A user of no time at all is much less than any holder: it waits
@@ -406,8 +213,8 @@ static void test_order_and_why(void **state)
 	assert_string_equal(sched_why_name(mi.why), "behind");
 	/* FCFS puts them back in arrival order. */
 	assert_int_equal(sched_set_policy(w.s, SCHED_POLICY_FCFS), 0);
-	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU), 0), h2->c);
-	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU), 2), fresh->c);
+	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU_A), 0), h2->c);
+	assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(w.s, GPU_A), 2), fresh->c);
 	assert_int_equal(sched_set_policy(w.s, 7), VS_E_INVAL);
 	sched_free(w.s);
 }
@@ -428,7 +235,7 @@ static void test_slice_why_and_setter(void **state)
 	release(&w, t);
 	ask(&w, t);
 	deliver(&w);
-	run(&w, now_ms + 200);
+	run(&w, fake_now + 200);
 	nb = add(&w, BURSTY, 1002);
 	ask(&w, nb);
 	deliver(&w);
@@ -438,7 +245,7 @@ static void test_slice_why_and_setter(void **state)
 	assert_int_equal(sched_client_gpu(w.s, t->c, 0, &mi), 0);
 	assert_int_equal(mi.recent_ms, 0);
 	/* 100 ms held while nb waits: now nb is much less. */
-	now_ms += 100;
+	fake_now += 100;
 	sched_tick(w.s);
 	deliver(&w);
 	assert_int_equal(sched_client_gpu(w.s, t->c, 0, &mi), 0);
@@ -447,7 +254,7 @@ static void test_slice_why_and_setter(void **state)
 	assert_int_equal(mi.why, SCHED_WHY_SLICE);
 	assert_true(mi.eta_ms >= 700 && mi.eta_ms <= 800);
 	/* Deadline: the slice's end, not the quantum's. */
-	assert_true(sched_next_deadline(w.s) <= now_ms + 800);
+	assert_true(sched_next_deadline(w.s) <= fake_now + 800);
 	/* A longer slice applies at once; out of range is refused. */
 	assert_int_equal(sched_set_slice(w.s, VS_TARGET_ALL, 0, NULL, 5000), 1);
 	assert_int_equal(sched_client_gpu(w.s, nb->c, 0, &mi), 0);
@@ -457,12 +264,12 @@ static void test_slice_why_and_setter(void **state)
 	assert_int_equal(sched_set_slice(w.s, VS_TARGET_INDEX, 3, NULL, 100),
 			 VS_E_NOGPU);
 	/* A slice shorter than what t has held preempts it now. */
-	assert_int_equal(sched_set_slice(w.s, 0, 0, GPU, 100), 1);
+	assert_int_equal(sched_set_slice(w.s, 0, 0, GPU_A, 100), 1);
 	assert_int_equal(sched_client_gpu(w.s, nb->c, 0, &mi), 0);
 	assert_int_equal(mi.why, SCHED_WHY_RELEASE);
 	deliver(&w);
-	run(&w, now_ms + 100);
-	assert_int_equal(sched_state_of(nb->c, GPU), SCHED_ST_HOLDING);
+	run(&w, fake_now + 100);
+	assert_int_equal(sched_state_of(nb->c, GPU_A), SCHED_ST_HOLDING);
 	sched_free(w.s);
 }
 
@@ -497,35 +304,35 @@ static void test_reconnect_keeps_history(void **state)
 
 	/* h holds for a minute while o waits: no slice or quantum ends
 	 * it, so the whole minute is charged. */
-	now_ms = 1;
+	fake_now = 1;
 	cfg.tq_ms = 120000;
 	cfg.min_slice_ms = 100000;
-	s = sched_new(&cfg, clock_fn, NULL);
+	s = sched_new(&cfg, fake_clock, NULL);
 	h = sched_client_new(s, &heavy, "h", NULL);
-	assert_int_equal(sched_attach(s, h, GPU, 80 * GiB), 0);
-	assert_int_equal(sched_request(s, h, GPU), 0);
+	assert_int_equal(sched_attach(s, h, GPU_A, 80 * GiB), 0);
+	assert_int_equal(sched_request(s, h, GPU_A), 0);
 	o = sched_client_new(s, &other, "o", NULL);
-	assert_int_equal(sched_attach(s, o, GPU, 80 * GiB), 0);
-	assert_int_equal(sched_request(s, o, GPU), 0);
-	now_ms += 60000;
+	assert_int_equal(sched_attach(s, o, GPU_A, 80 * GiB), 0);
+	assert_int_equal(sched_request(s, o, GPU_A), 0);
+	fake_now += 60000;
 	sched_tick(s);
 	sched_out_clear(s);
-	assert_int_equal(sched_released(s, h, GPU), 0);
-	assert_int_equal(sched_state_of(o, GPU), SCHED_ST_HOLDING);
+	assert_int_equal(sched_released(s, h, GPU_A), 0);
+	assert_int_equal(sched_state_of(o, GPU_A), SCHED_ST_HOLDING);
 	sched_client_del(s, h);
 	/* 1001 comes back with a new connection, beside a fresh user. */
-	now_ms += 10;
+	fake_now += 10;
 	h2 = sched_client_new(s, &heavy, "h2", NULL);
-	assert_int_equal(sched_attach(s, h2, GPU, 80 * GiB), 0);
-	assert_int_equal(sched_request(s, h2, GPU), 0);
+	assert_int_equal(sched_attach(s, h2, GPU_A, 80 * GiB), 0);
+	assert_int_equal(sched_request(s, h2, GPU_A), 0);
 	{
 		struct sched_cred fresh = { 3, 1003, 1003 };
 		struct sched_client *f = sched_client_new(s, &fresh, "f", NULL);
 		struct sched_member_info mi;
 
-		assert_int_equal(sched_attach(s, f, GPU, 80 * GiB), 0);
-		assert_int_equal(sched_request(s, f, GPU), 0);
-		assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(s, GPU), 0), f);
+		assert_int_equal(sched_attach(s, f, GPU_A, 80 * GiB), 0);
+		assert_int_equal(sched_request(s, f, GPU_A), 0);
+		assert_ptr_equal(sched_gpu_waiter(sched_gpu_find(s, GPU_A), 0), f);
 		assert_int_equal(sched_client_gpu(s, h2, 0, &mi), 0);
 		/* A minute held, decayed with a minute's half-life: 43 s. */
 		assert_true(mi.user_recent_ms > 40000);
@@ -554,7 +361,7 @@ static void test_hung_holder_revoked(void **state)
 	/* hung held alone, for free; once nb has waited a little, hung is
 	 * past its slice and much more: preempted at the next look. */
 	for (int i = 0; i < 30; i++) {
-		now_ms += 10;
+		fake_now += 10;
 		sched_tick(w.s);
 		for (size_t j = 0; j < sched_out_count(w.s); j++)
 			if (sched_out_at(w.s, j)->type == VS_MSG_DROP &&
@@ -562,13 +369,13 @@ static void test_hung_holder_revoked(void **state)
 			    VS_DROP_QUANTUM) {
 				/* On the wire a quantum's drop; a fair
 				 * preemption for the log. */
-				assert_true(sched_out_at(w.s, j)->fair);
+				assert_true(sched_out_at(w.s, j)->why == SCHED_DROP_FAIR);
 				unresponsive++;
 			}
 		deliver(&w);
 	}
 	assert_int_equal(unresponsive, 1); /* the preemption, once */
-	now_ms += cfg.grace_ms;
+	fake_now += cfg.grace_ms;
 	sched_tick(w.s);
 	unresponsive = 0;
 	for (size_t i = 0; i < sched_out_count(w.s); i++)
@@ -576,7 +383,7 @@ static void test_hung_holder_revoked(void **state)
 			unresponsive++;
 	assert_int_equal(unresponsive, 1);
 	deliver(&w);
-	assert_int_equal(sched_state_of(nb->c, GPU), SCHED_ST_HOLDING);
+	assert_int_equal(sched_state_of(nb->c, GPU_A), SCHED_ST_HOLDING);
 	assert_int_equal(sched_client_gpu(w.s, hung->c, 0, &mi), 0);
 	assert_true(mi.revoked);
 	/* Charged from nb's request to the revocation: 5.3 s or less. */
@@ -600,21 +407,21 @@ static void test_swap_budget(void **state)
 	world_init(&w, &cfg);
 	t = add(&w, TRAIN, 1001);
 	nb = add(&w, BURSTY, 1002);
-	assert_int_equal(sched_footprint(w.s, t->c, GPU, 8 * GiB, 0), 0);
-	assert_int_equal(sched_footprint(w.s, nb->c, GPU, 4 * GiB, 0), 0);
+	assert_int_equal(sched_footprint(w.s, t->c, GPU_A, 8 * GiB, 0), 0);
+	assert_int_equal(sched_footprint(w.s, nb->c, GPU_A, 4 * GiB, 0), 0);
 	ask(&w, t);
 	deliver(&w);
-	assert_int_equal(sched_swapped(w.s, nb->c, GPU, 1000, GiB), VS_E_STATE);
+	assert_int_equal(sched_swapped(w.s, nb->c, GPU_A, 1000, GiB), VS_E_STATE);
 	/* 500 ms a swap-in: 90% of the time is 4.5 s of slice. */
-	assert_int_equal(sched_swapped(w.s, t->c, GPU, 500000, 8 * GiB), 0);
-	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
+	assert_int_equal(sched_swapped(w.s, t->c, GPU_A, 500000, 8 * GiB), 0);
+	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
 	assert_int_equal(gi.slice_ms, 4500);
 	assert_int_equal(gi.swap_us, 500000);
 	assert_int_equal(gi.min_slice_ms, 1000);
 	run(&w, 20000);
 	/* nb's bursts preempted t, each costing t nb's turn: that and the
 	 * swap-in make the slice, nine times their sum. */
-	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
+	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
 	print_message("preemption cost %llu ms, slice %u ms\n",
 		      (unsigned long long)gi.cost_ms, gi.slice_ms);
 	assert_true(gi.cost_ms >= 100 && gi.cost_ms <= 200);
@@ -624,25 +431,25 @@ static void test_swap_budget(void **state)
 	ask(&w, t);
 	deliver(&w);
 	/* nb asks 100 ms into t's grant: it waits out the long slice. */
-	run(&w, now_ms + 100);
+	run(&w, fake_now + 100);
 	nb->waits = 0;
-	nb->next_burst = now_ms;
-	run(&w, now_ms + gi.slice_ms - 500);
-	assert_int_equal(sched_state_of(nb->c, GPU), SCHED_ST_WAITING);
-	run(&w, now_ms + 1000);
+	nb->next_burst = fake_now;
+	run(&w, fake_now + gi.slice_ms - 500);
+	assert_int_equal(sched_state_of(nb->c, GPU_A), SCHED_ST_WAITING);
+	run(&w, fake_now + 1000);
 	assert_true(nb->waits >= 1);
 	/* Below capacity, nothing swaps: the configured slice. */
-	assert_int_equal(sched_footprint(w.s, nb->c, GPU, GiB, 0), 0);
-	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
+	assert_int_equal(sched_footprint(w.s, nb->c, GPU_A, GiB, 0), 0);
+	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
 	assert_true(gi.slice_ms >= 9 * gi.cost_ms && gi.slice_ms < 9 * gi.cost_ms + 10);
 	/* A report beyond the quantum counts as the quantum. */
-	if (sched_state_of(t->c, GPU) != SCHED_ST_HOLDING) {
+	if (sched_state_of(t->c, GPU_A) != SCHED_ST_HOLDING) {
 		release(&w, nb);
 		ask(&w, t);
 		deliver(&w);
 	}
-	assert_int_equal(sched_swapped(w.s, t->c, GPU, 1ull << 40, GiB), 0);
-	sched_gpu_info(sched_gpu_find(w.s, GPU), &gi);
+	assert_int_equal(sched_swapped(w.s, t->c, GPU_A, 1ull << 40, GiB), 0);
+	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
 	assert_true(gi.swap_us <= 30000000ull);
 	sched_free(w.s);
 }
@@ -667,14 +474,14 @@ static void test_reweigh(void **state)
 			     SCHED_WEIGHT_MAX };
 	(void)state;
 
-	now_ms = 1;
-	s = sched_new(&cfg, clock_fn, NULL);
+	fake_now = 1;
+	s = sched_new(&cfg, fake_clock, NULL);
 	c[0] = sched_client_new(s, &a1, "a", NULL);
 	c[1] = sched_client_new(s, &b1, "b", NULL);
 	c[2] = sched_client_new(s, &b2, "b", NULL);
 	c[3] = sched_client_new(s, &c1, "c", NULL);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(sched_attach(s, c[i], GPU, 80 * GiB), 0);
+		assert_int_equal(sched_attach(s, c[i], GPU_A, 80 * GiB), 0);
 	sched_reweigh(s, by_gid, NULL);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(sched_client_gpu(s, c[i], 0, &mi), 0);
@@ -684,7 +491,7 @@ static void test_reweigh(void **state)
 	{
 		struct sched_client *b3 = sched_client_new(s, &b1, "b", NULL);
 
-		assert_int_equal(sched_attach(s, b3, GPU, 80 * GiB), 0);
+		assert_int_equal(sched_attach(s, b3, GPU_A, 80 * GiB), 0);
 		assert_int_equal(sched_client_gpu(s, b3, 0, &mi), 0);
 		assert_int_equal(mi.weight, SCHED_WEIGHT_MAX);
 	}

@@ -1,5 +1,5 @@
-/* Client ids (src/scheduler/sched_id.c): in order from 1, and after the
- * 32-bit count wraps, never one a live client holds. The count is moved
+/* Client ids (src/scheduler/policy/sched_id.c): in order from 1, and
+ * after the 32-bit count wraps, never one a live client holds. The count is moved
  * near the wrap by setting the policy's next_id (sched_int.h), which
  * only a test does: 2^32 registrations take hours. */
 #include <setjmp.h>

@@ -12,40 +12,21 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched_policy.h"
+#include "policy_fixture.h"
 
-static uint64_t fake_now;
 static struct vs_lock_page page;
 static struct vs_lock_words words;
 static uint64_t next_token = 1;
 
-static uint64_t fake_clock(void *arg)
-{
-	(void)arg;
-	return fake_now;
-}
-
-static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
-static const uint8_t GPU_B[VS_UUID_LEN] = { 0xb };
-
-#define GiB (1ull << 30)
-
 static struct sched *mk(uint32_t mode, uint64_t capacity)
 {
-	struct sched_cfg cfg;
+	struct sched_cfg cfg = fixture_cfg(mode);
 	struct sched *s;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.tq_ms = 1000;
-	cfg.mode = mode;
 	cfg.capacity = capacity;
-	cfg.grace_ms = 500;
-	cfg.skip_unresponsive = 1;
-	fake_now = 1;
 	memset(&page, 0, sizeof(page));
 	memset(&words, 0, sizeof(words));
-	s = sched_new(&cfg, fake_clock, NULL);
-	assert_non_null(s);
+	s = fixture_new(&cfg, 1);
 	sched_lock_set(s, &page, &words);
 	return s;
 }
@@ -440,7 +421,7 @@ static void test_slot_for_named_gpu(void **state)
 	struct sched *s;
 	struct sched_client *fake[5], *real;
 	struct sched_cred cred = { 1, 0, 0 }, rcred = { 2, 4242, 4242 };
-	uint8_t u[VS_UUID_LEN] = { 0 };
+	uint8_t u[VS_UUID_LEN];
 	(void)state;
 
 	memset(&gc, 0, sizeof(gc));
@@ -460,12 +441,7 @@ static void test_slot_for_named_gpu(void **state)
 	for (int i = 0; i < 5; i++) {
 		cred.uid = 1000 + (uint32_t)i;
 		fake[i] = sched_client_new(s, &cred, "fake", NULL);
-		for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
-			u[0] = (uint8_t)i;
-			u[1] = (uint8_t)j;
-			u[2] = 0xff;
-			assert_int_equal(sched_attach(s, fake[i], u, GiB), 0);
-		}
+		attach_made_up(s, fake[i], (unsigned)i, GiB);
 	}
 	/* Every slot names a made-up GPU; the last of the fakes has none. */
 	for (uint32_t i = 0; i < VS_LOCK_SLOTS; i++)
@@ -480,8 +456,7 @@ static void test_slot_for_named_gpu(void **state)
 	assert_int_equal(sched_took(s, real, GPU_B), 0);
 	assert_int_equal(sched_state_of(real, GPU_B), SCHED_ST_HOLDING);
 	/* A made-up GPU of a client still attached kept its slot. */
-	u[0] = 1;
-	u[1] = 0;
+	made_up_gpu(u, 1, 0);
 	assert_int_equal(sched_request(s, fake[1], u), 0);
 	assert_int_equal(sched_state_of(fake[1], u), SCHED_ST_HOLDING);
 	sched_free(s);

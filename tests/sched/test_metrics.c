@@ -1,6 +1,6 @@
 /*
  * The metrics: the policy's counters driven by a fake clock, and their
- * exposition text (src/scheduler/metrics.c): escaping, the shape of every
+ * exposition text (src/scheduler/daemon/metrics.c): escaping, the shape of every
  * line, histogram buckets, the fold of users past SCHED_STAT_USERS, GPUs
  * nobody vouches for, one swap-in report per oversubscribed grant, and
  * the cache every reader is served from.
@@ -15,8 +15,7 @@
 #include <cmocka.h>
 
 #include "metrics.h"
-
-static uint64_t fake_now;
+#include "policy_fixture.h"
 
 /* Linked with -Wl,--wrap=realloc (tests/sched/CMakeLists.txt): a
  * realloc to fail_size bytes fails (0: none does), so that one table of
@@ -29,14 +28,6 @@ void *__wrap_realloc(void *p, size_t n)
 	return fail_size != 0 && n == fail_size ? NULL : __real_realloc(p, n);
 }
 
-static uint64_t fake_clock(void *arg)
-{
-	(void)arg;
-	return fake_now;
-}
-
-static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
-static const uint8_t GPU_B[VS_UUID_LEN] = { 0xb };
 #define GA "gpu=\"GPU-0a000000-0000-0000-0000-000000000000\",index=\"0\""
 #define GB "gpu=\"GPU-0b000000-0000-0000-0000-000000000000\""
 #define MiB (1ull << 20)
@@ -60,26 +51,21 @@ static int64_t nvml_b_index(void *arg, const uint8_t uuid[VS_UUID_LEN])
 
 static struct sched *mk_nvml(uint32_t mode, uint32_t policy, int nvml)
 {
-	struct sched_cfg cfg;
+	struct sched_cfg cfg = fixture_cfg(mode);
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.tq_ms = 1000;
-	cfg.mode = mode;
-	cfg.grace_ms = 500;
-	cfg.skip_unresponsive = 1;
 	cfg.policy = policy;
 	cfg.min_slice_ms = 10;
 	cfg.halflife_ms = 60000;
 	cfg.preempt_pct = 67;
 	cfg.preempt_budget_pct = 10;
+	cfg.cap_window_ms = 10000;
 	cfg.gpus = &gpu_a_cfg;
 	cfg.n_gpus = 1;
 	if (nvml) {
 		cfg.total_fn = nvml_b;
 		cfg.index_fn = nvml_b_index;
 	}
-	fake_now = 0;
-	return sched_new(&cfg, fake_clock, NULL);
+	return fixture_new(&cfg, 0);
 }
 
 static struct sched *mk(uint32_t mode, uint32_t policy)
@@ -99,7 +85,7 @@ static struct sched_client *client(struct sched *s, uint32_t uid)
 
 static char *render(const struct sched *s, const struct metrics_daemon *d)
 {
-	static const struct metrics_daemon none = { "1.0", 0, 0, { 0 }, 0 };
+	static const struct metrics_daemon none = { "1.0", 0, 0, { 0 }, 0, NULL };
 	size_t len = 0;
 	char *t = metrics_render(s, d ? d : &none, &len);
 
@@ -253,7 +239,38 @@ static void test_shape(void **state)
 	has_line(t, "vshare_gpu_capacity_bytes{" GA "} 1073741824");
 	has_line(t, "vshare_gpu_holders{" GA "} 1");
 	has_line(t, "vshare_gpu_queue_length{" GA "} 0");
-	has_line(t, "vshare_wait_seconds_bucket{" GA ",le=\"+Inf\"} 1");
+	has_line(t, "vshare_wait_seconds_bucket{" GA ",class=\"batch\",le=\"+Inf\"} 1");
+	free(t);
+	sched_free(s);
+}
+
+/* Classes and caps: an interactive client's grant is counted and its
+ * wait labelled as such, and a capped user's cap and use are given. */
+static void test_classes(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FAIR);
+	struct sched_client *a = client(s, 1000), *b = client(s, 1001);
+	struct sched_class_pol capped = { 1, 20, 25 }, open = { 1, 20, 0 };
+	char *t;
+	(void)state;
+
+	sched_client_set_class(b, VS_CLASS_INTERACTIVE);
+	sched_client_set_policy(s, a, &capped);
+	sched_client_set_policy(s, b, &open);
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	fake_now += 1000;
+	assert_int_equal(sched_request(s, b, GPU_A), 0); /* preempts a */
+	assert_int_equal(sched_released(s, a, GPU_A), 0);
+	t = render(s, NULL);
+	check_shape(t);
+	has_line(t, "vshare_class_grants_total{" GA ",class=\"batch\"} 1");
+	has_line(t, "vshare_class_grants_total{" GA ",class=\"interactive\"} 1");
+	has_line(t, "vshare_wait_seconds_count{" GA ",class=\"interactive\"} 1");
+	has_line(t, "vshare_drops_total{" GA ",reason=\"class\"} 1");
+	has_line(t, "vshare_user_cap_ratio{" GA ",uid=\"1000\"} 0.250");
+	has_line(t, "vshare_user_cap_used_ratio{" GA ",uid=\"1000\"} 0.100");
+	has_line(t, "vshare_interactive_budget_used_ratio{" GA
+		 ",uid=\"1001\"} 0.000");
 	free(t);
 	sched_free(s);
 }
@@ -293,15 +310,15 @@ static void test_counters(void **state)
 	has_line(t, "vshare_swapin_bytes_total{" GA "} 4096");
 	has_line(t, "vshare_swapin_seconds_total{" GA "} 0.002500");
 	/* Waits of 0 and 300 ms. */
-	has_line(t, "vshare_wait_seconds_bucket{" GA ",le=\"0.001\"} 1");
-	has_line(t, "vshare_wait_seconds_bucket{" GA ",le=\"0.25\"} 1");
-	has_line(t, "vshare_wait_seconds_bucket{" GA ",le=\"0.5\"} 2");
-	has_line(t, "vshare_wait_seconds_bucket{" GA ",le=\"600\"} 2");
-	has_line(t, "vshare_wait_seconds_sum{" GA "} 0.300");
-	has_line(t, "vshare_wait_seconds_count{" GA "} 2");
+	has_line(t, "vshare_wait_seconds_bucket{" GA ",class=\"batch\",le=\"0.001\"} 1");
+	has_line(t, "vshare_wait_seconds_bucket{" GA ",class=\"batch\",le=\"0.25\"} 1");
+	has_line(t, "vshare_wait_seconds_bucket{" GA ",class=\"batch\",le=\"0.5\"} 2");
+	has_line(t, "vshare_wait_seconds_bucket{" GA ",class=\"batch\",le=\"600\"} 2");
+	has_line(t, "vshare_wait_seconds_sum{" GA ",class=\"batch\"} 0.300");
+	has_line(t, "vshare_wait_seconds_count{" GA ",class=\"batch\"} 2");
 	/* One hold so far (a's 300 ms); b holds on, counted as held time. */
-	has_line(t, "vshare_hold_seconds_count{" GA "} 1");
-	has_line(t, "vshare_hold_seconds_sum{" GA "} 0.300");
+	has_line(t, "vshare_hold_seconds_count{" GA ",class=\"batch\"} 1");
+	has_line(t, "vshare_hold_seconds_sum{" GA ",class=\"batch\"} 0.300");
 	has_line(t, "vshare_gpu_held_seconds_total{" GA ",uid=\"1000\"} 0.300");
 	has_line(t, "vshare_gpu_held_seconds_total{" GA ",uid=\"1001\"} 2.050");
 	has_line(t, "vshare_gpu_queue_length{" GA "} 1");
@@ -312,10 +329,10 @@ static void test_counters(void **state)
 	t = render(s, NULL);
 	has_line(t, "vshare_unresponsive_total{" GA "} 1");
 	has_line(t, "vshare_revocations_total{" GA "} 1");
-	has_line(t, "vshare_hold_seconds_count{" GA "} 2");
-	has_line(t, "vshare_hold_seconds_sum{" GA "} 2.800");
-	has_line(t, "vshare_hold_seconds_bucket{" GA ",le=\"1\"} 1");
-	has_line(t, "vshare_hold_seconds_bucket{" GA ",le=\"2.5\"} 2");
+	has_line(t, "vshare_hold_seconds_count{" GA ",class=\"batch\"} 2");
+	has_line(t, "vshare_hold_seconds_sum{" GA ",class=\"batch\"} 2.800");
+	has_line(t, "vshare_hold_seconds_bucket{" GA ",class=\"batch\",le=\"1\"} 1");
+	has_line(t, "vshare_hold_seconds_bucket{" GA ",class=\"batch\",le=\"2.5\"} 2");
 	has_line(t, "vshare_handoffs_total{" GA "} 2");
 	free(t);
 	sched_free(s);
@@ -404,7 +421,7 @@ static void test_user_fold(void **state)
 static void test_daemon(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
-	struct metrics_daemon d = { "1.0\"x", 3, 7, { 0 }, 0 };
+	struct metrics_daemon d = { "1.0\"x", 3, 7, { 0 }, 0, NULL };
 	char *t;
 	(void)state;
 
@@ -413,7 +430,7 @@ static void test_daemon(void **state)
 	client(s, 1000);
 	t = render(s, &d);
 	check_shape(t);
-	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"5\"} 1");
+	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"6\"} 1");
 	has_line(t, "vshare_connections_open 3");
 	assert_null(strstr(t, "vshare_connections "));
 	has_line(t, "vshare_connections_total 7");
@@ -441,7 +458,7 @@ static void test_unverified(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
 	struct sched_client *a = client(s, 1000);
-	struct metrics_daemon d = { "1.0", 0, 0, { 0 }, 3 };
+	struct metrics_daemon d = { "1.0", 0, 0, { 0 }, 3, NULL };
 	char *t;
 	size_t lines;
 	(void)state;
@@ -544,7 +561,7 @@ static void test_swap_once(void **state)
 static void test_cache(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
-	struct metrics_daemon d = { "1.0", 1, 1, { 0 }, 0 };
+	struct metrics_daemon d = { "1.0", 1, 1, { 0 }, 0, NULL };
 	struct metrics_cache mc = { NULL, 0, 0 };
 	size_t n1 = 0, n2 = 0, n3 = 0;
 	char *t1, *t2, *t3;
@@ -576,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_shape),
 		cmocka_unit_test(test_counters),
+		cmocka_unit_test(test_classes),
 		cmocka_unit_test(test_fair_drop),
 		cmocka_unit_test(test_drop_not_queued),
 		cmocka_unit_test(test_user_fold),

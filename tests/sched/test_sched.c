@@ -9,39 +9,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched_policy.h"
-
-static uint64_t fake_now;
-
-static uint64_t fake_clock(void *arg)
-{
-	(void)arg;
-	return fake_now;
-}
-
-static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
-static const uint8_t GPU_B[VS_UUID_LEN] = { 0xb };
-
-#define GiB (1ull << 30)
-
-static struct sched_cfg base_cfg(uint32_t mode)
-{
-	struct sched_cfg cfg;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.tq_ms = 1000;
-	cfg.mode = mode;
-	cfg.grace_ms = 500;
-	cfg.skip_unresponsive = 1;
-	return cfg;
-}
+#include "policy_fixture.h"
 
 static struct sched *mk(uint32_t mode)
 {
-	struct sched_cfg cfg = base_cfg(mode);
+	struct sched_cfg cfg = fixture_cfg(mode);
 
-	fake_now = 0;
-	return sched_new(&cfg, fake_clock, NULL);
+	return fixture_new(&cfg, 0);
 }
 
 /* A client attached to GPU A (10 GiB) with a footprint in GiB. */
@@ -77,19 +51,6 @@ static int count(struct sched *s, uint16_t type, const struct sched_client *c,
 	return n;
 }
 
-static const struct sched_out *find(struct sched *s, uint16_t type,
-				    const struct sched_client *c)
-{
-	for (size_t i = 0; i < sched_out_count(s); i++) {
-		const struct sched_out *o = sched_out_at(s, i);
-
-		if (o->kind == SCHED_OUT_MSG && o->type == type &&
-		    o->client_id == sched_client_id(c))
-			return o;
-	}
-	return NULL;
-}
-
 static enum sched_state st(const struct sched_client *c)
 {
 	return sched_state_of(c, GPU_A);
@@ -104,9 +65,9 @@ static void test_off_grants_everyone(void **state)
 	assert_int_equal(sched_request(s, a, GPU_A), 0);
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 2);
-	assert_int_equal(find(s, VS_MSG_GRANT, b)->u.grant.kind, VS_GRANT_SHARED);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, b)->u.grant.kind, VS_GRANT_SHARED);
 	/* 16 GiB of footprints on a 10 GiB GPU: the grant says so. */
-	assert_int_equal(find(s, VS_MSG_GRANT, b)->u.grant.flags, VS_GRANTF_OVERSUB);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, b)->u.grant.flags, VS_GRANTF_OVERSUB);
 	assert_int_equal(count(s, VS_MSG_DROP, NULL, 0), 0);
 	fake_now = 1000000;
 	sched_tick(s);
@@ -122,9 +83,9 @@ static void test_on_one_holder_fcfs(void **state)
 	(void)state;
 
 	assert_int_equal(sched_request(s, a, GPU_A), 0);
-	assert_int_equal(find(s, VS_MSG_GRANT, a)->u.grant.kind, VS_GRANT_EXCLUSIVE);
-	assert_int_equal(find(s, VS_MSG_GRANT, a)->u.grant.tq_ms, 1000);
-	assert_int_equal(find(s, VS_MSG_GRANT, a)->u.grant.flags, 0);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, a)->u.grant.kind, VS_GRANT_EXCLUSIVE);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, a)->u.grant.tq_ms, 1000);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, a)->u.grant.flags, 0);
 	sched_out_clear(s);
 	/* Nobody waits: no drop, no deadline. */
 	assert_true(sched_next_deadline(s) == SCHED_NO_DEADLINE);
@@ -211,7 +172,7 @@ static void test_auto_fcfs_prefix(void **state)
 	/* 8 of 10 GiB: both run, nobody waits, nobody is told to drop. */
 	assert_int_equal(count(s, VS_MSG_GRANT, NULL, 0), 2);
 	assert_int_equal(count(s, VS_MSG_DROP, NULL, 0), 0);
-	assert_int_equal(find(s, VS_MSG_GRANT, a)->u.grant.kind, VS_GRANT_SHARED);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, a)->u.grant.kind, VS_GRANT_SHARED);
 	sched_out_clear(s);
 	sched_request(s, c, GPU_A);
 	/* d would fit, but FCFS: it may not pass c. */
@@ -256,7 +217,7 @@ static void test_auto_big_client_runs_alone(void **state)
 
 	/* Larger than the GPU: still granted when alone, with prefetch. */
 	sched_request(s, a, GPU_A);
-	assert_int_equal(find(s, VS_MSG_GRANT, a)->u.grant.flags, VS_GRANTF_OVERSUB);
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, a)->u.grant.flags, VS_GRANTF_OVERSUB);
 	sched_request(s, b, GPU_A);
 	assert_int_equal(st(b), SCHED_ST_WAITING);
 	sched_free(s);
@@ -348,7 +309,7 @@ static void test_grace_revokes(void **state)
 
 static void test_grace_without_skip(void **state)
 {
-	struct sched_cfg cfg = base_cfg(VS_MODE_ON);
+	struct sched_cfg cfg = fixture_cfg(VS_MODE_ON);
 	struct sched *s;
 	struct sched_client *a, *b;
 	(void)state;
@@ -387,7 +348,7 @@ static void test_mode_changes(void **state)
 	/* off: everyone runs at once, every attached client hears of it. */
 	assert_int_equal(sched_set_mode(s, VS_TARGET_INDEX, 0, NULL, VS_MODE_OFF), 1);
 	assert_int_equal(count(s, VS_MSG_MODE, NULL, 0), 3);
-	assert_int_equal(find(s, VS_MSG_MODE, c)->u.mode.mode, VS_MODE_OFF);
+	assert_int_equal(out_msg(s, VS_MSG_MODE, c)->u.mode.mode, VS_MODE_OFF);
 	assert_int_equal(count(s, VS_MSG_GRANT, b, 0), 1);
 	sched_request(s, c, GPU_A);
 	assert_int_equal(st(c), SCHED_ST_HOLDING);
@@ -461,7 +422,7 @@ static void test_set_tq(void **state)
 
 static void test_config_overrides(void **state)
 {
-	struct sched_cfg cfg = base_cfg(VS_MODE_AUTO);
+	struct sched_cfg cfg = fixture_cfg(VS_MODE_AUTO);
 	struct sched_gpu_cfg gc[1];
 	struct sched_gpu_info gi;
 	struct sched *s;

@@ -11,32 +11,14 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched_policy.h"
-
-#define GiB (1ull << 30)
-
-static uint64_t fake_now;
-static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
-static const uint8_t GPU_B[VS_UUID_LEN] = { 0xb };
-
-static uint64_t fake_clock(void *arg)
-{
-	(void)arg;
-	return fake_now;
-}
+#include "policy_fixture.h"
 
 static struct sched *mk(uint32_t mode, uint64_t cap)
 {
-	struct sched_cfg cfg;
+	struct sched_cfg cfg = fixture_cfg(mode);
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.tq_ms = 1000;
-	cfg.mode = mode;
-	cfg.grace_ms = 500;
-	cfg.skip_unresponsive = 1;
 	cfg.capacity = cap;
-	fake_now = 0;
-	return sched_new(&cfg, fake_clock, NULL);
+	return fixture_new(&cfg, 0);
 }
 
 /* A client on GPU A that reports `total` bytes and a footprint in GiB. */
@@ -49,19 +31,6 @@ static struct sched_client *cl(struct sched *s, uint64_t total, uint64_t fp)
 	assert_int_equal(sched_attach(s, c, GPU_A, total), 0);
 	assert_int_equal(sched_footprint(s, c, GPU_A, fp * GiB, 0), 0);
 	return c;
-}
-
-static const struct sched_out *msg(struct sched *s, uint16_t type,
-				   const struct sched_client *c)
-{
-	for (size_t i = 0; i < sched_out_count(s); i++) {
-		const struct sched_out *o = sched_out_at(s, i);
-
-		if (o->kind == SCHED_OUT_MSG && o->type == type &&
-		    o->client_id == sched_client_id(c))
-			return o;
-	}
-	return NULL;
 }
 
 static enum sched_state st(const struct sched_client *c)
@@ -90,7 +59,7 @@ static void test_total_learned_later(void **state)
 	assert_int_equal(capacity(s), 10 * GiB);
 	sched_request(s, b, GPU_A);
 	assert_int_equal(st(b), SCHED_ST_HOLDING);
-	assert_null(msg(s, VS_MSG_DROP, a));
+	assert_null(out_msg(s, VS_MSG_DROP, a));
 	sched_free(s);
 }
 
@@ -113,8 +82,8 @@ static void test_total_claim_binds_its_sender(void **state)
 	assert_int_equal(capacity(s), 10 * GiB);
 	small = cl(s, 1, 0);
 	assert_int_equal(capacity(s), 10 * GiB);
-	assert_null(msg(s, VS_MSG_DROP, a));
-	assert_null(msg(s, VS_MSG_DROP, b));
+	assert_null(out_msg(s, VS_MSG_DROP, a));
+	assert_null(out_msg(s, VS_MSG_DROP, b));
 	/* a and b hold 8 GiB of their 10 GiB view: 4 more do not fit,
 	 * whatever big says; small does not fit its own 1-byte view. */
 	sched_request(s, big, GPU_A);
@@ -214,13 +183,13 @@ static void test_larger_than_capacity_exclusive(void **state)
 	(void)state;
 
 	sched_request(s, b, GPU_A);
-	assert_int_equal(msg(s, VS_MSG_GRANT, b)->u.grant.kind,
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, b)->u.grant.kind,
 			 VS_GRANT_SHARED);
 	sched_request(s, a, GPU_A);
 	assert_int_equal(st(a), SCHED_ST_WAITING);
 	sched_released(s, b, GPU_A);
 	assert_int_equal(st(a), SCHED_ST_HOLDING);
-	assert_int_equal(msg(s, VS_MSG_GRANT, a)->u.grant.kind,
+	assert_int_equal(out_msg(s, VS_MSG_GRANT, a)->u.grant.kind,
 			 VS_GRANT_EXCLUSIVE);
 	sched_request(s, z, GPU_A);
 	assert_int_equal(st(z), SCHED_ST_WAITING);
@@ -248,7 +217,7 @@ static void test_no_starvation_by_small(void **state)
 	sched_out_clear(s);
 	fake_now = 1000;
 	sched_tick(s);
-	assert_int_equal(msg(s, VS_MSG_DROP, h)->u.drop.reason,
+	assert_int_equal(out_msg(s, VS_MSG_DROP, h)->u.drop.reason,
 			 VS_DROP_QUANTUM);
 	sched_out_clear(s);
 	sched_released(s, h, GPU_A);
@@ -341,18 +310,12 @@ static void test_gpu_table_full(void **state)
 	struct sched_cred cred = { 1, 0, 0 };
 	struct sched_client *fake[SCHED_MAX_GPUS / SCHED_MAX_CLIENT_GPUS];
 	struct sched_client *real = sched_client_new(s, &cred, "real", NULL);
-	uint8_t u[VS_UUID_LEN] = { 0 };
 	size_t nf = sizeof(fake) / sizeof(fake[0]);
 	(void)state;
 
 	for (size_t i = 0; i < nf; i++) {
 		fake[i] = sched_client_new(s, &cred, "fake", NULL);
-		for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
-			u[0] = (uint8_t)i;
-			u[1] = (uint8_t)j;
-			u[2] = 0xff;
-			assert_int_equal(sched_attach(s, fake[i], u, GiB), 0);
-		}
+		attach_made_up(s, fake[i], (unsigned)i, GiB);
 	}
 	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
 	assert_int_equal(sched_attach(s, real, GPU_A, 10 * GiB), VS_E_FULL);
@@ -376,7 +339,7 @@ static void test_gpu_table_vouched(void **state)
 	struct sched_client *fake[SCHED_MAX_GPUS / SCHED_MAX_CLIENT_GPUS];
 	struct sched_cred cred = { 1, 0, 0 }, rcred = { 2, 4242, 4242 };
 	size_t nf = sizeof(fake) / sizeof(fake[0]);
-	uint8_t u[VS_UUID_LEN] = { 0 };
+	uint8_t u[VS_UUID_LEN];
 	struct sched_client *real, *late;
 	struct sched_gpu_cfg gc;
 	struct sched_cfg cfg;
@@ -398,16 +361,11 @@ static void test_gpu_table_vouched(void **state)
 	for (size_t i = 0; i < nf; i++) {
 		cred.uid = 1000 + (uint32_t)i;
 		fake[i] = sched_client_new(s, &cred, "fake", NULL);
-		for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
-			u[0] = (uint8_t)i;
-			u[1] = (uint8_t)j;
-			u[2] = 0xff;
-			assert_int_equal(sched_attach(s, fake[i], u, GiB), 0);
-		}
+		attach_made_up(s, fake[i], (unsigned)i, GiB);
 	}
 	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS);
 	real = sched_client_new(s, &rcred, "real", NULL);
-	u[0] = 0xfe;
+	made_up_gpu(u, 0xfe, SCHED_MAX_CLIENT_GPUS - 1);
 	assert_int_equal(sched_attach(s, real, u, GiB), VS_E_FULL);
 	assert_int_equal(sched_attach(s, real, GPU_A, GiB), 0);
 	assert_int_equal(sched_attach(s, real, GPU_B, GiB), 0);
@@ -418,8 +376,7 @@ static void test_gpu_table_vouched(void **state)
 	sched_client_del(s, fake[0]);
 	late = sched_client_new(s, &rcred, "late", NULL);
 	for (int j = 0; j < SCHED_MAX_CLIENT_GPUS; j++) {
-		u[0] = 0xfe;
-		u[1] = (uint8_t)j;
+		made_up_gpu(u, 0xfe, (unsigned)j);
 		assert_int_equal(sched_attach(s, late, u, GiB), 0);
 	}
 	assert_int_equal(sched_gpu_count(s), SCHED_MAX_GPUS + 2);
@@ -448,9 +405,9 @@ static void test_reconfigure_capacity(void **state)
 	cfg.capacity = 6 * GiB;
 	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
 	assert_int_equal(capacity(s), 6 * GiB);
-	assert_int_equal(msg(s, VS_MSG_DROP, b)->u.drop.reason,
+	assert_int_equal(out_msg(s, VS_MSG_DROP, b)->u.drop.reason,
 			 VS_DROP_CAPACITY);
-	assert_null(msg(s, VS_MSG_DROP, a));
+	assert_null(out_msg(s, VS_MSG_DROP, a));
 	sched_released(s, b, GPU_A);
 	sched_request(s, b, GPU_A);
 	assert_int_equal(st(b), SCHED_ST_WAITING);
@@ -503,7 +460,7 @@ static void test_reconfigure_settings(void **state)
 	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
 	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
 	assert_int_equal(gi.mode, VS_MODE_OFF);
-	assert_non_null(msg(s, VS_MSG_MODE, a));
+	assert_non_null(out_msg(s, VS_MSG_MODE, a));
 	sched_free(s);
 }
 

@@ -11,13 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sched_policy.h"
+#include "policy_fixture.h"
 
-static uint64_t zero_clock(void *arg)
-{
-	(void)arg;
-	return 0;
-}
 
 static struct sched *mk(uint32_t uid_gpus, uint32_t uid_requests)
 {
@@ -29,7 +24,7 @@ static struct sched *mk(uint32_t uid_gpus, uint32_t uid_requests)
 	cfg.grace_ms = 500;
 	cfg.uid_gpus = uid_gpus;
 	cfg.uid_requests = uid_requests;
-	return sched_new(&cfg, zero_clock, NULL);
+	return sched_new(&cfg, fake_clock, NULL);
 }
 
 static struct sched_client *cl(struct sched *s, uint32_t uid)

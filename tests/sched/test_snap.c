@@ -13,23 +13,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "policy_fixture.h"
 #include "srv.h"
 
-static uint64_t now_ms;
-
-static uint64_t fake_clock(void *arg)
-{
-	(void)arg;
-	return now_ms;
-}
-
-static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
-static const uint8_t GPU_B[VS_UUID_LEN] = { 0xb };
 
 static char *doc(const struct sched *s)
 {
 	size_t len;
-	char *t = ctl_status_json(s, VS_MAX_PAYLOAD, &len);
+	char *t = ctl_status_json(s, NULL, VS_MAX_PAYLOAD, &len);
 
 	assert_non_null(t);
 	return t;
@@ -47,7 +38,7 @@ static void test_snapshot_same_document(void **state)
 	cfg.tq_ms = 1000;
 	cfg.mode = VS_MODE_AUTO;
 	cfg.grace_ms = 500;
-	now_ms = 1000;
+	fake_now = 1000;
 	s = sched_new(&cfg, fake_clock, NULL);
 	for (int i = 0; i < 40; i++) {
 		struct sched_cred cred = { 100 + i, 1000u + (uint32_t)i % 3, 7 };
@@ -64,7 +55,7 @@ static void test_snapshot_same_document(void **state)
 			sched_request(s, c[(i * 7) % (i + 1)], GPU_A);
 		if (i % 2)
 			sched_request(s, c[i], GPU_B);
-		now_ms += 3;
+		fake_now += 3;
 	}
 	sched_client_del(s, c[5]);
 	a = doc(s);
@@ -73,7 +64,7 @@ static void test_snapshot_same_document(void **state)
 	b = doc(snap);
 	assert_string_equal(a, b);
 	/* The policy moves on; the copy does not. */
-	now_ms += 500;
+	fake_now += 500;
 	sched_released(s, c[0], GPU_A);
 	sched_client_del(s, c[1]);
 	free(b);

@@ -14,16 +14,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "policy_fixture.h"
 #include "srv.h"
 #include "status_json.h"
 
-static uint64_t zero_clock(void *arg)
-{
-	(void)arg;
-	return 0;
-}
-
-static const uint8_t GPU_A[VS_UUID_LEN] = { 0xa };
 
 /* n clients with long labels on GPU A, mode on: one holds, n-1 wait. */
 static struct sched *populate(int n)
@@ -36,7 +30,7 @@ static struct sched *populate(int n)
 	cfg.tq_ms = 1000;
 	cfg.mode = VS_MODE_ON;
 	cfg.grace_ms = 500;
-	s = sched_new(&cfg, zero_clock, NULL);
+	s = sched_new(&cfg, fake_clock, NULL);
 	assert_non_null(s);
 	for (int i = 0; i < n; i++) {
 		struct sched_cred cred = { 1000 + i, 1000, 1000 };
@@ -62,7 +56,7 @@ static void test_fits(void **state)
 {
 	struct sched *s = populate(20);
 	size_t len = 0;
-	char *text = ctl_status_json(s, 1 << 20, &len);
+	char *text = ctl_status_json(s, NULL, 1 << 20, &len);
 	cJSON *doc;
 
 	(void)state;
@@ -81,7 +75,7 @@ static void test_too_many_clients(void **state)
 {
 	struct sched *s = populate(200);
 	size_t len = 0, max = 16384;
-	char *text = ctl_status_json(s, max, &len);
+	char *text = ctl_status_json(s, NULL, max, &len);
 	const cJSON *gpu, *omitted;
 	cJSON *doc;
 	int shown;
@@ -112,7 +106,7 @@ static void test_too_many_clients(void **state)
 static void test_exact_text(void **state)
 {
 	static const char want[] =
-	"{\"version\":3,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
+	"{\"version\":4,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
 	"000000000000\",\"index\":0,\"mode\":\"on\",\"tq_s\":1,\"capacity\":"
 	"17179869184,\"total_mem\":17179869184,\"footprint\":0,\"held\":0,"
 	"\"oversubscribed\":false,\"holders\":[1],\"queue\":[2],\"policy\":"
@@ -124,17 +118,23 @@ static void test_exact_text(void **state)
 	"\"GPU-0a000000-0000-0000-0000-000000000000\",\"managed\":0,\"pinned\":"
 	"0,\"state\":\"holding\",\"held_ms\":0,\"waited_ms\":0,\"revoked\":"
 	"false,\"recent_ms\":0,\"user_recent_ms\":0,\"weight\":1,"
-	"\"wait_why\":\"\",\"position\":0,\"eta_ms\":-1}]},{\"id\":2,"
+	"\"wait_why\":\"\",\"position\":0,\"eta_ms\":-1,\"class\":"
+	"\"batch\",\"budget_pct\":0,\"budget_used_pct\":0,\"cap_pct\":0,"
+	"\"cap_used_pct\":0}],\"name\":\"\",\"class\":\"batch\"},"
+	"{\"id\":2,"
 	"\"pid\":1001,\"uid\":1000,\"gid\":1000,\"label\":"
 	"\"job-0001-with-a-label-as-long-as-the-protocol-allows-xx\",\"gpus\":"
 	"[{\"uuid\":\"GPU-0a000000-0000-0000-0000-000000000000\",\"managed\":0,"
 	"\"pinned\":0,\"state\":\"waiting\",\"held_ms\":0,\"waited_ms\":0,"
 	"\"revoked\":false,\"recent_ms\":0,\"user_recent_ms\":0,\"weight\":1,"
-	"\"wait_why\":\"quantum\",\"position\":1,\"eta_ms\":1000}]}],"
-	"\"protocol\":5}";
+	"\"wait_why\":\"quantum\",\"position\":1,\"eta_ms\":1000,"
+	"\"class\":\"batch\",\"budget_pct\":0,\"budget_used_pct\":0,"
+	"\"cap_pct\":0,\"cap_used_pct\":0}],\"name\":\"\",\"class\":"
+	"\"batch\"}],"
+	"\"protocol\":6}";
 	struct sched *s = populate(2);
 	size_t len = 0;
-	char *text = ctl_status_json(s, 1 << 20, &len);
+	char *text = ctl_status_json(s, NULL, 1 << 20, &len);
 
 	(void)state;
 	assert_non_null(text);
@@ -166,7 +166,7 @@ static void test_read_back(void **state)
 	const struct sched_client *sc = sched_client_first(s);
 	char uuid[VS_UUID_STR_LEN];
 	size_t len = 0;
-	char *text = ctl_status_json(s, 4096, &len);
+	char *text = ctl_status_json(s, NULL, 4096, &len);
 	cJSON *doc = cJSON_Parse(text);
 	const cJSON *it;
 

@@ -335,7 +335,7 @@ int check_capture(void)
 	CK(cuGraphDestroy(g));
 
 	/* Inside a capture, stream-ordered allocation is left to the
-	 * driver (the test driver refuses it; converted it would succeed). */
+	 * driver (a memory node of the graph: not managed). */
 	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
 	CHECK(cuMemAllocAsync(&q, 4096, s) != CUDA_SUCCESS || !is_managed(q));
 	g = NULL;

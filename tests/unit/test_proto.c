@@ -161,7 +161,7 @@ static void test_versions(void **state)
 	uint32_t role;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 5);
+	assert_int_equal(VS_PROTO_VERSION, 6);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
@@ -411,10 +411,17 @@ static void test_payload_rules(void **state)
 	hello.proto_version = VS_PROTO_VERSION;
 	h = hdr_for(VS_MSG_HELLO, sizeof(hello));
 	assert_int_equal(vs_check_payload(&h, &hello, &why), VS_OK);
-	hello.reserved = 1;
+	/* A class from version 6 on, and only a known one. */
+	hello.klass = VS_CLASS_INTERACTIVE;
+	assert_int_equal(vs_check_payload(&h, &hello, &why), VS_OK);
+	hello.klass = VS_CLASS_MAX + 1;
 	assert_int_equal(vs_check_payload(&h, &hello, &why), VS_E_PROTO);
 	assert_non_null(why);
-	hello.reserved = 0;
+	hello.klass = VS_CLASS_INTERACTIVE;
+	h.version = 5;
+	assert_int_equal(vs_check_payload(&h, &hello, &why), VS_E_PROTO);
+	h.version = VS_PROTO_VERSION;
+	hello.klass = 0;
 	hello.label[20] = 'x'; /* junk after the NUL */
 	assert_int_equal(vs_check_payload(&h, &hello, NULL), VS_E_PROTO);
 	hello.label[20] = 0;
@@ -451,7 +458,12 @@ static void test_payload_rules(void **state)
 	pol.weight = VS_WEIGHT_MAX + 1;
 	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_E_PROTO);
 	pol.weight = VS_WEIGHT_MAX;
-	pol.flags = 0x2;
+	pol.flags = VS_POLICYF_INTERACTIVE;
+	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_OK);
+	h.version = 5; /* no classes before version 6 */
+	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_E_PROTO);
+	h.version = VS_PROTO_VERSION;
+	pol.flags = 0x4;
 	assert_int_equal(vs_check_payload(&h, &pol, NULL), VS_E_PROTO);
 	pol.flags = 0;
 	pol.reserved = 1;

@@ -1,5 +1,6 @@
 /* The Slurm plugin's decisions without Slurm: plugstack.conf options, the
- * limit of a step's shards, the label and the LD_PRELOAD merge. */
+ * limit of a step's shards, the srun options, the label and the
+ * LD_PRELOAD merge. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,6 +143,105 @@ static void test_preload(void **state)
 				     sizeof(tiny)), -1);
 }
 
+static void test_class(void **state)
+{
+	static const char *const bad[] = { "", "Batch", "interactive ",
+					   "best-effort", "batchx" };
+	char err[160];
+	(void)state;
+
+	assert_int_equal(vsp_class_parse("interactive", err, sizeof(err)),
+			 VSP_CLASS_INTERACTIVE);
+	assert_int_equal(vsp_class_parse("batch", err, sizeof(err)),
+			 VSP_CLASS_BATCH);
+	assert_string_equal(vsp_class_name(VSP_CLASS_INTERACTIVE), "interactive");
+	assert_string_equal(vsp_class_name(VSP_CLASS_BATCH), "batch");
+	assert_string_equal(vsp_class_name(VSP_CLASS_NONE), "");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(vsp_class_parse(bad[i], err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "interactive or batch"));
+	}
+}
+
+static void test_mem_option(void **state)
+{
+	static const char *const bad[] = { "", "lots", "-1G", "0x10", "1e9",
+					   "8GB5", "inf" };
+	char err[200];
+	uint64_t v;
+	(void)state;
+
+	assert_int_equal(vsp_mem_parse("8G", &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 8ull << 30);
+	assert_int_equal(vsp_mem_parse("512mb", &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(vsp_mem_parse("1048576", &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 1048576);
+	assert_int_equal(vsp_mem_parse("8B", &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 8);
+	assert_int_equal(vsp_mem_parse("0", &v, err, sizeof(err)), 0);
+	assert_int_equal(v, 0);
+	/* vshare-run's --mem-limit rule: a plain number below 1 MiB lost its
+	 * unit, and the message says which to add. */
+	assert_int_equal(vsp_mem_parse("8", &v, err, sizeof(err)), -1);
+	assert_string_equal(err, "--vshare-mem '8' has no unit and is below "
+			    "1 MiB: add one (like 8G or 8M; bytes as 8B)");
+	assert_int_equal(vsp_mem_parse("1048575", &v, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "add one"));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(vsp_mem_parse(bad[i], &v, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "is not a size"));
+	}
+}
+
+static void test_step_limit(void **state)
+{
+	const uint64_t cap = 768ull << 20;
+	char err[200];
+	uint64_t out = 1;
+	(void)state;
+
+	/* Without the option: the cap, unless the user's own is lower. */
+	assert_int_equal(vsp_step_limit(cap, 0, 0, NULL, &out, err, sizeof(err)),
+			 VSP_LIMIT_SET);
+	assert_int_equal(out, cap);
+	assert_int_equal(vsp_step_limit(cap, 0, 0, "64M", &out, err,
+					sizeof(err)), VSP_LIMIT_KEEP);
+	assert_int_equal(vsp_step_limit(0, 0, 0, "64M", &out, err, sizeof(err)),
+			 VSP_LIMIT_KEEP);
+	assert_int_equal(vsp_step_limit(0, 0, 0, NULL, &out, err, sizeof(err)),
+			 VSP_LIMIT_KEEP);
+	/* The option within the cap, up to it, or with no cap at all. */
+	assert_int_equal(vsp_step_limit(cap, 1, 300ull << 20, "64M", &out, err,
+					sizeof(err)), VSP_LIMIT_SET);
+	assert_int_equal(out, 300ull << 20);
+	assert_int_equal(vsp_step_limit(cap, 1, cap, NULL, &out, err,
+					sizeof(err)), VSP_LIMIT_SET);
+	assert_int_equal(out, cap);
+	assert_int_equal(vsp_step_limit(0, 1, 5ull << 40, NULL, &out, err,
+					sizeof(err)), VSP_LIMIT_SET);
+	assert_int_equal(out, 5ull << 40);
+	assert_int_equal(vsp_step_limit(0, 1, 0, "8G", &out, err, sizeof(err)),
+			 VSP_LIMIT_SET);
+	assert_int_equal(out, 0);
+	/* Above the cap, or no limit under one: refused, the cap named. */
+	out = 1;
+	assert_int_equal(vsp_step_limit(cap, 1, cap + 1, NULL, &out, err,
+					sizeof(err)), VSP_LIMIT_REFUSE);
+	assert_int_equal(out, 1);
+	assert_string_equal(err, "--vshare-mem 805306369B is above the 768M "
+			    "that this step's GPU shards allow (shards x "
+			    "shard_mem)");
+	assert_int_equal(vsp_step_limit(cap, 1, 1ull << 30, NULL, &out, err,
+					sizeof(err)), VSP_LIMIT_REFUSE);
+	assert_non_null(strstr(err, "--vshare-mem 1G is above the 768M"));
+	assert_int_equal(vsp_step_limit(cap, 1, 0, NULL, &out, err,
+					sizeof(err)), VSP_LIMIT_REFUSE);
+	assert_non_null(strstr(err, "0 (no limit) is above"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +252,9 @@ int main(void)
 		cmocka_unit_test(test_user_may_only_lower),
 		cmocka_unit_test(test_label),
 		cmocka_unit_test(test_preload),
+		cmocka_unit_test(test_class),
+		cmocka_unit_test(test_mem_option),
+		cmocka_unit_test(test_step_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

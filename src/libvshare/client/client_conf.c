@@ -1,8 +1,9 @@
 /*
- * The scheduler client's VSHARE_* settings, read once at client_init. A
- * bad value is logged and the default used (shim_env.c); docs/gate.md
- * lists them all. The node's client configuration (shim_node.h) fixes
- * the socket and can require the scheduler.
+ * The scheduler client's VSHARE_* settings, read once at client_init.
+ * The table of every setting, its default and range is
+ * util/shim_settings.def; a bad value is logged there and the default
+ * used. The node's client configuration (shim_node.h) fixes the socket
+ * and can require the scheduler.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,12 +19,6 @@
  * that every other part of the client builds on. */
 struct client_conn client_c = { .sock = -1, .sock_id = { .fd = -1 } };
 struct client_global client_g;
-
-#define CLIENT_IDLE_MS_DEFAULT  100u
-#define CLIENT_FP_STEP_DEFAULT  (64ull << 20)
-/* A wait this long is worth a line: well past a normal hand-off (idle_ms
- * plus a drain), well short of what looks like a hang. */
-#define CLIENT_WAIT_NOTICE_MS_DEFAULT 1000u
 
 /* The program's name for the scheduler's status: its comm, which is what
  * ps shows and is set before any constructor runs. */
@@ -49,7 +44,8 @@ static void default_label(char *out, size_t n)
  * user pick a scheduler of their own that sends no policy. */
 static const char *socket_path(void)
 {
-	const char *env = shim_env_str("VSHARE_SOCKET", NULL);
+	struct shim_set_val set = shim_setting(SET_SOCKET);
+	const char *env = set.given ? set.s : NULL;
 	const char *node = shim_node.socket[0] != '\0' ? shim_node.socket :
 			   VS_DEFAULT_SOCKET;
 
@@ -65,8 +61,8 @@ static const char *socket_path(void)
  * environment may require it where the node does not. */
 static int require_local(void)
 {
-	int env = shim_env_str("VSHARE_REQUIRE_SCHEDULER", NULL) == NULL ? -1 :
-		  shim_env_bool("VSHARE_REQUIRE_SCHEDULER", 0);
+	struct shim_set_val set = shim_setting(SET_REQUIRE_SCHEDULER);
+	int env = set.given ? (int)set.u : -1;
 
 	if (shim_node.require != 1)
 		return env == 1;
@@ -79,40 +75,33 @@ static int require_local(void)
 void client_conf_read(struct client_conf *c)
 {
 	const char *sock = socket_path();
-	const char *label = shim_env_str("VSHARE_LABEL", NULL);
-	const char *swap = shim_env_str("VSHARE_SWAP_OUT", "lazy");
+	struct shim_set_val label = shim_setting(SET_LABEL);
 
 	memset(c, 0, sizeof(*c));
-	if (strlen(sock) >= sizeof(c->socket_path)) {
-		log_warn("VSHARE_SOCKET is longer than a Unix socket path may be; "
-			 "using %s", VS_DEFAULT_SOCKET);
-		sock = VS_DEFAULT_SOCKET;
-	}
+	/* The table refuses a longer VSHARE_SOCKET, and the node's socket
+	 * is shorter too (shim_node.c). */
+	_Static_assert(sizeof(c->socket_path) == 107 + 1,
+		       "VSHARE_SOCKET's longest length in shim_settings.def");
 	snprintf(c->socket_path, sizeof(c->socket_path), "%s", sock);
-	if (label != NULL)
-		snprintf(c->label, VS_LABEL_MAX, "%s", label);
+	if (label.given)
+		snprintf(c->label, VS_LABEL_MAX, "%s", label.s);
 	else
 		default_label(c->label, VS_LABEL_MAX);
 	/* The wire label allows UTF-8 text without control characters; the
 	 * cut above may have split a character. */
 	vs_label_clean(c->label);
-	c->idle_ms = shim_env_u64("VSHARE_IDLE_MS", CLIENT_IDLE_MS_DEFAULT, 0,
-				  3600u * 1000u);
-	if (strcmp(swap, "eager") == 0) {
-		c->swap_eager = 1;
-	} else if (strcmp(swap, "lazy") != 0) {
-		log_warn("VSHARE_SWAP_OUT=\"%s\" is not lazy or eager; using lazy",
-			 swap);
-	}
+	c->idle_ms = shim_set_u64(SET_IDLE_MS);
+	c->idle_learn = (int)shim_set_u64(SET_IDLE_LEARN);
+	c->klass = (uint32_t)shim_set_u64(SET_CLASS);
+	c->swap_eager = shim_set_u64(SET_SWAP_OUT) == SHIM_SWAP_OUT_EAGER;
 	c->require_local = require_local();
 	c->require_sched = c->require_local;
-	c->footprint_step = shim_env_size("VSHARE_FOOTPRINT_STEP",
-					  CLIENT_FP_STEP_DEFAULT);
-	c->wait_notice = shim_env_bool("VSHARE_WAIT_NOTICE", 1);
-	/* At least 100 ms: a query right behind each REQUEST would double
-	 * the traffic of every hand-off. */
-	c->wait_notice_ms = shim_env_u64("VSHARE_WAIT_NOTICE_MS",
-					 CLIENT_WAIT_NOTICE_MS_DEFAULT, 100,
-					 3600u * 1000u);
-	c->no_lock_page = !shim_env_bool("VSHARE_LOCK_PAGE", 1);
+	c->footprint_step = shim_set_u64(SET_FOOTPRINT_STEP);
+	c->wait_notice = (int)shim_set_u64(SET_WAIT_NOTICE);
+	/* At least 100 ms (the table's range): a query right behind each
+	 * REQUEST would double the traffic of every hand-off. The default,
+	 * 1 s, is well past a normal hand-off (idle_ms plus a drain), well
+	 * short of what looks like a hang. */
+	c->wait_notice_ms = shim_set_u64(SET_WAIT_NOTICE_MS);
+	c->no_lock_page = !shim_set_u64(SET_LOCK_PAGE);
 }

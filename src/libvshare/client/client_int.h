@@ -93,6 +93,10 @@ struct client_conf {
 	char     socket_path[108];
 	char     label[VS_LABEL_MAX + 1];
 	uint64_t idle_ms;
+	int      idle_learn;       /* VSHARE_IDLE_LEARN: the gap from the
+				    * program's rhythm */
+	uint32_t klass;            /* VSHARE_CLASS, VS_CLASS_* */
+	int      klass_told;       /* a class refused was said once */
 	int      swap_eager;
 	int      require_sched;    /* in force: require_local, or the
 				    * scheduler's policy said so */

@@ -89,6 +89,9 @@ int client_hello(void)
 
 	memset(&m, 0, sizeof(m));
 	m.proto_version = client_version();
+	/* A scheduler older than version 6 knows no class: batch there. */
+	if (m.proto_version >= 6)
+		m.klass = client_g.conf.klass;
 	memcpy(m.label, client_g.conf.label,
 	       strnlen(client_g.conf.label, VS_LABEL_MAX));
 	return client_send(VS_MSG_HELLO, &m, sizeof(m));
@@ -354,6 +357,17 @@ static void on_policy(const struct vs_policy *m)
 		log_info("the scheduler's policy %s the scheduler", req ?
 			 "requires" : "no longer requires");
 	client_g.conf.require_sched = req;
+	/* Asked for, and the admin's policy does not give it: said once,
+	 * since the program then waits like any batch job. */
+	if (client_g.conf.klass == VS_CLASS_INTERACTIVE &&
+	    !(m->flags & VS_POLICYF_INTERACTIVE) && !client_g.conf.klass_told) {
+		client_g.conf.klass_told = 1;
+		log_warn("VSHARE_CLASS=interactive: %s; this program runs as "
+			 "batch", client_version() >= 6 ?
+			 "the scheduler's policy does not give this user the "
+			 "interactive class" : "the scheduler is too old for "
+			 "classes (protocol version 6)");
+	}
 	client_g.cb->policy(client_g.cb->arg, m->mem_limit);
 	client_settle_policy();
 	log_debug("policy: memory limit %llu bytes per GPU%s, weight %u",

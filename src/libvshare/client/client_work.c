@@ -237,12 +237,33 @@ static int swapped(struct client_gpu *g)
 	return client_send(VS_MSG_SWAPPED, &m, sizeof(m));
 }
 
-/* Release now, or for an idle drop once nothing was submitted for idle_ms
- * and nothing is in flight. Returns the ms to wait before looking again
- * (-1: nothing pending), or -2 if the connection failed. */
+/* The pause after which a holder that others wait for counts as idle:
+ * twice the longest recent pause within its bursts plus a step of the
+ * coarse clock, at least CLIENT_IDLE_MIN_MS, at most idle_ms
+ * (VSHARE_IDLE_MS). A notebook whose cell is done releases within a few
+ * ms; a training loop, whose pauses (its synchronizations) are long,
+ * waits idle_ms as before and is not cut at each iteration. A program
+ * whose rhythm is not known yet waits idle_ms. */
+#define CLIENT_IDLE_MIN_MS 2u
+static uint64_t idle_gap(int dev)
+{
+	uint64_t cap = client_g.conf.idle_ms;
+	uint32_t learned = gate_gap_ms(dev);
+	uint64_t gap = 2u * (uint64_t)learned + gate_clock_step_ms();
+
+	if (learned == GATE_GAP_UNKNOWN || !client_g.conf.idle_learn)
+		return cap;
+	if (gap < CLIENT_IDLE_MIN_MS)
+		gap = CLIENT_IDLE_MIN_MS;
+	return gap < cap ? gap : cap;
+}
+
+/* Release now, or for an idle drop once nothing was submitted for the
+ * idle gap and nothing is in flight. Returns the ms to wait before
+ * looking again (-1: nothing pending), or -2 if the connection failed. */
 static int drop(int dev, struct client_gpu *g)
 {
-	uint64_t now, last, idle = client_g.conf.idle_ms;
+	uint64_t now, last, idle = idle_gap(dev);
 	uint32_t reason = g->held ? g->drop : 0;
 	long inflight;
 

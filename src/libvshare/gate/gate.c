@@ -255,10 +255,30 @@ int gate_enter(void *stream)
 	return enter_dev(0);
 }
 
+/* A pause since the shard's previous exit, shorter than a burst's end:
+ * the shard keeps the largest recent one, decaying by an eighth at each
+ * shorter one, so that it follows the program's current rhythm. Only on
+ * a tick of the coarse clock: a burst's back-to-back calls cost nothing
+ * more. */
+static void learn_gap(struct gate_shard *s, uint64_t prev, uint64_t now)
+{
+	uint64_t gap = now - prev;
+	uint32_t g;
+
+	if (prev == 0 || now < prev || gap >= GATE_GAP_LEARN_MS)
+		return;
+	g = A_LOAD_RLX(&s->gap_ms);
+	g = gap >= g ? (uint32_t)gap : g - (g + 7) / 8;
+	__atomic_store_n(&s->gap_ms, g, __ATOMIC_RELAXED);
+	if (A_LOAD_RLX(&s->gap_n) < GATE_GAP_SAMPLES)
+		__atomic_store_n(&s->gap_n, A_LOAD_RLX(&s->gap_n) + 1,
+				 __ATOMIC_RELAXED);
+}
+
 void gate_exit(int token)
 {
 	struct gate_shard *s;
-	uint64_t now;
+	uint64_t now, prev;
 	int slow = token >= 0 && (token & GATE_TOKEN_SLOW);
 
 	token &= ~GATE_TOKEN_SLOW;
@@ -267,8 +287,11 @@ void gate_exit(int token)
 	s = &gate_g.gpu[token / GATE_SHARDS].shard[token % GATE_SHARDS];
 	/* Store the stamp only when the coarse clock moved. */
 	now = gate_clock_ms();
-	if (A_LOAD_RLX(&s->last_ms) != now)
+	prev = A_LOAD_RLX(&s->last_ms);
+	if (prev != now) {
 		__atomic_store_n(&s->last_ms, now, __ATOMIC_RELAXED);
+		learn_gap(s, prev, now);
+	}
 	leave(&gate_g.gpu[token / GATE_SHARDS], token % GATE_SHARDS);
 	if (__builtin_expect(slow, 0))
 		exit_slow();

@@ -1,8 +1,9 @@
 /*
  * The gate's VSHARE_* settings, read once at gate_init: whether it gates
  * at all and how waiters spin. The scheduler client reads its own
- * (client_conf.c). A bad value is logged and the default used
- * (shim_env.c); docs/gate.md lists them all.
+ * (client_conf.c). The table of every setting, its default and range is
+ * util/shim_settings.def; a bad value is logged there and the default
+ * used.
  */
 #include <string.h>
 
@@ -11,13 +12,14 @@
 #include "shim_env.h"
 #include "shim_node.h"
 
-#define GATE_SPIN_US_DEFAULT  200u
 #define GATE_SPIN_MIN_CPUS    4
 
 void gate_conf_read(struct gate_conf *c)
 {
+	struct shim_set_val spin = shim_setting(SET_SPIN_US);
+
 	memset(c, 0, sizeof(*c));
-	c->disabled = shim_env_bool("VSHARE_DISABLE", 0);
+	c->disabled = (int)shim_set_u64(SET_DISABLE);
 	/* Where the admin configured the node (shim_node.h), sharing is
 	 * theirs to decide: a user's variable must not turn it off. */
 	if (c->disabled && shim_node.loaded) {
@@ -30,9 +32,8 @@ void gate_conf_read(struct gate_conf *c)
 	 * answers): by default it is off below GATE_SPIN_MIN_CPUS usable CPUs
 	 * (and, gate_spin_ok, while the CPUs are busy). A VSHARE_SPIN_US given
 	 * explicitly applies as it is. */
-	c->spin_ns = shim_env_u64("VSHARE_SPIN_US", GATE_SPIN_US_DEFAULT, 0,
-				  10000u) * 1000u;
-	c->spin_forced = shim_env_str("VSHARE_SPIN_US", NULL) != NULL;
+	c->spin_ns = spin.u * 1000u;
+	c->spin_forced = spin.given;
 	c->cpus = shim_usable_cpus();
 	if (!c->spin_forced && c->cpus < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;

@@ -152,6 +152,30 @@ void gate_activity(int dev, long *inflight, uint64_t *last_ms)
 	*last_ms = g != NULL ? gate_last_ms(g) : 0;
 }
 
+uint32_t gate_gap_ms(int dev)
+{
+	struct gate_gpu *g = gpu_of(dev);
+
+	return g != NULL ? gate_gap_of(g) : GATE_GAP_UNKNOWN;
+}
+
+uint32_t gate_clock_step_ms(void)
+{
+	static uint32_t step; /* atomic: 0 until measured */
+	struct timespec ts;
+	uint32_t v = A_LOAD_RLX(&step);
+
+	if (v != 0)
+		return v;
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		ts.tv_sec = 0, ts.tv_nsec = 4000000;
+	v = (uint32_t)((uint64_t)ts.tv_sec * 1000u +
+		       ((uint64_t)ts.tv_nsec + 999999u) / 1000000u);
+	v = v ? v : 1;
+	__atomic_store_n(&step, v, __ATOMIC_RELAXED);
+	return v;
+}
+
 int gate_shutting(void)
 {
 	return A_LOAD(&gate_g.shutting);

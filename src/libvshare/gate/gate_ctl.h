@@ -49,6 +49,13 @@ int  gate_gpu_info(int dev, uint8_t uuid[16], uint64_t *total_mem);
 int  gate_waiting(int dev);
 /* Calls inside dev's gate and the coarse time of the latest exit (ms). */
 void gate_activity(int dev, long *inflight, uint64_t *last_ms);
+/* The largest recent pause between dev's submissions within a burst, ms
+ * (coarse clock): how long a pause of this program may last before its
+ * burst is over; GATE_GAP_UNKNOWN until a few pauses were seen. */
+#define GATE_GAP_UNKNOWN UINT32_MAX
+uint32_t gate_gap_ms(int dev);
+/* The coarse clock's step, ms (1 to 4 on Linux). */
+uint32_t gate_clock_step_ms(void);
 /* Whether gate_shutdown began. */
 int  gate_shutting(void);
 /* Whether the gate is active at all (not VSHARE_DISABLE). */

@@ -33,7 +33,15 @@
 struct gate_shard {
 	long     inflight;      /* calls inside the bracket; atomic */
 	uint64_t last_ms;       /* coarse time of the last exit; atomic */
+	uint32_t gap_ms;        /* pauses within bursts, decayed; atomic */
+	uint32_t gap_n;         /* pauses learned, up to GATE_GAP_SAMPLES */
 } __attribute__((aligned(64)));
+
+/* Pauses between exits shorter than this are a program's pauses within
+ * a burst (gate_exit learns them); longer ones end a burst. Until
+ * GATE_GAP_SAMPLES of them are learned the program's rhythm is unknown. */
+#define GATE_GAP_LEARN_MS 1000u
+#define GATE_GAP_SAMPLES  4u
 
 struct gate_gpu {
 	/* Read by every submission, written only on open and close. */
@@ -102,6 +110,9 @@ void     gate_gpu_init(struct gate_gpu *g);
 long     gate_inflight(struct gate_gpu *g);
 /* The latest exit stamp of a gate. */
 uint64_t gate_last_ms(struct gate_gpu *g);
+/* The largest learned pause of any shard, ms; GATE_GAP_UNKNOWN until
+ * GATE_GAP_SAMPLES pauses were learned. */
+uint32_t gate_gap_of(struct gate_gpu *g);
 
 /* Open g and wake whoever waits for it. Called with g->mu held; the one
  * place a gate's state becomes GATE_OPEN. */

@@ -48,6 +48,20 @@ long gate_inflight(struct gate_gpu *g)
 	return n;
 }
 
+uint32_t gate_gap_of(struct gate_gpu *g)
+{
+	uint32_t gap = 0, n = 0;
+
+	for (int i = 0; i < GATE_SHARDS; i++) {
+		uint32_t t = A_LOAD_RLX(&g->shard[i].gap_ms);
+
+		n += A_LOAD_RLX(&g->shard[i].gap_n);
+		if (t > gap)
+			gap = t;
+	}
+	return n >= GATE_GAP_SAMPLES ? gap : GATE_GAP_UNKNOWN;
+}
+
 uint64_t gate_last_ms(struct gate_gpu *g)
 {
 	uint64_t last = 0;

@@ -3,9 +3,11 @@
  * through the real entry points (never the hooks): for the memory layer,
  * the hooks and the gate's CUDA operations (shim_ops.c). Each runs after a
  * hook made sure of the init, so it reads the real pointers directly.
+ * And the one path for the shim's own driver calls (cu_query.h: the
+ * rules, CUQ(), the scopes).
  */
+#include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctx_track.h"
 #include "cu_query.h"
@@ -21,25 +23,23 @@ static uint64_t dev_total[MREG_MAX_DEVS];
 
 void *cuq_current_context(void)
 {
-	__typeof__(&cuCtxGetCurrent) get = REAL(cuCtxGetCurrent);
 	CUcontext ctx = NULL;
 
-	if (get == NULL || get(&ctx) != CUDA_SUCCESS)
+	if (CUQ_QUERY(cuCtxGetCurrent, (&ctx)) != CUDA_SUCCESS)
 		return NULL;
 	return ctx;
 }
 
 int cuq_current_device(void)
 {
-	__typeof__(&cuCtxGetDevice) getdev = REAL(cuCtxGetDevice);
 	CUcontext ctx = cuq_current_context();
 	CUdevice dev;
 
-	if (ctx == NULL || getdev == NULL)
+	if (ctx == NULL)
 		return -1;
 	if (ctx == tl_ctx)
 		return tl_dev;
-	if (getdev(&dev) != CUDA_SUCCESS)
+	if (CUQ_QUERY(cuCtxGetDevice, (&dev)) != CUDA_SUCCESS)
 		return -1;
 	tl_ctx = ctx;
 	tl_dev = (int)dev;
@@ -57,20 +57,15 @@ void cuq_track_current(void)
 /* Device of a context that is not current: ask it while current. */
 static int context_device(CUcontext ctx)
 {
-	__typeof__(&cuCtxPushCurrent_v2) push = REAL(cuCtxPushCurrent_v2);
-	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
-	__typeof__(&cuCtxGetDevice) getdev = REAL(cuCtxGetDevice);
-	CUcontext old;
+	struct cuq_scope sc;
 	CUdevice dev;
 	int d = ctx_device_of(ctx);
 
-	if (d >= 0 || push == NULL || pop == NULL || getdev == NULL)
+	if (d >= 0 || cuq_enter(&sc, 0, ctx) != 0)
 		return d;
-	if (push(ctx) != CUDA_SUCCESS)
-		return -1;
-	if (getdev(&dev) == CUDA_SUCCESS)
+	if (CUQ_QUERY(cuCtxGetDevice, (&dev)) == CUDA_SUCCESS)
 		d = (int)dev;
-	pop(&old);
+	cuq_leave(&sc);
 	if (d >= 0)
 		ctx_track(ctx, d, 0);
 	return d;
@@ -78,50 +73,120 @@ static int context_device(CUcontext ctx)
 
 int cuq_stream_device(void *stream)
 {
-	__typeof__(&cuStreamGetDevice) sdev = REAL(cuStreamGetDevice);
-	__typeof__(&cuStreamGetCtx) sctx = REAL(cuStreamGetCtx);
 	CUstream s = stream;
 	CUcontext ctx;
 	CUdevice dev;
 
 	if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
 		return cuq_current_device();
-	if (sdev != NULL && sdev(s, &dev) == CUDA_SUCCESS)
+	if (CUQ_QUERY(cuStreamGetDevice, (s, &dev)) == CUDA_SUCCESS)
 		return (int)dev;
-	if (sctx != NULL && sctx(s, &ctx) == CUDA_SUCCESS)
+	if (CUQ_QUERY(cuStreamGetCtx, (s, &ctx)) == CUDA_SUCCESS)
 		return context_device(ctx);
 	return -1;
 }
 
 int cuq_stream_capturing(void *stream)
 {
-	__typeof__(&cuStreamIsCapturing) is = REAL(cuStreamIsCapturing);
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 
-	if (is == NULL || is((CUstream)stream, &st) != CUDA_SUCCESS)
+	if (CUQ_QUERY(cuStreamIsCapturing, ((CUstream)stream, &st)) !=
+	    CUDA_SUCCESS)
 		return 0;
 	return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-int cuq_relax(void)
+/* The rules of the thread's outermost scope: its depth, and the capture
+ * mode (-1 when it could not be changed) and cancellation state to give
+ * back at its end. */
+struct rules_state {
+	int depth;
+	int mode;
+	int cancel;
+};
+static __thread __attribute__((tls_model("initial-exec")))
+	struct rules_state tl_rules;
+
+static int exchange_mode(int mode)
 {
 	__typeof__(&cuThreadExchangeStreamCaptureMode) xchg =
 		REAL(cuThreadExchangeStreamCaptureMode);
-	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CUstreamCaptureMode m = (CUstreamCaptureMode)mode;
 
-	if (xchg == NULL || xchg(&m) != CUDA_SUCCESS)
+	if (mode < 0 || xchg == NULL || xchg(&m) != CUDA_SUCCESS)
 		return -1;
 	return (int)m;
 }
 
-void cuq_unrelax(int old)
+void cuq_rules_in(void)
 {
-	__typeof__(&cuThreadExchangeStreamCaptureMode) xchg =
-		REAL(cuThreadExchangeStreamCaptureMode);
-	CUstreamCaptureMode m = (CUstreamCaptureMode)old;
+	if (tl_rules.depth++ > 0)
+		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &tl_rules.cancel);
+	tl_rules.mode = exchange_mode(CU_STREAM_CAPTURE_MODE_RELAXED);
+}
 
-	if (old >= 0 && xchg != NULL)
-		(void)xchg(&m);
+void cuq_rules_out(void)
+{
+	if (--tl_rules.depth > 0)
+		return;
+	(void)exchange_mode(tl_rules.mode);
+	pthread_setcancelstate(tl_rules.cancel, NULL);
+}
+
+/* Outside a scope the thread is in the program's mode already; inside
+ * one, the program's mode comes back for the call. */
+int cuq_prog_in(void)
+{
+	int cancel;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	if (tl_rules.depth > 0)
+		(void)exchange_mode(tl_rules.mode);
+	return cancel;
+}
+
+void cuq_prog_out(int saved)
+{
+	if (tl_rules.depth > 0 && tl_rules.mode >= 0)
+		(void)exchange_mode(CU_STREAM_CAPTURE_MODE_RELAXED);
+	pthread_setcancelstate(saved, NULL);
+}
+
+int cuq_enter(struct cuq_scope *sc, unsigned rules, const void *ctx)
+{
+	sc->pushed = NULL;
+	sc->entered = 0;
+	/* The capture count moves before the driver begins a capture
+	 * (hook_submit.c), so a free that starts after this check and a
+	 * capture that begins meanwhile meet only in relaxed mode, which
+	 * the driver allows (capture_rule.txt: free, relaxed thread). */
+	if ((rules & CUQ_FREES) && gate_capturing())
+		return -1;
+	cuq_rules_in();
+	sc->entered = 1;
+	if (ctx != NULL && ctx != cuq_current_context()) {
+		if (CUQ_QUERY(cuCtxPushCurrent_v2, ((CUcontext)ctx)) !=
+		    CUDA_SUCCESS) {
+			cuq_leave(sc);
+			return -1;
+		}
+		sc->pushed = (void *)ctx;
+	}
+	return 0;
+}
+
+void cuq_leave(struct cuq_scope *sc)
+{
+	CUcontext old;
+
+	if (!sc->entered)
+		return;
+	if (sc->pushed != NULL)
+		(void)CUQ_QUERY(cuCtxPopCurrent_v2, (&old));
+	sc->pushed = NULL;
+	sc->entered = 0;
+	cuq_rules_out();
 }
 
 int cuq_query_passed(int answer)
@@ -132,53 +197,19 @@ int cuq_query_passed(int answer)
 	       answer != CUDA_ERROR_CAPTURED_EVENT;
 }
 
-static int frees_inside;
-
-/* Both sides are sequentially consistent: the count of frees inside is
- * changed before the capture count is read (gate_capturing), and the
- * capture count before this one is read (cuq_frees_wait), so one of the
- * two sees the other. */
-int cuq_frees_enter(void)
-{
-	__atomic_add_fetch(&frees_inside, 1, __ATOMIC_SEQ_CST);
-	if (!gate_capturing())
-		return 1;
-	cuq_frees_leave();
-	return 0;
-}
-
-void cuq_frees_leave(void)
-{
-	__atomic_sub_fetch(&frees_inside, 1, __ATOMIC_SEQ_CST);
-}
-
-void cuq_frees_wait(void)
-{
-	struct timespec pause = { 0, 100000 };
-
-	/* A free that waits for GPU work (at the memory limit) may take a
-	 * while; past 2 s the capture goes ahead. */
-	for (int i = 0; i < 20000 &&
-	     __atomic_load_n(&frees_inside, __ATOMIC_SEQ_CST) > 0; i++)
-		nanosleep(&pause, NULL);
-}
-
 int cuq_device_info(int dev, uint8_t uuid[16], uint64_t *total)
 {
-	__typeof__(&cuDeviceGetUuid_v2) uuid2 = REAL(cuDeviceGetUuid_v2);
-	__typeof__(&cuDeviceGetUuid) uuid1 = REAL(cuDeviceGetUuid);
-	__typeof__(&cuDeviceTotalMem_v2) mem = REAL(cuDeviceTotalMem_v2);
 	CUuuid u;
 	size_t bytes;
-	CUresult r = CUDA_ERROR_NOT_FOUND;
+	CUresult r;
 
 	/* A CUdevice is its ordinal: cuDeviceGet(&d, i) gives d == i. */
-	if (uuid2 != NULL)
-		r = uuid2(&u, (CUdevice)dev);
-	else if (uuid1 != NULL)
-		r = uuid1(&u, (CUdevice)dev);
-	if (r != CUDA_SUCCESS || mem == NULL ||
-	    mem(&bytes, (CUdevice)dev) != CUDA_SUCCESS)
+	r = CUQ_QUERY(cuDeviceGetUuid_v2, (&u, (CUdevice)dev));
+	if (r == CUDA_ERROR_NOT_INITIALIZED && REAL(cuDeviceGetUuid_v2) == NULL)
+		r = CUQ_QUERY(cuDeviceGetUuid, (&u, (CUdevice)dev));
+	if (r != CUDA_SUCCESS ||
+	    CUQ_QUERY(cuDeviceTotalMem_v2, (&bytes, (CUdevice)dev)) !=
+	    CUDA_SUCCESS)
 		return -1;
 	memcpy(uuid, u.bytes, 16);
 	*total = bytes;
@@ -228,5 +259,5 @@ void cuq_atfork_child(void)
 {
 	tl_ctx = NULL;
 	tl_dev = -1;
-	frees_inside = 0;
+	tl_rules.depth = 0;
 }

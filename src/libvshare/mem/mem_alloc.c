@@ -61,12 +61,13 @@ static int convert_now(void)
 
 void mem_conf_read(void)
 {
-	uint64_t env_limit = shim_env_mem("VSHARE_MEM_LIMIT", 0);
+	uint64_t env_limit = shim_set_u64(SET_MEM_LIMIT);
+	struct shim_set_val cache = shim_setting(SET_ASYNC_CACHE);
+	struct shim_set_val copy_threads = shim_setting(SET_COPY_THREADS);
 
-
-	mem_conf.convert = shim_env_bool("VSHARE_CONVERT", 1);
+	mem_conf.convert = (int)shim_set_u64(SET_CONVERT);
 	mem_conf.allow_single_oversub =
-		shim_env_bool("VSHARE_ALLOW_SINGLE_OVERSUB", 0);
+		(int)shim_set_u64(SET_ALLOW_SINGLE_OVERSUB);
 	/* The environment may lower the node's limit, never raise it. */
 	mem_conf.mem_limit = lower(env_limit, shim_node.mem_limit);
 	if (shim_node.mem_limit != 0 && env_limit > shim_node.mem_limit)
@@ -74,16 +75,16 @@ void mem_conf_read(void)
 			 "bytes (%s): the node's applies",
 			 (unsigned long long)shim_node.mem_limit,
 			 VSHARE_CLIENT_CONF);
-	mem_conf.capacity = shim_env_size("VSHARE_CAPACITY", 0);
-	mem_conf.async_cache = shim_env_size("VSHARE_ASYNC_CACHE",
-					     MEM_CACHE_AUTO);
-	mem_conf.stage_copies = shim_env_bool("VSHARE_STAGE_COPIES", 1);
+	mem_conf.capacity = shim_set_u64(SET_CAPACITY);
+	mem_conf.async_cache = cache.given ? cache.u : MEM_CACHE_AUTO;
+	mem_conf.stage_copies = (int)shim_set_u64(SET_STAGE_COPIES);
 	/* Unset: by the usable CPUs (pcopy.h). */
-	pcopy_setup(shim_env_str("VSHARE_COPY_THREADS", NULL) == NULL ? -1 :
-		    (int)shim_env_u64("VSHARE_COPY_THREADS", PCOPY_HELPERS_AUTO,
-				      0, PCOPY_HELPERS_MAX));
-	mem_conf.swap_streams = (int)shim_env_u64("VSHARE_SWAP_STREAMS",
-		MEM_SWAP_STREAMS, 1, MEM_SWAP_STREAMS_MAX);
+	pcopy_setup(copy_threads.given ? (int)copy_threads.u : -1);
+	/* The table's range and default are the streams this layer has. */
+	_Static_assert(SHIM_SWAP_STREAMS_MAX == MEM_SWAP_STREAMS_MAX &&
+		       SHIM_SWAP_STREAMS == MEM_SWAP_STREAMS,
+		       "VSHARE_SWAP_STREAMS's row in shim_settings.def");
+	mem_conf.swap_streams = (int)shim_set_u64(SET_SWAP_STREAMS);
 }
 
 /* The driver aligns pitched rows for texture access; 512 bytes satisfies
@@ -167,14 +168,25 @@ static void record(int ns, uint64_t key, uint64_t size, int dev, int kind)
 	client_footprint_changed(dev);
 }
 
-/* lim: the limit to apply (dev_limit for converted memory). */
-static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
-			      unsigned int flags, uint64_t lim)
+/* The managed allocation: one that stands for the program's own
+ * (cuMemAlloc, cuMemAllocManaged converted) in the program's capture mode,
+ * so the driver answers as it would have; one behind a stream-ordered
+ * allocation (own) as the shim's own call (cu_query.h). */
+static CUresult managed(CUdeviceptr *dptr, size_t size, unsigned int flags,
+			int own)
 {
-	__typeof__(&cuMemAllocManaged) am = REAL(cuMemAllocManaged);
+	return own ? CUQ(cuMemAllocManaged, (dptr, size, flags))
+		   : CUQ_PROG(cuMemAllocManaged, (dptr, size, flags));
+}
+
+/* lim: the limit to apply (dev_limit for converted memory); own: see
+ * managed(). */
+static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
+			      unsigned int flags, uint64_t lim, int own)
+{
 	CUresult r;
 
-	if (am == NULL) {
+	if (REAL(cuMemAllocManaged) == NULL) {
 		log_once(LOG_LVL_ERROR, "cuMemAllocManaged: the real CUDA driver "
 			 "function is not available");
 		return CUDA_ERROR_NOT_INITIALIZED;
@@ -182,12 +194,12 @@ static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
 	r = reserve_within(dev, MREG_MANAGED, size, lim);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = am(dptr, size, flags);
+	r = managed(dptr, size, flags, own);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY &&
 	    (mem_defer_pending() > 0 || mem_cache_bytes(dev) > 0)) {
 		mem_defer_reap(1);
 		mem_cache_trim(dev, 0, UINT64_MAX, 1);
-		r = am(dptr, size, flags);
+		r = managed(dptr, size, flags, own);
 	}
 	if (r != CUDA_SUCCESS) {
 		mreg_unreserve(dev, MREG_MANAGED, size);
@@ -203,12 +215,11 @@ static CUresult alloc_managed(CUdeviceptr *dptr, size_t size, int dev,
  * as pinned footprint, which the GPU cannot page out. */
 static CUresult alloc_pinned(CUdeviceptr *dptr, size_t size, int dev)
 {
-	__typeof__(&cuMemAlloc_v2) real = REAL(cuMemAlloc_v2);
 	CUresult r = reserve(dev, MREG_PINNED, size);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = real(dptr, size);
+	r = CUQ_PROG(cuMemAlloc_v2, (dptr, size));
 	if (r != CUDA_SUCCESS) {
 		mreg_unreserve(dev, MREG_PINNED, size);
 		return r;
@@ -229,7 +240,7 @@ CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
 	if (!convert_now())
 		return alloc_pinned(dptr, size, dev);
 	r = alloc_managed(dptr, size, dev, CU_MEM_ATTACH_GLOBAL,
-			  dev_limit(dev));
+			  dev_limit(dev), 0);
 	/* Usable by every stream on return: placed through the calling
 	 * thread's own default stream, which the program's streams do not
 	 * wait for (a kernel that comes first only faults). */
@@ -250,19 +261,17 @@ static CUresult alloc_pitch_pinned(CUdeviceptr *dptr, size_t *pitch,
 				   size_t width, size_t height,
 				   unsigned int elem_size)
 {
-	__typeof__(&cuMemAllocPitch_v2) real = REAL(cuMemAllocPitch_v2);
-	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
 	int dev = cuq_current_device();
 	CUresult r;
 
 	if (dev < 0)
 		return MEM_PASS;
-	r = real(dptr, pitch, width, height, elem_size);
+	r = CUQ_PROG(cuMemAllocPitch_v2, (dptr, pitch, width, height, elem_size));
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = reserve(dev, MREG_PINNED, (uint64_t)*pitch * height);
 	if (r != CUDA_SUCCESS) {
-		mfree(*dptr);
+		(void)CUQ(cuMemFree_v2, (*dptr));
 		return r;
 	}
 	record(MREG_PTR, *dptr, (uint64_t)*pitch * height, dev, MREG_PINNED);
@@ -300,7 +309,7 @@ CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size, unsigned int flags)
 	/* The program asked for managed memory itself, oversubscription
 	 * included: only an explicit limit (VSHARE_MEM_LIMIT, the
 	 * admin's) bounds it. */
-	return alloc_managed(dptr, size, dev, flags, mem_limit_now());
+	return alloc_managed(dptr, size, dev, flags, mem_limit_now(), 0);
 }
 
 CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
@@ -310,7 +319,7 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 				    : MREG_TAG_CURRENT_POOL;
 	uint64_t csize = size;
 	CUresult r;
-	int dev, mode;
+	int dev;
 
 	mem_defer_reap(0);
 	/* Inside a capture the allocation becomes a graph node whose memory
@@ -330,14 +339,15 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 			return CUDA_SUCCESS;
 	}
 	/* Managed memory is usable by the stream at once, so allocating it
-	 * now keeps the stream-ordered semantics. A capture on another
-	 * stream (active, or begun meanwhile by another thread) would refuse
-	 * the allocation, where it allows the program's stream-ordered one:
-	 * it is made in relaxed mode. */
-	mode = cuq_relax();
+	 * now keeps the stream-ordered semantics. It is the shim's own call
+	 * (own = 1: relaxed), as the cache's blocks are: a capture active on
+	 * another stream, or begun meanwhile by another thread, does not
+	 * refuse it. The driver would refuse the program's cuMemAllocAsync
+	 * itself from a thread in global mode during a global capture
+	 * (tests/driver/capture_rule.txt); the shim serves it, adding no
+	 * failure. */
 	r = alloc_managed(dptr, csize, dev, CU_MEM_ATTACH_GLOBAL,
-			  dev_limit(dev));
-	cuq_unrelax(mode);
+			  dev_limit(dev), 1);
 	if (r == CUDA_SUCCESS) {
 		mreg_set_tag(MREG_PTR, *dptr, tag);
 		mem_prefetch_new(*dptr, csize, dev, stream);
@@ -346,11 +356,13 @@ CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 	return r == CUDA_ERROR_NOT_SUPPORTED ? MEM_PASS : r;
 }
 
-static CUresult free_now(CUdeviceptr dptr)
+/* own: a free behind a stream-ordered one, the shim's own call; else
+ * the program's cuMemFree, in its capture mode (as managed()). */
+static CUresult free_now(CUdeviceptr dptr, int own)
 {
-	__typeof__(&cuMemFree_v2) real = REAL(cuMemFree_v2);
 	struct mreg_entry e;
-	CUresult r = real(dptr);
+	CUresult r = own ? CUQ(cuMemFree_v2, (dptr))
+			 : CUQ_PROG(cuMemFree_v2, (dptr));
 
 	if (r == CUDA_SUCCESS && mreg_remove(MREG_PTR, dptr, &e) == 0)
 		client_footprint_changed(e.dev);
@@ -362,12 +374,11 @@ CUresult mem_free(CUdeviceptr dptr)
 	mem_defer_reap(0);
 	if (dptr == 0 || mreg_lookup(MREG_PTR, dptr, NULL) != 0)
 		return MEM_PASS;
-	return free_now(dptr);
+	return free_now(dptr, 0);
 }
 
 CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 {
-	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
 	struct mreg_entry e;
 
 	mem_defer_reap(0);
@@ -388,9 +399,9 @@ CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
 	if (mem_defer_add(dptr, stream, e.dev) == 0)
 		return CUDA_SUCCESS;
 	/* No event to watch the stream with: wait for it instead. */
-	if (ssync != NULL && ssync(stream) != CUDA_SUCCESS)
+	if (CUQ(cuStreamSynchronize, (stream)) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_HANDLE;
-	return free_now(dptr);
+	return free_now(dptr, 1);
 }
 
 void mem_pool_trim(CUmemoryPool pool, size_t keep)
@@ -402,7 +413,6 @@ void mem_pool_trim(CUmemoryPool pool, size_t keep)
 CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 		    const CUmemAllocationProp *prop, unsigned long long flags)
 {
-	__typeof__(&cuMemCreate) real = REAL(cuMemCreate);
 	int dev = -1;
 	CUresult r;
 
@@ -416,7 +426,7 @@ CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 	r = reserve(dev, MREG_PINNED, size);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = real(handle, size, prop, flags);
+	r = CUQ_PROG(cuMemCreate, (handle, size, prop, flags));
 	if (r != CUDA_SUCCESS) {
 		mreg_unreserve(dev, MREG_PINNED, size);
 		return r;
@@ -427,9 +437,8 @@ CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 
 CUresult mem_release(CUmemGenericAllocationHandle handle)
 {
-	__typeof__(&cuMemRelease) real = REAL(cuMemRelease);
 	struct mreg_entry e;
-	CUresult r = real(handle);
+	CUresult r = CUQ_PROG(cuMemRelease, (handle));
 
 	if (r == CUDA_SUCCESS && mreg_remove(MREG_VMM, handle, &e) == 0)
 		client_footprint_changed(e.dev);
@@ -438,7 +447,6 @@ CUresult mem_release(CUmemGenericAllocationHandle handle)
 
 CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes)
 {
-	__typeof__(&cuMemGetInfo_v2) real = REAL(cuMemGetInfo_v2);
 	size_t f, t;
 	uint64_t managed, pinned, used, total;
 	int dev;
@@ -447,7 +455,7 @@ CUresult mem_get_info(size_t *free_bytes, size_t *total_bytes)
 	if (free_bytes == NULL || total_bytes == NULL)
 		return MEM_PASS;
 	mem_defer_reap(0);
-	r = real(&f, &t);
+	r = CUQ_PROG(cuMemGetInfo_v2, (&f, &t));
 	if (r != CUDA_SUCCESS)
 		return r;
 	dev = cuq_current_device();

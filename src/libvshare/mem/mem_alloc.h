@@ -85,8 +85,10 @@ void mem_defer_reap(int wait);
 /* A context is about to be destroyed (or, ctx NULL, every context of dev
  * by a primary context reset): its pending frees are waited for and done
  * while it still exists, so that no event of a dead context is queried
- * or destroyed later (its handle may be the program's by then). */
+ * or destroyed later (its handle may be the program's by then). Called
+ * through mem_state.c, as mem_defer_atfork_child. */
 void mem_defer_drop_ctx(const void *ctx, int dev);
+void mem_defer_atfork_child(void);
 /* Number of frees still waiting for their stream (tests, debugging). */
 size_t mem_defer_pending(void);
 
@@ -107,7 +109,5 @@ uint64_t mem_prefetch_device(int dev, int to_host, int streams);
 #define MEM_PREFETCH_NEW_MIN (2u << 20)
 #endif
 void mem_prefetch_new(CUdeviceptr p, size_t size, int dev, CUstream s);
-
-void mem_atfork_child(void);
 
 #endif

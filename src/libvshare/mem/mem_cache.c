@@ -21,6 +21,10 @@
  * an allocation would pass the limit (mem_alloc.c), at cuMemPoolTrimTo,
  * and at the release of the GPU lock, a synchronization point where each
  * pool keeps its release threshold, as the driver's pools do.
+ *
+ * Every driver call here is the shim's own and runs through the one path
+ * (cu_query.h: relaxed, cancellation off; trims only while no capture is
+ * active); a context's blocks and events go with it (mem_state.c).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,7 +33,6 @@
 #include "atomics.h"
 #include "client.h"
 #include "cu_query.h"
-#include "hooks.h"
 #include "log.h"
 #include "mem_cache.h"
 #include "mem_reg.h"
@@ -140,21 +143,15 @@ static void unlink_locked(struct cblock *b)
 	A_STORE(&total_blocks, total_blocks - 1);
 }
 
-/* Whether the GPU has passed the free (cuq_query_passed). Callers make
- * their queries in relaxed mode: a global capture (one that may begin on
- * another thread at any time) would refuse them and be invalidated,
- * though the program itself made only a stream-ordered call. */
+/* Whether the GPU has passed the free (cuq_query_passed). */
 static int passed(CUevent ev)
 {
-	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
-
-	return query == NULL || cuq_query_passed(query(ev));
+	return cuq_query_passed(CUQ(cuEventQuery, (ev)));
 }
 
 /* An event of context ctx: an idle one, or a new one (NULL if none). */
 static CUevent event_get(const void *ctx)
 {
-	__typeof__(&cuEventCreate) create = REAL(cuEventCreate);
 	CUevent ev = NULL;
 
 	pthread_mutex_lock(&cache_lock);
@@ -166,16 +163,14 @@ static CUevent event_get(const void *ctx)
 		break;
 	}
 	pthread_mutex_unlock(&cache_lock);
-	if (ev == NULL && (create == NULL ||
-			   create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS))
+	if (ev == NULL &&
+	    CUQ(cuEventCreate, (&ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
 		ev = NULL;
 	return ev;
 }
 
 static void event_put(CUevent ev, const void *ctx)
 {
-	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
-
 	pthread_mutex_lock(&cache_lock);
 	if (n_idle_ev < CACHE_EVENTS_MAX) {
 		idle_ev[n_idle_ev].ev = ev;
@@ -183,8 +178,8 @@ static void event_put(CUevent ev, const void *ctx)
 		ev = NULL;
 	}
 	pthread_mutex_unlock(&cache_lock);
-	if (ev != NULL && destroy != NULL)
-		destroy(ev);
+	if (ev != NULL)
+		(void)CUQ(cuEventDestroy_v2, (ev));
 }
 
 static int same_key(const struct cblock *b, int dev, uint64_t size,
@@ -201,7 +196,7 @@ static struct cblock *find_locked(int dev, uint64_t size, uint64_t tag,
 				  CUstream stream, const void *ctx, int *same)
 {
 	struct cblock *b, *found = NULL, *head = buckets[bucket_of(dev, size)];
-	int scanned = 0, mode = -1;
+	int scanned = 0;
 
 	for (b = head; b != NULL; b = b->bnext)
 		if (same_key(b, dev, size, tag) && b->owner == ctx &&
@@ -213,25 +208,23 @@ static struct cblock *find_locked(int dev, uint64_t size, uint64_t tag,
 	for (b = head; b != NULL && scanned < CACHE_SCAN_MAX; b = b->bnext) {
 		if (!same_key(b, dev, size, tag) || b->owner != ctx)
 			continue;
-		/* Relaxed from the first query on (passed); a take on the
-		 * block's own stream makes none. */
+		/* One scope for the queries (passed); a take on the block's
+		 * own stream makes none. */
 		if (scanned++ == 0)
-			mode = cuq_relax();
+			cuq_rules_in();
 		if (passed(b->ev)) {
 			found = b;
 			break;
 		}
 	}
 	if (scanned > 0)
-		cuq_unrelax(mode);
+		cuq_rules_out();
 	return found;
 }
 
 int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 		   CUstream stream)
 {
-	__typeof__(&cuStreamWaitEvent) swait = REAL(cuStreamWaitEvent);
-	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
 	const void *ctx;
 	struct cblock *b;
 	int same = 0;
@@ -256,15 +249,9 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 	if (b == NULL)
 		return -1;
 	/* The stream waits for the free in the GPU's order, not the host;
-	 * without a queued wait, the host waits instead (relaxed, as the
-	 * queries). */
-	if (same && (swait == NULL || swait(stream, b->ev, 0) != CUDA_SUCCESS) &&
-	    esync != NULL) {
-		int mode = cuq_relax();
-
-		esync(b->ev);
-		cuq_unrelax(mode);
-	}
+	 * without a queued wait, the host waits instead. */
+	if (same && CUQ(cuStreamWaitEvent, (stream, b->ev, 0)) != CUDA_SUCCESS)
+		(void)CUQ(cuEventSynchronize, (b->ev));
 	event_put(b->ev, b->ctx);
 	*dptr = b->ptr;
 	free(b);
@@ -274,13 +261,11 @@ int mem_cache_take(CUdeviceptr *dptr, uint64_t csize, int dev, uint64_t tag,
 int mem_cache_put(CUdeviceptr dptr, const struct mreg_entry *e,
 		  CUstream stream, uint64_t cap)
 {
-	__typeof__(&cuEventRecord) rec = REAL(cuEventRecord);
 	struct cblock *b;
 	uint64_t need;
 	int kept = 0;
 
-	if (cap == 0 || e->tag == 0 || !dev_ok(e->dev) || e->size > cap ||
-	    rec == NULL)
+	if (cap == 0 || e->tag == 0 || !dev_ok(e->dev) || e->size > cap)
 		goto refused;
 	pthread_mutex_lock(&cache_lock);
 	need = dev_bytes[e->dev] + e->size > cap ?
@@ -293,7 +278,7 @@ int mem_cache_put(CUdeviceptr dptr, const struct mreg_entry *e,
 		goto refused;
 	b->ctx = cuq_current_context();
 	b->ev = event_get(b->ctx);
-	if (b->ev == NULL || rec(b->ev, stream) != CUDA_SUCCESS) {
+	if (b->ev == NULL || CUQ(cuEventRecord, (b->ev, stream)) != CUDA_SUCCESS) {
 		if (b->ev != NULL)
 			event_put(b->ev, b->ctx);
 		free(b);
@@ -335,24 +320,21 @@ static int tag_match(const struct cblock *b, uint64_t tag, uint64_t tag2)
  * events go back to the idle ones, or with keep_ev 0 are destroyed. */
 static void free_blocks(struct cblock *list, int wait, int keep_ev)
 {
-	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
-	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
-	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
 	struct cblock *b, *next;
 	struct mreg_entry e;
 
 	for (b = list; b != NULL; b = next) {
 		next = b->newer;
-		if (wait && esync != NULL)
-			esync(b->ev);
+		if (wait)
+			(void)CUQ(cuEventSynchronize, (b->ev));
 		if (keep_ev)
 			event_put(b->ev, b->ctx);
-		else if (destroy != NULL)
-			destroy(b->ev);
+		else
+			(void)CUQ(cuEventDestroy_v2, (b->ev));
 		/* Gone from the registry: its context was destroyed, and the
 		 * driver freed it with the context. */
 		if (mreg_remove(MREG_PTR, b->ptr, &e) == 0) {
-			if (mfree != NULL && mfree(b->ptr) != CUDA_SUCCESS)
+			if (CUQ(cuMemFree_v2, (b->ptr)) != CUDA_SUCCESS)
 				log_once(LOG_LVL_WARN, "freeing cached "
 					 "stream-ordered memory failed");
 			client_footprint_changed(e.dev);
@@ -365,14 +347,13 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 		      int wait)
 {
 	struct cblock *b, *next, *list = NULL, **tail = &list;
+	struct cuq_scope sc;
 	uint64_t got = 0;
-	int mode;
 
-	/* Freeing synchronizes, which a capture forbids: blocks stay cached
-	 * until no capture is active. */
-	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0 || !cuq_frees_enter())
+	/* Blocks stay cached until no capture is active (CUQ_FREES). */
+	if (want == 0 || A_LOAD_RLX(&total_blocks) == 0 ||
+	    cuq_enter(&sc, CUQ_FREES, NULL) != 0)
 		return 0;
-	mode = cuq_relax();
 	pthread_mutex_lock(&cache_lock);
 	for (b = oldest; b != NULL && got < want; b = next) {
 		next = b->newer;
@@ -388,9 +369,8 @@ static uint64_t trim2(int dev, uint64_t tag, uint64_t tag2, uint64_t want,
 		tail = &b->newer;
 	}
 	pthread_mutex_unlock(&cache_lock);
-	cuq_unrelax(mode);
 	free_blocks(list, wait, 1);
-	cuq_frees_leave();
+	cuq_leave(&sc);
 	return got;
 }
 
@@ -415,24 +395,25 @@ static uint64_t bytes_of(int dev, uint64_t tag, uint64_t tag2)
 /* The pool a tag stands for on dev (NULL if unknown). */
 static CUmemoryPool pool_of(int dev, uint64_t tag)
 {
-	__typeof__(&cuDeviceGetMemPool) cur = REAL(cuDeviceGetMemPool);
 	CUmemoryPool p = NULL;
 
 	if (tag != MREG_TAG_CURRENT_POOL)
 		return (CUmemoryPool)(uintptr_t)tag;
-	if (cur == NULL || cur(&p, dev) != CUDA_SUCCESS)
+	if (CUQ(cuDeviceGetMemPool, (&p, dev)) != CUDA_SUCCESS)
 		return NULL;
 	return p;
 }
 
-/* The pool's release threshold; 0 (the driver's default) if unknown. */
+/* The pool's release threshold; 0 (the driver's default) if unknown. A
+ * pool attribute is a potentially unsafe call beside a capture
+ * (capture_rule.txt: pool_attr): through the one path. */
 static uint64_t threshold_of(CUmemoryPool pool)
 {
-	__typeof__(&cuMemPoolGetAttribute) get = REAL(cuMemPoolGetAttribute);
 	cuuint64_t v = 0;
 
-	if (pool == NULL || get == NULL ||
-	    get(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &v) != CUDA_SUCCESS)
+	if (pool == NULL ||
+	    CUQ(cuMemPoolGetAttribute,
+		(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &v)) != CUDA_SUCCESS)
 		return 0;
 	return v;
 }
@@ -472,13 +453,12 @@ void mem_cache_sync_point(int dev)
  * to pool: it is the device's current or default pool. */
 static int is_current_pool(int dev, CUmemoryPool pool)
 {
-	__typeof__(&cuDeviceGetDefaultMemPool) dflt =
-		REAL(cuDeviceGetDefaultMemPool);
 	CUmemoryPool p = NULL;
 
 	if (pool_of(dev, MREG_TAG_CURRENT_POOL) == pool)
 		return 1;
-	return dflt != NULL && dflt(&p, dev) == CUDA_SUCCESS && p == pool;
+	return CUQ(cuDeviceGetDefaultMemPool, (&p, dev)) == CUDA_SUCCESS &&
+	       p == pool;
 }
 
 void mem_cache_pool_trim(CUmemoryPool pool, uint64_t keep)
@@ -525,7 +505,6 @@ void mem_cache_stats(struct mem_cache_stats *out)
 
 void mem_cache_drop_ctx(const void *ctx, int dev)
 {
-	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
 	CUevent evs[CACHE_EVENTS_MAX];
 	struct cblock *b, *next, *list = NULL, **tail = &list;
 	int n = 0;
@@ -553,8 +532,8 @@ void mem_cache_drop_ctx(const void *ctx, int dev)
 		}
 	pthread_mutex_unlock(&cache_lock);
 	free_blocks(list, 1, 0);
-	for (int i = 0; i < n && destroy != NULL; i++)
-		destroy(evs[i]);
+	for (int i = 0; i < n; i++)
+		(void)CUQ(cuEventDestroy_v2, (evs[i]));
 }
 
 void mem_cache_atfork_child(void)

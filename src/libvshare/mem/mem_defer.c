@@ -5,7 +5,8 @@
  * marks the point of the free, and the memory is freed once the event
  * has completed, checked without blocking on later allocation, free and
  * memory-info calls and on each release of the GPU, none of them while
- * a stream capture is active.
+ * a stream capture is active. Its driver calls run through the one path
+ * (cu_query.h); a context's pending frees go with it (mem_state.c).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,7 +14,6 @@
 
 #include "client.h"
 #include "cu_query.h"
-#include "hooks.h"
 #include "log.h"
 #include "mem_alloc.h"
 #include "mem_reg.h"
@@ -31,17 +31,13 @@ static size_t defer_count, defer_cap;
 
 int mem_defer_add(CUdeviceptr dptr, CUstream stream, int dev)
 {
-	__typeof__(&cuEventCreate) create = REAL(cuEventCreate);
-	__typeof__(&cuEventRecord) rec = REAL(cuEventRecord);
-	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
 	CUevent ev;
 	int rc = 0;
 
-	if (create == NULL || rec == NULL || destroy == NULL ||
-	    create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+	if (CUQ(cuEventCreate, (&ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
 		return -1;
-	if (rec(ev, stream) != CUDA_SUCCESS) {
-		destroy(ev);
+	if (CUQ(cuEventRecord, (ev, stream)) != CUDA_SUCCESS) {
+		(void)CUQ(cuEventDestroy_v2, (ev));
 		return -1;
 	}
 	pthread_mutex_lock(&defer_lock);
@@ -61,7 +57,7 @@ int mem_defer_add(CUdeviceptr dptr, CUstream stream, int dev)
 			dptr, ev, cuq_current_context(), dev };
 	pthread_mutex_unlock(&defer_lock);
 	if (rc != 0)
-		destroy(ev);
+		(void)CUQ(cuEventDestroy_v2, (ev));
 	else
 		log_debug("free of %#llx deferred until stream %p passes it",
 			  (unsigned long long)dptr, (void *)stream);
@@ -100,12 +96,12 @@ static struct pending_free *take_where(
 	return due;
 }
 
-/* Whether the stream has passed the free (arg: wait, which takes all). */
+/* Whether the stream has passed the free (arg: wait, which takes all).
+ * Inside the caller's scope (relaxed). */
 static int is_due(const struct pending_free *p, const void *arg)
 {
-	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
 	int wait = *(const int *)arg;
-	CUresult q = wait || query == NULL ? CUDA_SUCCESS : query(p->ev);
+	CUresult q = wait ? CUDA_SUCCESS : CUQ(cuEventQuery, (p->ev));
 
 	if (!cuq_query_passed(q))
 		return 0;
@@ -128,24 +124,20 @@ static int of_ctx(const struct pending_free *p, const void *arg)
 }
 
 /* Free what was taken out of the list, waiting for each event first
- * when wait is set. */
+ * when wait is set. Inside the caller's scope. */
 static void release_due(struct pending_free *due, size_t n, int wait)
 {
-	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
-	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
-	__typeof__(&cuMemFree_v2) mfree = REAL(cuMemFree_v2);
 	struct mreg_entry e;
 
 	for (size_t i = 0; i < n; i++) {
-		if (wait && esync != NULL)
-			esync(due[i].ev);
-		if (destroy != NULL)
-			destroy(due[i].ev);
+		if (wait)
+			(void)CUQ(cuEventSynchronize, (due[i].ev));
+		(void)CUQ(cuEventDestroy_v2, (due[i].ev));
 		/* Gone from the registry: its context was destroyed, and the
 		 * driver freed it with the context. */
 		if (mreg_remove(MREG_PTR, due[i].ptr, &e) != 0)
 			continue;
-		if (mfree != NULL && mfree(due[i].ptr) != CUDA_SUCCESS)
+		if (CUQ(cuMemFree_v2, (due[i].ptr)) != CUDA_SUCCESS)
 			log_once(LOG_LVL_WARN, "a deferred free of converted "
 				 "memory failed");
 		client_footprint_changed(e.dev);
@@ -155,21 +147,16 @@ static void release_due(struct pending_free *due, size_t n, int wait)
 
 void mem_defer_reap(int wait)
 {
+	struct cuq_scope sc;
 	struct pending_free *due;
 	size_t n;
-	int mode;
 
-	/* Neither the event queries nor the frees may run while a capture
-	 * is active (the driver refuses them and invalidates the capture):
-	 * the frees wait for the first call after it. */
-	if (mem_defer_pending() == 0 || !cuq_frees_enter())
+	/* The frees wait for the first call after a capture (CUQ_FREES). */
+	if (mem_defer_pending() == 0 || cuq_enter(&sc, CUQ_FREES, NULL) != 0)
 		return;
-	/* The queries in relaxed capture mode, as the cache's. */
-	mode = wait ? -1 : cuq_relax();
 	due = take_where(is_due, &wait, &n);
-	cuq_unrelax(mode);
 	release_due(due, n, wait);
-	cuq_frees_leave();
+	cuq_leave(&sc);
 }
 
 void mem_defer_drop_ctx(const void *ctx, int dev)
@@ -184,12 +171,11 @@ void mem_defer_drop_ctx(const void *ctx, int dev)
 	release_due(due, n, 1);
 }
 
-void mem_atfork_child(void)
+void mem_defer_atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
 	memcpy(&defer_lock, &fresh, sizeof(fresh));
 	defer_list = NULL;
 	defer_count = defer_cap = 0;
-	mreg_atfork_child();
 }

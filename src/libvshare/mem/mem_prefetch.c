@@ -1,11 +1,15 @@
 /*
  * Bulk prefetch of a device's managed memory on a grant (to the GPU,
  * much faster than page faults) or before an eager release (to host);
- * and the placement of each new converted allocation on its GPU.
+ * and the placement of each new converted allocation on its GPU. The
+ * driver calls are the shim's own, through the one path (cu_query.h): a
+ * bulk swap runs on the client thread, in a context of the device, with
+ * its own streams, whatever capture the program has begun meanwhile.
  */
 #include <stdlib.h>
 
 #include "ctx_track.h"
+#include "cu_query.h"
 #include "gate.h"
 #include "hooks.h"
 #include "log.h"
@@ -15,19 +19,18 @@
 static CUresult prefetch_range(CUdeviceptr p, size_t size, int dev,
 			       int to_host, CUstream s)
 {
-	__typeof__(&cuMemPrefetchAsync_v2) pf2 = REAL(cuMemPrefetchAsync_v2);
-	__typeof__(&cuMemPrefetchAsync) pf1 = REAL(cuMemPrefetchAsync);
 	CUmemLocation loc;
 
 	/* CUDA 13 drivers have the CUmemLocation form only as _v2. */
-	if (pf2 != NULL) {
+	if (REAL(cuMemPrefetchAsync_v2) != NULL) {
 		loc.type = to_host ? CU_MEM_LOCATION_TYPE_HOST
 				   : CU_MEM_LOCATION_TYPE_DEVICE;
 		loc.id = to_host ? 0 : dev;
-		return pf2(p, size, loc, 0, s);
+		return CUQ(cuMemPrefetchAsync_v2, (p, size, loc, 0, s));
 	}
-	if (pf1 != NULL)
-		return pf1(p, size, to_host ? CU_DEVICE_CPU : dev, s);
+	if (REAL(cuMemPrefetchAsync) != NULL)
+		return CUQ(cuMemPrefetchAsync,
+			   (p, size, to_host ? CU_DEVICE_CPU : dev, s));
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -53,17 +56,13 @@ void mem_prefetch_new(CUdeviceptr p, size_t size, int dev, CUstream s)
 static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
 				 int dev, int to_host, int want)
 {
-	__typeof__(&cuStreamCreate) screate = REAL(cuStreamCreate);
-	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
-	__typeof__(&cuStreamDestroy_v2) sdestroy = REAL(cuStreamDestroy_v2);
 	CUstream s[MEM_SWAP_STREAMS_MAX];
 	int ns = 0, k = 0;
 	uint64_t bytes = 0, chunk = want > 1 ? PREFETCH_CHUNK : UINT64_MAX;
 
-	if (screate == NULL || ssync == NULL || sdestroy == NULL)
-		return 0;
 	while (ns < want && ns < MEM_SWAP_STREAMS_MAX &&
-	       screate(&s[ns], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS)
+	       CUQ(cuStreamCreate, (&s[ns], CU_STREAM_NON_BLOCKING)) ==
+	       CUDA_SUCCESS)
 		ns++;
 	if (ns == 0)
 		return 0;
@@ -86,24 +85,22 @@ static uint64_t prefetch_entries(const struct mreg_entry *es, size_t n,
 		}
 	}
 	for (int j = 0; j < ns; j++) {
-		ssync(s[j]);
-		sdestroy(s[j]);
+		(void)CUQ(cuStreamSynchronize, (s[j]));
+		(void)CUQ(cuStreamDestroy_v2, (s[j]));
 	}
 	return bytes;
 }
 
 uint64_t mem_prefetch_device(int dev, int to_host, int streams)
 {
-	__typeof__(&cuCtxPushCurrent_v2) push = REAL(cuCtxPushCurrent_v2);
-	__typeof__(&cuCtxPopCurrent_v2) pop = REAL(cuCtxPopCurrent_v2);
 	struct mreg_entry *es;
-	CUcontext ctx, old;
+	struct cuq_scope sc;
+	CUcontext ctx;
 	size_t n, m;
 	uint64_t bytes = 0;
 
 	n = mreg_snapshot(dev, MREG_MANAGED, NULL, 0);
-	if (n == 0 || push == NULL || pop == NULL ||
-	    ctx_list(dev, &ctx, 1) != 1)
+	if (n == 0 || ctx_list(dev, &ctx, 1) != 1)
 		return 0;
 	es = malloc(n * sizeof(*es));
 	if (es == NULL)
@@ -111,9 +108,9 @@ uint64_t mem_prefetch_device(int dev, int to_host, int streams)
 	m = mreg_snapshot(dev, MREG_MANAGED, es, n);
 	if (m < n)
 		n = m;
-	if (push(ctx) == CUDA_SUCCESS) {
+	if (cuq_enter(&sc, 0, ctx) == 0) {
 		bytes = prefetch_entries(es, n, dev, to_host, streams);
-		pop(&old);
+		cuq_leave(&sc);
 	}
 	free(es);
 	return bytes;

@@ -29,6 +29,12 @@
  * copies need them; a thread takes a ring for the length of one copy, so
  * threads never wait for each other here (one that finds every ring of
  * its context taken passes through).
+ *
+ * A staged copy runs in one scope of the one path (cu_query.h): a capture
+ * that another thread begins meanwhile allows its waits and pinned
+ * allocations (relaxed), and a thread cancelled in a wait cannot keep
+ * its ring for good (cancellation off). A context's rings go with it
+ * (mem_state.c).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -78,7 +84,6 @@ enum ptr_kind { PTR_OTHER, PTR_PAGEABLE, PTR_CONVERTED };
  * nothing), or anything else. One driver call. */
 static enum ptr_kind ptr_kind(CUdeviceptr p, size_t n)
 {
-	__typeof__(&cuPointerGetAttributes) get = REAL(cuPointerGetAttributes);
 	CUpointer_attribute attrs[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
 					 CU_POINTER_ATTRIBUTE_IS_MANAGED,
 					 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR };
@@ -87,7 +92,8 @@ static enum ptr_kind ptr_kind(CUdeviceptr p, size_t n)
 	void *data[3] = { &type, &managed, &start };
 	struct mreg_entry e;
 
-	if (p == 0 || get == NULL || get(3, attrs, data, p) != CUDA_SUCCESS)
+	if (p == 0 ||
+	    CUQ_QUERY(cuPointerGetAttributes, (3, attrs, data, p)) != CUDA_SUCCESS)
 		return PTR_OTHER;
 	if (type == 0 && !managed)
 		return PTR_PAGEABLE;
@@ -103,7 +109,6 @@ static enum ptr_kind ptr_kind(CUdeviceptr p, size_t n)
  * context's); none while a capture is active. */
 static const void *stage_ctx(size_t n, CUstream stream)
 {
-	__typeof__(&cuStreamGetCtx) sctx = REAL(cuStreamGetCtx);
 	const void *ctx;
 	CUcontext c;
 
@@ -114,7 +119,8 @@ static const void *stage_ctx(size_t n, CUstream stream)
 		return NULL;
 	if (stream != NULL && stream != CU_STREAM_LEGACY &&
 	    stream != CU_STREAM_PER_THREAD &&
-	    (sctx == NULL || sctx(stream, &c) != CUDA_SUCCESS || c != ctx))
+	    (CUQ_QUERY(cuStreamGetCtx, (stream, &c)) != CUDA_SUCCESS ||
+	     c != ctx))
 		return NULL;
 	/* A capture begun before the shim counted it. */
 	if (cuq_stream_capturing(stream))
@@ -124,17 +130,11 @@ static const void *stage_ctx(size_t n, CUstream stream)
 
 static void ring_free(struct stage_ring *r)
 {
-	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
-	__typeof__(&cuEventDestroy_v2) destroy = REAL(cuEventDestroy_v2);
-	__typeof__(&cuMemFreeHost) free_host = REAL(cuMemFreeHost);
-
 	for (int i = 0; i < r->nbuf; i++) {
-		if (r->b[i].pending && esync != NULL)
-			esync(r->b[i].ev);
-		if (destroy != NULL)
-			destroy(r->b[i].ev);
-		if (free_host != NULL)
-			free_host(r->b[i].host);
+		if (r->b[i].pending)
+			(void)CUQ(cuEventSynchronize, (r->b[i].ev));
+		(void)CUQ(cuEventDestroy_v2, (r->b[i].ev));
+		(void)CUQ(cuMemFreeHost, (r->b[i].host));
 	}
 	free(r);
 }
@@ -144,17 +144,14 @@ static void ring_free(struct stage_ring *r)
  * grew. */
 static int ring_grow(struct stage_ring *r)
 {
-	__typeof__(&cuMemHostAlloc) host_alloc = REAL(cuMemHostAlloc);
-	__typeof__(&cuEventCreate) create = REAL(cuEventCreate);
-	__typeof__(&cuMemFreeHost) free_host = REAL(cuMemFreeHost);
 	struct stage_buf *b = &r->b[r->nbuf];
 
-	if (r->nbuf >= STAGE_NBUF || host_alloc == NULL || create == NULL ||
-	    host_alloc(&b->host, STAGE_CHUNK, 0) != CUDA_SUCCESS)
+	if (r->nbuf >= STAGE_NBUF ||
+	    CUQ(cuMemHostAlloc, (&b->host, STAGE_CHUNK, 0)) != CUDA_SUCCESS)
 		return 0;
-	if (create(&b->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-		if (free_host != NULL)
-			free_host(b->host);
+	if (CUQ(cuEventCreate, (&b->ev, CU_EVENT_DISABLE_TIMING)) !=
+	    CUDA_SUCCESS) {
+		(void)CUQ(cuMemFreeHost, (b->host));
 		return 0;
 	}
 	b->pending = 0;
@@ -190,14 +187,12 @@ static int same_stream(const struct stage_ring *r, CUstream stream)
  * done. */
 static int ring_settled(struct stage_ring *r, CUstream stream)
 {
-	__typeof__(&cuEventQuery) query = REAL(cuEventQuery);
-
 	if (same_stream(r, stream))
 		return 1;
 	for (int i = 0; i < r->nbuf; i++) {
 		if (!r->b[i].pending)
 			continue;
-		if (query == NULL || query(r->b[i].ev) != CUDA_SUCCESS)
+		if (CUQ(cuEventQuery, (r->b[i].ev)) != CUDA_SUCCESS)
 			return 0;
 		r->b[i].pending = 0;
 	}
@@ -290,11 +285,10 @@ static void ring_fit(struct stage_ring *r, size_t n)
 /* Wait until a buffer's last copy is done. */
 static CUresult buf_wait(struct stage_buf *b)
 {
-	__typeof__(&cuEventSynchronize) esync = REAL(cuEventSynchronize);
 	CUresult rc = CUDA_SUCCESS;
 
 	if (b->pending)
-		rc = esync != NULL ? esync(b->ev) : CUDA_ERROR_NOT_INITIALIZED;
+		rc = CUQ(cuEventSynchronize, (b->ev));
 	/* A buffer whose wait failed may still be read by its copy. */
 	if (rc == CUDA_SUCCESS)
 		b->pending = 0;
@@ -304,21 +298,17 @@ static CUresult buf_wait(struct stage_buf *b)
 /* Mark a buffer in use until what stream has queued is done. */
 static CUresult buf_mark(struct stage_buf *b, CUstream stream)
 {
-	__typeof__(&cuEventRecord) rec = REAL(cuEventRecord);
-	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
-
-	if (rec != NULL && rec(b->ev, stream) == CUDA_SUCCESS) {
+	if (CUQ(cuEventRecord, (b->ev, stream)) == CUDA_SUCCESS) {
 		b->pending = 1;
 		return CUDA_SUCCESS;
 	}
 	/* No event: the buffer is free once the stream is. */
-	return ssync != NULL ? ssync(stream) : CUDA_ERROR_NOT_INITIALIZED;
+	return CUQ(cuStreamSynchronize, (stream));
 }
 
 static CUresult htod(struct stage_ring *r, CUdeviceptr dst, const char *src,
 		     size_t n, CUstream stream, int sync)
 {
-	__typeof__(&cuMemcpyHtoDAsync_v2) copy = REAL(cuMemcpyHtoDAsync_v2);
 	CUresult rc = CUDA_SUCCESS;
 	int i = 0, last = 0;
 
@@ -330,7 +320,7 @@ static CUresult htod(struct stage_ring *r, CUdeviceptr dst, const char *src,
 		if ((rc = buf_wait(b)) != CUDA_SUCCESS)
 			break;
 		pcopy(b->host, src + off, len);
-		rc = copy(dst + off, b->host, len, stream);
+		rc = CUQ(cuMemcpyHtoDAsync_v2, (dst + off, b->host, len, stream));
 		if (rc == CUDA_SUCCESS)
 			rc = buf_mark(b, stream);
 		last = i;
@@ -346,7 +336,6 @@ static CUresult htod(struct stage_ring *r, CUdeviceptr dst, const char *src,
 static CUresult dtoh(struct stage_ring *r, char *dst, CUdeviceptr src,
 		     size_t n, CUstream stream)
 {
-	__typeof__(&cuMemcpyDtoHAsync_v2) copy = REAL(cuMemcpyDtoHAsync_v2);
 	size_t chunks = (n + STAGE_CHUNK - 1) / STAGE_CHUNK;
 	size_t issued = 0, done = 0;
 	CUresult rc = CUDA_SUCCESS;
@@ -361,7 +350,8 @@ static CUresult dtoh(struct stage_ring *r, char *dst, CUdeviceptr src,
 
 			if ((rc = buf_wait(b)) != CUDA_SUCCESS)
 				break;
-			rc = copy(b->host, src + off, len, stream);
+			rc = CUQ(cuMemcpyDtoHAsync_v2,
+				 (b->host, src + off, len, stream));
 			if (rc == CUDA_SUCCESS)
 				rc = buf_mark(b, stream);
 		}
@@ -382,23 +372,21 @@ static CUresult dtoh(struct stage_ring *r, char *dst, CUdeviceptr src,
 static CUresult staged(const void *ctx, int to_dev, CUdeviceptr dptr,
 		       void *host, size_t n, CUstream stream, int sync)
 {
-	__typeof__(&cuStreamSynchronize) ssync = REAL(cuStreamSynchronize);
 	struct stage_ring *r;
+	struct cuq_scope sc;
 	CUresult rc = MEM_PASS;
-	int mode, cancel;
 
+	if (REAL(cuMemcpyHtoDAsync_v2) == NULL ||
+	    REAL(cuMemcpyDtoHAsync_v2) == NULL ||
+	    cuq_enter(&sc, 0, NULL) != 0)
+		return MEM_PASS;
 	/* A synchronous copy from pageable memory reads its source once the
 	 * stream's earlier work is done (a host function or a kernel may
 	 * still write it): the driver synchronizes the stream first. */
-	if (REAL(cuMemcpyHtoDAsync_v2) == NULL ||
-	    REAL(cuMemcpyDtoHAsync_v2) == NULL || ssync == NULL ||
-	    (to_dev && sync && ssync(stream) != CUDA_SUCCESS))
+	if (to_dev && sync && CUQ(cuStreamSynchronize, (stream)) != CUDA_SUCCESS) {
+		cuq_leave(&sc);
 		return MEM_PASS;
-	/* A capture another thread begins meanwhile must not forbid the
-	 * shim's own waits and pinned allocations; a thread cancelled in a
-	 * wait would keep its ring for good. */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	mode = cuq_relax();
+	}
 	r = ring_take(ctx, stream);
 	if (r != NULL) {
 		ring_fit(r, n);
@@ -406,8 +394,7 @@ static CUresult staged(const void *ctx, int to_dev, CUdeviceptr dptr,
 			    : dtoh(r, host, dptr, n, stream);
 		ring_give(r);
 	}
-	cuq_unrelax(mode);
-	pthread_setcancelstate(cancel, NULL);
+	cuq_leave(&sc);
 	if (r == NULL)
 		return MEM_PASS;
 	__atomic_add_fetch(to_dev ? &stats.htod : &stats.dtoh, 1,

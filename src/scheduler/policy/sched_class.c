@@ -1,0 +1,373 @@
+/*
+ * Latency classes, interactive budgets and caps: bookkeeping below
+ * sched.c, like sched_fair.c. It reads and charges, and it asks for drops
+ * (sched_hard_drop); it never grants, so admission stays the one place
+ * that grants, and sched.c the one that drops.
+ *
+ * It decides which holders must go (sched_class_drop); sched.c sends the
+ * drops.
+ *
+ * A member is interactive when its client asked for the class, its user
+ * may have it, and its user is within its budget on the GPU: the time its
+ * programs held the GPU as interactive while others waited, decayed with
+ * the half-life, as a share of the GPU's time (the decayed integral of a
+ * GPU held all the time is 1/lambda). Past the budget its programs count
+ * as batch until the share decays below nine tenths of the budget, so
+ * that a program at the edge does not flip at every decision.
+ *
+ * A capped user's programs hold the GPU at most cap_pct of its wall time
+ * over the last cap_window_ms, counted once however many of them hold at
+ * once, and whether others wait or not.
+ */
+#include <string.h>
+
+#include "sched_int.h"
+
+/* A budget left is taken back at 9/10 of it. */
+#define BUDGET_RESUME 0.9
+/* A capped waiter is granted again once this much of its cap is free
+ * (a twentieth, at least a slot): no grants of a few ms at the edge. */
+#define CAP_SLACK_DIV 20u
+/* The shortest time to a recheck of a budget or a cap, ms. */
+#define RECHECK_MIN_MS 5u
+
+void sched_client_set_class(struct sched_client *c, uint32_t klass)
+{
+	c->klass = klass <= VS_CLASS_MAX ? klass : VS_CLASS_BATCH;
+}
+
+static double budget_frac(const struct sched_client *c)
+{
+	uint32_t pct = c->cp.budget_pct ? c->cp.budget_pct : 100;
+
+	return (double)pct / 100.0;
+}
+
+/* ---- the cap window ---- */
+
+static uint64_t win_width(const struct sched *s)
+{
+	uint64_t w = s->cfg.cap_window_ms / SCHED_WIN_N;
+
+	return w ? w : 1;
+}
+
+/* The window as of slot k: slots past its head are empty. A window of
+ * another width (the configuration changed) starts again. */
+static void win_advance(struct sched_win *w, uint64_t width, uint64_t k)
+{
+	if (w->width != width) {
+		memset(w, 0, sizeof(*w));
+		w->width = width;
+		w->head = k;
+		return;
+	}
+	if (k <= w->head)
+		return;
+	if (k - w->head >= SCHED_WIN_N)
+		memset(w->ms, 0, sizeof(w->ms));
+	else
+		for (uint64_t i = w->head + 1; i <= k; i++)
+			w->ms[i % SCHED_WIN_N] = 0;
+	w->head = k;
+}
+
+/* Add the time held over [from, to) to the slots it covers. */
+static void win_add(struct sched_win *w, uint64_t width, uint64_t from,
+		    uint64_t to)
+{
+	if (to <= from)
+		return;
+	win_advance(w, width, (to - 1) / width);
+	for (uint64_t k = from / width; k * width < to; k++) {
+		uint64_t a = k * width > from ? k * width : from;
+		uint64_t b = (k + 1) * width < to ? (k + 1) * width : to;
+
+		if (k + SCHED_WIN_N > w->head)
+			w->ms[k % SCHED_WIN_N] += (uint32_t)(b - a);
+	}
+}
+
+/* The time held in the slots still in the window at `now`. */
+static uint64_t win_sum(const struct sched_win *w, uint64_t now)
+{
+	uint64_t kn, sum = 0;
+
+	if (w->width == 0)
+		return 0;
+	kn = now / w->width;
+	for (uint64_t i = 0; i < SCHED_WIN_N && i <= w->head; i++) {
+		uint64_t k = w->head - i;
+
+		if (k + SCHED_WIN_N > kn)
+			sum += w->ms[k % SCHED_WIN_N];
+	}
+	return sum;
+}
+
+/* What the user of u held over the window, the open grant included. */
+static uint64_t cap_used_ms(const struct sched *s, const struct sched_usage *u,
+			    uint64_t now)
+{
+	uint64_t open = 0;
+
+	if (u->n_held > 0 && now > u->held_since)
+		open = now - u->held_since;
+	if (open > s->cfg.cap_window_ms)
+		open = s->cfg.cap_window_ms;
+	return win_sum(&u->win, now) + open;
+}
+
+static uint64_t cap_ms(const struct sched *s, const struct sched_client *c)
+{
+	return (uint64_t)s->cfg.cap_window_ms * c->cp.cap_pct / 100u;
+}
+
+/* Move the open grant of u's user into the window, up to now. */
+static void cap_flush(const struct sched *s, struct sched_usage *u,
+		      uint64_t now)
+{
+	if (u->n_held == 0 || now <= u->held_since)
+		return;
+	win_add(&u->win, win_width(s), u->held_since, now);
+	u->held_since = now;
+}
+
+/* ---- members ---- */
+
+static struct sched_usage *usage_of(const struct sched_member *m)
+{
+	return sched_usage_find(m->g, m->c->cred.uid);
+}
+
+uint32_t sched_class_of(const struct sched *s, const struct sched_member *m)
+{
+	const struct sched_usage *u;
+
+	(void)s;
+	if (m->c->klass != VS_CLASS_INTERACTIVE || !m->c->cp.interactive)
+		return VS_CLASS_BATCH;
+	u = usage_of(m);
+	return u != NULL && u->over ? VS_CLASS_BATCH : VS_CLASS_INTERACTIVE;
+}
+
+int sched_class_capped(const struct sched *s, const struct sched_member *m,
+		       uint64_t now)
+{
+	const struct sched_usage *u;
+	uint64_t cap, slack;
+
+	if (m->c->cp.cap_pct == 0)
+		return 0;
+	u = usage_of(m);
+	if (u == NULL)
+		return 0;
+	cap = cap_ms(s, m->c);
+	slack = cap / CAP_SLACK_DIV;
+	if (slack < win_width(s))
+		slack = win_width(s);
+	/* Another of its programs holds: it may join within the cap. */
+	if (u->n_held > 0)
+		return cap_used_ms(s, u, now) >= cap;
+	return cap_used_ms(s, u, now) + slack > cap;
+}
+
+void sched_class_granted(struct sched *s, struct sched_member *m, uint64_t now)
+{
+	struct sched_usage *u;
+
+	m->klass = sched_class_of(s, m);
+	m->g->st.class_grants[m->klass]++;
+	if (m->c->cp.cap_pct == 0)
+		return;
+	u = sched_usage_get(s, m->g, m->c->cred.uid, now);
+	if (u == NULL)
+		return; /* out of memory: this grant goes uncounted */
+	if (u->n_held++ == 0)
+		u->held_since = now;
+	m->cap_held = 1;
+}
+
+void sched_class_unheld(struct sched *s, struct sched_member *m, uint64_t now)
+{
+	struct sched_usage *u;
+
+	if (!m->cap_held)
+		return;
+	m->cap_held = 0;
+	u = usage_of(m);
+	if (u == NULL || u->n_held == 0)
+		return;
+	cap_flush(s, u, now);
+	u->n_held--;
+}
+
+void sched_class_charge(const struct sched *s, struct sched_member *m,
+			struct sched_usage *u, uint64_t dt, uint64_t now)
+{
+	if (m->klass == VS_CLASS_INTERACTIVE)
+		sched_rec_add(s, &u->irec, dt, now);
+}
+
+void sched_class_member(struct sched_gpu *g, const struct sched_client *c,
+			int delta)
+{
+	if (c->cp.cap_pct == 0)
+		return;
+	if (delta > 0)
+		g->n_capped++;
+	else if (g->n_capped > 0)
+		g->n_capped--;
+}
+
+/* ---- decisions ---- */
+
+/* Budgets of the GPU's interactive members, as of now (charged). */
+void sched_class_budgets(const struct sched *s, struct sched_gpu *g,
+			 uint64_t now)
+{
+	for (struct dlink *it = g->members.next; it != &g->members;
+	     it = it->next) {
+		const struct sched_member *m =
+			dl_entry(it, struct sched_member, m_link);
+		struct sched_usage *u;
+		double used, b;
+
+		if (m->c->klass != VS_CLASS_INTERACTIVE || !m->c->cp.interactive)
+			continue;
+		u = usage_of(m);
+		if (u == NULL)
+			continue;
+		used = sched_rec_now(s, &u->irec, now) * sched_lambda(s);
+		b = budget_frac(m->c);
+		if (used >= b)
+			u->over = 1;
+		else if (used < b * BUDGET_RESUME)
+			u->over = 0;
+	}
+}
+
+uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,
+			  int waiters, int preempt, uint64_t now)
+{
+	struct sched_usage *u = usage_of(h);
+
+	if (h->klass == VS_CLASS_INTERACTIVE && u != NULL && u->over) {
+		h->klass = VS_CLASS_BATCH;
+		if (waiters)
+			return SCHED_DROP_BUDGET;
+	}
+	if (u != NULL && h->cap_held) {
+		cap_flush(s, u, now);
+		if (cap_used_ms(s, u, now) >= cap_ms(s, h->c))
+			return SCHED_DROP_CAP;
+	}
+	return preempt && h->klass == VS_CLASS_BATCH ? SCHED_DROP_CLASS : 0;
+}
+
+/* Due in t ms: now when nothing is left, else no sooner than the
+ * shortest recheck (t may be a bound from below). */
+static uint64_t at_least(uint64_t now, uint64_t t)
+{
+	if (t == 0)
+		return now;
+	return now + (t > RECHECK_MIN_MS ? t : RECHECK_MIN_MS);
+}
+
+/* When a capped waiter's user has its slack back: its oldest slots leave
+ * the window in turn. */
+static uint64_t cap_free_at(const struct sched *s, const struct sched_member *m,
+			    uint64_t now)
+{
+	const struct sched_usage *u = usage_of(m);
+	uint64_t cap = cap_ms(s, m->c), slack = cap / CAP_SLACK_DIV;
+	uint64_t used, k;
+
+	if (u == NULL || u->win.width == 0 || u->n_held > 0)
+		return at_least(now, win_width(s));
+	if (slack < u->win.width)
+		slack = u->win.width;
+	used = cap_used_ms(s, u, now);
+	k = u->win.head >= SCHED_WIN_N - 1 ? u->win.head - (SCHED_WIN_N - 1) : 0;
+	for (; k <= u->win.head && used + slack > cap; k++) {
+		if (k + SCHED_WIN_N <= now / u->win.width)
+			continue; /* already out */
+		used -= u->win.ms[k % SCHED_WIN_N] < used ?
+			u->win.ms[k % SCHED_WIN_N] : used;
+		if (used + slack <= cap)
+			return (k + SCHED_WIN_N) * u->win.width;
+	}
+	return at_least(now, u->win.width);
+}
+
+uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
+			      uint64_t now)
+{
+	uint64_t best = SCHED_NO_DEADLINE, d;
+	const struct dlink *it;
+
+	for (it = g->holders.next; it != &g->holders; it = it->next) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+		const struct sched_usage *u = usage_of(h);
+
+		if (h->hard || u == NULL)
+			continue;
+		if (h->c->cp.cap_pct != 0) {
+			uint64_t used = cap_used_ms(s, u, now), cap = cap_ms(s, h->c);
+
+			d = at_least(now, used < cap ? cap - used : 0);
+			best = d < best ? d : best;
+		}
+		/* Charged only while others wait: the time to the budget's
+		 * end at the full rate, a bound from below. */
+		if (h->klass == VS_CLASS_INTERACTIVE && g->contended) {
+			double left = budget_frac(h->c) / sched_lambda(s) -
+				      sched_rec_now(s, &u->irec, now);
+
+			d = at_least(now, left > 0 ? (uint64_t)left : 0);
+			best = d < best ? d : best;
+		}
+	}
+	for (it = g->queue.next; it != &g->queue; it = it->next) {
+		const struct sched_member *m =
+			dl_entry(it, const struct sched_member, q_link);
+
+		/* Passed over for its cap: due when the cap has room, or
+		 * now if it has already (an admission grants it). */
+		if (!m->cap_wait)
+			continue;
+		d = sched_class_capped(s, m, now) ? cap_free_at(s, m, now) : now;
+		best = d < best ? d : best;
+	}
+	return best;
+}
+
+/* ---- views ---- */
+
+double sched_class_budget_used(const struct sched *s,
+			       const struct sched_member *m, uint64_t now)
+{
+	const struct sched_usage *u = usage_of(m);
+	double v;
+
+	if (u == NULL)
+		return 0.0;
+	v = sched_rec_now(s, &u->irec, now);
+	/* A holder's interactive time not charged yet. */
+	if (m->state == SCHED_ST_HOLDING && m->klass == VS_CLASS_INTERACTIVE &&
+	    m->g->contended && now > m->charged_at)
+		v += (double)(now - m->charged_at);
+	return v * sched_lambda(s) * 100.0;
+}
+
+double sched_class_cap_used(const struct sched *s,
+			    const struct sched_member *m, uint64_t now)
+{
+	const struct sched_usage *u = usage_of(m);
+
+	if (u == NULL || s->cfg.cap_window_ms == 0)
+		return 0.0;
+	return (double)cap_used_ms(s, u, now) * 100.0 /
+	       (double)s->cfg.cap_window_ms;
+}

@@ -1,0 +1,429 @@
+"""vshare-device-plugin against the kubelet double (kubelet_double.py):
+registration, registration again after the kubelet restarts, health
+from NVML (the fake libnvidia-ml of tests/sched), Allocate with CDI and
+without, the memory limit and class, the preferred allocation, refusals,
+and the pods' names reaching a real scheduler (t_labels).
+
+Run as: test_plugin.py BINDIR SCENARIO (tests/k8s/CMakeLists.txt)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "sched"))
+import kubelet_double as kd  # noqa: E402
+from schedtest import (Daemon, Fail, check, main, scenarios,  # noqa: E402
+                       short_tmpdir, wait_for)
+
+SKIP = 77
+GIB = 1 << 30
+# The fake NVML's GPUs (tests/sched/fake_nvml.c): index 0 and 1.
+NV = ["GPU-11111111-2222-3333-4444-555555555555",
+      "GPU-66666666-7777-8888-9999-aaaaaaaaaaaa"]
+
+
+class Run:
+    """A short directory with the kubelet double serving in it and the
+    plugin started against it; leaving stops both (the plugin by pid,
+    TERM: its exit status must be 0 and its log free of sanitizer
+    reports) and removes the directory."""
+
+    def __init__(self, bindir, *args, nvml=None, gpus="0,1", start=True):
+        """nvml: the fake NVML's device node numbers (\"3,1\"), or None
+        for no NVML."""
+        self.bindir = bindir
+        self.dir = short_tmpdir("vs-k8s-")
+        self.plugin_dir = os.path.join(self.dir, "dp")
+        os.makedirs(self.plugin_dir)
+        self.spec = os.path.join(self.dir, "vshare.json")
+        self.lost = os.path.join(self.dir, "lost")
+        self.sched_sock = os.path.join(self.dir, "run", "scheduler.sock")
+        self.log = os.path.join(self.dir, "plugin.log")
+        self.kubelet = kd.Kubelet(self.plugin_dir,
+                                  os.path.join(self.dir, "podres.sock"))
+        self.kubelet.serve()
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("VSHARE_FAKE")}
+        self.env.pop("LD_LIBRARY_PATH", None)
+        if nvml:
+            self.env.update(LD_LIBRARY_PATH=os.environ["VSHARE_FAKE_NVML_DIR"],
+                            VSHARE_FAKE_NVML=",".join(NV),
+                            VSHARE_FAKE_NVML_MINORS=nvml,
+                            VSHARE_FAKE_NVML_LOST=self.lost)
+        self.argv = [os.path.join(bindir, "vshare-device-plugin"),
+                     "--plugin-dir", self.plugin_dir,
+                     "--pod-resources", self.kubelet.podres_sock,
+                     "--cdi-spec", self.spec, "--socket", self.sched_sock,
+                     "--vsharectl", os.path.join(bindir, "vsharectl"),
+                     "--health-interval", "50", "--pods-interval", "100"]
+        if gpus:
+            self.argv += ["--gpus", gpus]
+        self.argv += list(args)
+        self.proc = None
+        self.client = None
+        if start:
+            self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, env=self.env,
+                                     stdout=open(self.log, "a"),
+                                     stderr=subprocess.STDOUT)
+
+    def logtext(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def registered(self, n=1):
+        reg = self.kubelet.wait_register(n)
+        if reg is None:
+            raise Fail("no registration %d:\n%s" % (n, self.logtext()))
+        self.client = self.kubelet.plugin(reg.endpoint)
+        return reg
+
+    def stop(self):
+        """TERM the plugin; its exit status."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return "killed (no exit within 20 s of TERM)"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, etype, evalue, tb):
+        try:
+            if self.client is not None:
+                self.client.close()
+            rc = self.stop()
+            log = self.logtext()
+            if etype is not None:
+                print("--- plugin log (tail) ---\n" + log[-3000:])
+            elif rc != 0 or "Sanitizer" in log or "runtime error" in log:
+                raise Fail("plugin exit status %s at TERM:\n%s" %
+                           (rc, log[-3000:]))
+        finally:
+            self.kubelet.stop()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def need_grpc():
+    why = kd.missing()
+    if why:
+        print("SKIP: " + why)
+        return True
+    return False
+
+
+def next_list(q, timeout=20):
+    r = q.get(timeout=timeout)
+    check(r is not None, "ListAndWatch ended early")
+    return r
+
+
+def shares(gpus, n, health="Healthy"):
+    return {"%d-%d" % (g, s): health for g in gpus for s in range(n)}
+
+
+def t_register(bindir):
+    """The plugin registers its resource and endpoint (API v1beta1), says
+    it has a preferred allocation and needs no PreStartContainer, and
+    lists --shares shares per GPU, all healthy."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "4") as r:
+        reg = r.registered()
+        check(reg.version == "v1beta1", "version v1beta1: %r" % reg.version)
+        check(reg.resource_name == "vshare.dev/gpu", "resource vshare.dev/gpu")
+        check(reg.endpoint == "vshare.sock" and os.path.exists(
+            os.path.join(r.plugin_dir, "vshare.sock")), "endpoint socket")
+        check(reg.options.get_preferred_allocation_available and
+              not reg.options.pre_start_required, "options at registration")
+        o = r.client.options()
+        check(o.get_preferred_allocation_available and
+              not o.pre_start_required, "GetDevicePluginOptions")
+        check(next_list(r.client.watch()) == shares([0, 1], 4),
+              "4 shares of GPUs 0 and 1, healthy")
+        r.client.pre_start(["0-1"])
+    with Run(bindir, gpus="3") as r:
+        r.registered()
+        check(next_list(r.client.watch()) == shares([3], 10),
+              "10 shares per GPU by default")
+
+
+def t_reregister(bindir):
+    """A kubelet that restarts removes every socket in its directory and
+    creates its own again: the plugin serves again and registers again,
+    and the new kubelet lists its devices."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "2") as r:
+        r.registered(1)
+        r.client.close()
+        r.kubelet.restart()
+        r.registered(2)
+        check(next_list(r.client.watch()) == shares([0, 1], 2),
+              "the devices listed to the new kubelet")
+        r.kubelet.restart()
+        r.registered(3)
+        check(next_list(r.client.watch()) == shares([0, 1], 2),
+              "and again after a second restart")
+        check(len(r.kubelet.registrations) == 3, "one registration per start")
+
+
+def lose(r, index):
+    """The fake NVML's lost GPUs, replaced at once: a poll never sees a
+    file half written."""
+    with open(r.lost + ".new", "w") as f:
+        f.write(index + "\n")
+    os.replace(r.lost + ".new", r.lost)
+
+
+def t_health(bindir):
+    """With NVML, the GPUs are named by their device nodes (NVML's minor
+    numbers, here 3 and 1 for NVML's 0 and 1); a GPU that stops answering
+    (GPU_IS_LOST) turns its shares Unhealthy in a new ListAndWatch
+    response, and Healthy again when it comes back; the other GPU stays
+    healthy."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "3", nvml="3,1", gpus=None) as r:
+        r.registered()
+        q = r.client.watch()
+        check(next_list(q) == shares([3, 1], 3),
+              "both GPUs from NVML, by node number, healthy")
+        lose(r, "1")            # NVML's GPU 1, /dev/nvidia1
+        want = dict(shares([3], 3), **shares([1], 3, "Unhealthy"))
+        check(next_list(q) == want, "GPU 1's shares unhealthy")
+        check("GPU 1 is unhealthy" in r.logtext(), "logged")
+        lose(r, "0")            # NVML's GPU 0, /dev/nvidia3
+        want = dict(shares([3], 3, "Unhealthy"), **shares([1], 3))
+        check(next_list(q) == want, "GPU 3 unhealthy, GPU 1 healthy again")
+        os.unlink(r.lost)
+        check(next_list(q) == shares([3, 1], 3), "both healthy again")
+
+
+def t_allocate_cdi(bindir):
+    """--mode cdi (the default): the CDI device of each GPU behind the
+    shares, VSHARE_MEM_LIMIT = shares x --shard-mem, VSHARE_CLASS, and the
+    label of the lowest share; nothing else (the runtime applies the
+    spec)."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shard-mem", "2G", "--class", "batch") as r:
+        r.registered()
+        one, three, two_gpus = r.client.allocate(
+            ["0-4"], ["0-7", "0-2", "0-5"], ["1-0", "0-9"]).container_responses
+        want = {"cdi_devices": ["vshare.dev/gpu=0"], "mounts": [],
+                "devices": [],
+                "envs": {"VSHARE_MEM_LIMIT": str(2 * GIB),
+                         "VSHARE_CLASS": "batch", "VSHARE_LABEL": "k8s:0-4"}}
+        check(kd.response_json(one) == want, "1 share: %s" % one)
+        want["envs"].update(VSHARE_MEM_LIMIT=str(6 * GIB),
+                            VSHARE_LABEL="k8s:0-2")
+        check(kd.response_json(three) == want, "3 shares: %s" % three)
+        check(list(kd.response_json(two_gpus)["cdi_devices"]) ==
+              ["vshare.dev/gpu=0", "vshare.dev/gpu=1"] and
+              two_gpus.envs["VSHARE_MEM_LIMIT"] == str(4 * GIB) and
+              two_gpus.envs["VSHARE_LABEL"] == "k8s:0-9",
+              "shares of two GPUs: both devices")
+    with Run(bindir, "--cdi-kind", "example.com/vgpu") as r:
+        r.registered()
+        a = r.client.allocate(["1-3"]).container_responses[0]
+        check(list(a.cdi_devices)[0].name == "example.com/vgpu=1" and
+              "VSHARE_MEM_LIMIT" not in a.envs and "VSHARE_CLASS" not in a.envs,
+              "--cdi-kind; no limit or class unless configured")
+
+
+def make_spec(bindir, d, path):
+    """A spec from vsharectl cdi generate, on device nodes of the test's
+    own (links to /dev/null)."""
+    dev = os.path.join(d, "dev")
+    os.makedirs(dev)
+    for n in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"):
+        os.symlink("/dev/null", os.path.join(dev, n))
+    lib = os.path.join(d, "libvshare.so")
+    open(lib, "w").close()
+    subprocess.run([os.path.join(bindir, "vsharectl"), "cdi", "generate",
+                    "--dev-dir", dev, "--lib", lib, "--socket",
+                    os.path.join(d, "run", "scheduler.sock"), "-o", path],
+                   check=True)
+    with open(path) as f:
+        return json.load(f)
+
+
+def t_allocate_env(bindir):
+    """--mode env: the CDI spec's content (its device nodes, the GPU's
+    node, its mounts read-only, its environment) as the kubelet's own
+    mounts, device specs and envs, with the policy's variables on top; the
+    GPUs come from the spec when there is no NVML and no --gpus."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--mode", "env", "--shard-mem", "1G", gpus=None,
+             start=False) as r:
+        spec = make_spec(bindir, r.dir, r.spec)
+        r.start()
+        r.registered()
+        check(set(next_list(r.client.watch())) == set(shares([0, 1], 10)),
+              "GPUs 0 and 1 from the spec")
+        for ids, gpu in ((["1-0"], 1), (["0-3", "0-1", "0-2"], 0)):
+            a = kd.response_json(r.client.allocate(ids).container_responses[0])
+            common = spec["containerEdits"]
+            dev = [d for d in spec["devices"] if d["name"] == str(gpu)][0]
+            nodes = dev["containerEdits"]["deviceNodes"] + common["deviceNodes"]
+            check(a["devices"] == [[n["hostPath"], n["path"], "rw"]
+                                   for n in nodes],
+                  "%d share(s): the GPU's node and the control nodes: %s"
+                  % (len(ids), a["devices"]))
+            check(a["mounts"] == [[m["hostPath"], m["containerPath"], True]
+                                  for m in common["mounts"]],
+                  "the shim and the socket directory, read-only")
+            envs = dict(e.split("=", 1) for e in common["env"])
+            envs.update(VSHARE_MEM_LIMIT=str(len(ids) * GIB),
+                        VSHARE_LABEL="k8s:%s" % sorted(ids)[0])
+            check(a["envs"] == envs and "LD_PRELOAD" in envs,
+                  "the spec's environment and the policy's")
+            check(a["cdi_devices"] == [], "no CDI device in env mode")
+        os.unlink(r.spec)
+        try:
+            r.client.allocate(["0-0"])
+            raise Fail("Allocate without a spec succeeded")
+        except kd.grpc.RpcError as e:
+            check(e.code() == kd.grpc.StatusCode.INVALID_ARGUMENT and
+                  "vsharectl cdi generate" in e.details(),
+                  "no spec: refused, saying how to write one: " + e.details())
+
+
+def t_preferred(bindir):
+    """GetPreferredAllocation keeps a container's shares on one GPU: the
+    one of the shares it must include, else the one with the most free
+    shares, lowest shares first."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "4") as r:
+        r.registered()
+
+        def pref(avail, must, n):
+            resp = r.client.preferred(avail, must, n).container_responses
+            return list(resp[0].deviceIDs)
+        avail = ["0-0", "0-3", "1-0", "1-1", "1-2"]
+        check(pref(avail, [], 2) == ["1-0", "1-1"], "the freer GPU")
+        check(pref(avail, ["0-3"], 2) == ["0-3", "0-0"], "must's GPU first")
+        check(pref(avail, [], 4) == ["1-0", "1-1", "1-2", "0-0"],
+              "another GPU only when one is not enough")
+
+
+def t_refusals(bindir):
+    """Allocate of an id that is not one of our shares fails with
+    INVALID_ARGUMENT (and the plugin goes on); bad options exit 2 with a
+    message; a directory that is not there is an error."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "2") as r:
+        r.registered()
+        for bad in (["0-2"], ["x"], ["0-01"], []):
+            try:
+                r.client.allocate(bad)
+                raise Fail("Allocate %s succeeded" % bad)
+            except kd.grpc.RpcError as e:
+                check(e.code() == kd.grpc.StatusCode.INVALID_ARGUMENT,
+                      "Allocate %s refused: %s" % (bad, e.details()))
+        check(r.client.allocate(["1-1"]).container_responses[0]
+              .envs["VSHARE_LABEL"] == "k8s:1-1", "and serves on")
+    prog = os.path.join(bindir, "vshare-device-plugin")
+    for args, msg in ((["--shares", "0"], "--shares takes 1 to 1000"),
+                      (["--shard-mem", "12"], "--shard-mem takes a size"),
+                      (["--mode", "x"], "--mode takes cdi or env"),
+                      (["--class", "a b"], "--class takes a word"),
+                      (["--endpoint", "a/b"], "without a slash"),
+                      (["--plugin-dir", "rel"], "absolute paths")):
+        p = subprocess.run([prog] + args, capture_output=True, text=True)
+        check(p.returncode == 2 and msg in p.stderr,
+              "%s: exit 2, %r" % (args, p.stderr.strip()))
+    d = short_tmpdir("vs-k8s-")
+    try:
+        p = subprocess.run([prog, "--plugin-dir", d + "/none", "--gpus", "0"],
+                           capture_output=True, text=True, timeout=20)
+        check(p.returncode == 1 and "cannot watch" in p.stderr,
+              "missing directory: %r" % p.stderr.strip())
+    finally:
+        shutil.rmtree(d)
+
+
+def under_shim(bindir, sock, envs):
+    """vs-compute under the shim on the test driver, with the environment
+    of an Allocate answer, as the container would run it."""
+    lib = os.path.join(os.path.dirname(bindir), "lib")
+    preload = os.path.join(lib, "libvshare.so")
+    san = os.environ.get("VSHARE_SAN_PRELOAD")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VSHARE_", "LD_"))}
+    env.update(envs)
+    env.update(LD_PRELOAD=(san + ":" if san else "") + preload,
+               LD_LIBRARY_PATH=os.path.join(lib, "testdriver"),
+               VSHARE_SOCKET=sock)
+    return subprocess.Popen([os.path.join(bindir, "vs-compute"), "--iters",
+                             "100000", "--kernel-ms", "20"], env=env,
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
+
+
+def t_labels(bindir):
+    """A program run with an Allocate answer's environment shows in
+    vsharectl status under its label k8s:G-S; once the kubelet's
+    PodResources lists the pod, the plugin names the label (vsharectl
+    name) and --json status, the table and the metrics show
+    namespace/pod/container; the pod gone, the name goes too."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shard-mem", "1G") as r, \
+            Daemon(bindir, dir=r.dir, sock=r.sched_sock) as d:
+        r.registered()
+        ids = ["0-5", "0-2", "0-3"]
+        envs = dict(r.client.allocate(ids).container_responses[0].envs)
+        check(envs["VSHARE_LABEL"] == "k8s:0-2" and
+              envs["VSHARE_MEM_LIMIT"] == str(3 * GIB), "the answer: %s" % envs)
+        prog = under_shim(bindir, d.sock, envs)
+        try:
+            def client():
+                cs = [c for c in d.status()["clients"]
+                      if c["label"] == "k8s:0-2" and c["gpus"]]
+                return cs[0] if cs else None
+            wait_for(lambda: client() is not None, 30,
+                     "the program's client, labelled k8s:0-2")
+            check(client()["name"] == "", "no name before the pod is listed")
+            with r.kubelet.cond:
+                r.kubelet.pods = [("team-a", "train-0", "main",
+                                   "vshare.dev/gpu", ids),
+                                  ("team-b", "other", "c", "example.com/x",
+                                   ["0-0"])]
+            wait_for(lambda: client()["name"] == "team-a/train-0/main", 30,
+                     "the pod's name in --json status")
+            rc, out, err = d.ctl("--wide", "status")
+            check(rc == 0 and "team-a/train-0/main" in out,
+                  "the name in vsharectl status --wide:\n" + out + err)
+            rc, out, err = d.ctl("metrics")
+            check('vshare_named_clients{name="team-a/train-0/main",'
+                  'label="k8s:0-2"} 1' in out, "the name in the metrics")
+            with r.kubelet.cond:
+                r.kubelet.pods = []
+            wait_for(lambda: client()["name"] == "", 30,
+                     "the name gone with the pod")
+            check("k8s:0-2 is team-a/train-0/main" in r.logtext(),
+                  "the plugin logged the name")
+        finally:
+            prog.kill()
+            prog.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(scenarios(globals())))

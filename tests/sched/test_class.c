@@ -1,0 +1,170 @@
+/*
+ * Classes and caps, driven by a fake clock: an interactive program is
+ * granted before batch waiters and preempts a batch holder at once, only
+ * when its user may have the class; one that computes non-stop gets its
+ * budget of interactive time and then its fair share; a capped user gets
+ * its share of the GPU's wall time over the window, alone or not.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sched_world.h"
+
+/* Notebook bursts every second beside a training job of another user:
+ * interactive, every burst waits for the training job's drain alone (no
+ * slice); batch, some wait for the slice. The training job keeps what the
+ * bursts leave. */
+static void bursts(uint32_t klass, int allowed, uint64_t *max_wait,
+		   uint64_t *train_ms)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct world w;
+	struct prog *train, *nb;
+
+	world_init(&w, &cfg);
+	w.gap_ms = 300;
+	w.idle_ms = 5; /* the shim's adaptive idle gap */
+	train = add(&w, TRAIN, 2000);
+	run(&w, 60000);
+	nb = add(&w, BURSTY, 3000);
+	add_class(&w, nb, klass, allowed, 20, 0);
+	reset_counts(&w);
+	run(&w, 180000);
+	assert_true(nb->waits > 50);
+	*max_wait = nb->max_wait;
+	*train_ms = train->held_ms;
+	sched_free(w.s);
+}
+
+static void test_interactive_preempts(void **state)
+{
+	uint64_t max_wait, train_ms;
+	(void)state;
+
+	bursts(VS_CLASS_INTERACTIVE, 1, &max_wait, &train_ms);
+	/* The drain (50 ms) and a step each way. */
+	assert_true(max_wait <= 50 + 2 * STEP_MS);
+	assert_true(train_ms * 100 >= 85 * 120000);
+	/* The same program in batch waits for the training job's slice. */
+	bursts(VS_CLASS_BATCH, 1, &max_wait, &train_ms);
+	assert_true(max_wait > 500);
+	/* Asked for, but its user may not: batch. */
+	bursts(VS_CLASS_INTERACTIVE, 0, &max_wait, &train_ms);
+	assert_true(max_wait > 500);
+}
+
+/* Two waiters behind a holder: the interactive one goes first, though it
+ * asked last, and the status says which class each is in. */
+static void test_order_and_status(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FCFS);
+	struct world w;
+	struct prog *h, *b, *i;
+	struct sched_member_info mi;
+	(void)state;
+
+	world_init(&w, &cfg);
+	h = add(&w, HUNG, 1000);
+	b = add(&w, HUNG, 2000);
+	i = add(&w, HUNG, 3000);
+	add_class(&w, i, VS_CLASS_INTERACTIVE, 1, 20, 0);
+	ask(&w, h);
+	deliver(&w);
+	assert_true(h->holding);
+	ask(&w, b);
+	deliver(&w);
+	fake_now += 10;
+	ask(&w, i);
+	deliver(&w);
+	/* The interactive waiter preempts the batch holder at once. */
+	assert_int_equal(sched_client_gpu(w.s, i->c, 0, &mi), 0);
+	assert_int_equal(mi.klass, VS_CLASS_INTERACTIVE);
+	assert_int_equal(mi.klass_want, VS_CLASS_INTERACTIVE);
+	assert_int_equal(mi.position, 1);
+	assert_int_equal(mi.why, SCHED_WHY_RELEASE);
+	assert_int_equal(sched_client_gpu(w.s, b->c, 0, &mi), 0);
+	assert_int_equal(mi.klass, VS_CLASS_BATCH);
+	assert_int_equal(mi.position, 2);
+	release(&w, h);
+	deliver(&w);
+	assert_true(i->holding);
+	assert_false(b->holding);
+	sched_free(w.s);
+}
+
+/* A program that claims interactive and computes non-stop beside a
+ * training job: its interactive time stays within the budget (plus what
+ * a drain and the hysteresis cost), and then it gets its fair share as
+ * batch: the training job is not starved. */
+static void test_budget(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct world w;
+	struct prog *train, *hog;
+	uint64_t total = 600000;
+	(void)state;
+
+	world_init(&w, &cfg);
+	train = add(&w, TRAIN, 2000);
+	hog = add(&w, TRAIN, 3000);
+	add_class(&w, hog, VS_CLASS_INTERACTIVE, 1, 20, 0);
+	run(&w, 60000);
+	reset_counts(&w);
+	run(&w, 60000 + total);
+	assert_true(hog->held_int_ms * 100 <= 23 * total);
+	assert_true(hog->held_int_ms * 100 >= 10 * total);
+	assert_true(train->held_ms * 100 >= 40 * total);
+	sched_free(w.s);
+}
+
+/* A user capped at 25%: alone on the GPU it holds 25 +- 3% of a minute;
+ * beside another user's training job, no more. */
+static void test_cap(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct world w;
+	struct prog *capped, *other;
+	struct sched_member_info mi;
+	int saw_cap = 0;
+	(void)state;
+
+	cfg.cap_window_ms = 10000;
+	world_init(&w, &cfg);
+	capped = add(&w, TRAIN, 2000);
+	add_class(&w, capped, VS_CLASS_BATCH, 1, 20, 25);
+	run(&w, 60000);
+	reset_counts(&w);
+	run(&w, 120000);
+	assert_true(capped->held_ms >= 22 * 600 && capped->held_ms <= 28 * 600);
+	other = add(&w, TRAIN, 3000);
+	reset_counts(&w);
+	while (fake_now < 240000) {
+		run(&w, fake_now + 100);
+		if (sched_client_gpu(w.s, capped->c, 0, &mi) == 0 &&
+		    mi.why == SCHED_WHY_CAP) {
+			saw_cap = 1;
+			assert_int_equal(mi.cap_pct, 25);
+			assert_true(mi.cap_used_pct >= 20.0);
+		}
+	}
+	assert_true(saw_cap);
+	assert_true(capped->held_ms <= 28 * 1200);
+	assert_true(other->held_ms >= 60 * 1200);
+	sched_free(w.s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_interactive_preempts),
+		cmocka_unit_test(test_order_and_status),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_cap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
