@@ -100,8 +100,9 @@ static const struct vc_opt opts[] = {
 	{ "socket", 's', "PATH", "scheduler socket (default $VSHARE_SOCKET "
 	  "or\n" VS_DEFAULT_SOCKET ")", opt_socket },
 	{ "json", 'j', NULL, "machine-readable output", opt_json },
-	{ "gpu", 'g', "G", "a GPU by UUID or by index (order of first "
-	  "attach);\ndefault: every GPU, and the default for new ones",
+	{ "gpu", 'g', "G", "a GPU by UUID or by index (nvidia-smi's, else "
+	  "the order\nof first attach); default: every GPU, and the default "
+	  "for new ones",
 	  opt_gpu },
 	{ "wide", 'w', NULL, "status: whole labels and user names, however "
 	  "wide\nthe table gets", opt_wide },

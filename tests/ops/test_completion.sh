@@ -47,7 +47,7 @@ complete -p vshare-run >/dev/null || fail "vshare-run: no complete -F"
 
 # vsharectl: commands read from the built program's --help, and the same
 # list when the program cannot be run.
-all="auto cdi disable enable metrics policy set-slice set-tq set-weight status"
+all="auto cdi disable enable metrics name policy set-slice set-tq set-weight status"
 expect _vsharectl "$all" "$ctl" ""
 expect _vsharectl "set-slice set-tq set-weight status" "$ctl" s
 expect _vsharectl "$all" /nonexistent/vsharectl ""
@@ -74,7 +74,10 @@ expect _vsharectl "" "$ctl" enable --w
 expect _vsharectl "" "$ctl" set-tq ""
 expect _vsharectl "" "$ctl" status ""
 contains _vsharectl "$dir/vsharectl" "$ctl" --socket "$dir/vsh"
-for opt in $("$ctl" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+# The global options (those of one command, such as name's --prefix, are
+# that command's own).
+for opt in $("$ctl" --help | sed -n '/^options:/,$p' |
+	grep -o -- '--[a-z][a-z-]*' | sort -u); do
 	case $opt in
 	--wide) contains _vsharectl "$opt" "$ctl" status - ;; # status alone
 	*) contains _vsharectl "$opt" "$ctl" enable - ;;

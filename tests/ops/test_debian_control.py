@@ -44,7 +44,7 @@ class Control(unittest.TestCase):
             names.append(p["Package"])
             if p.get("Architecture", "all") != "all":
                 names.append(p["Package"] + "-dbgsym")
-        self.assertEqual(len(names), 5, names)
+        self.assertEqual(len(names), 7, names)
         readme = read("README.md")
         for n in names:
             self.assertIn("`%s`" % n, readme, n + " is not in the README")

@@ -52,6 +52,9 @@ timeout 10 bash -c "exec 3<>/dev/tcp/$host/$port" 2>/dev/null ||
 	skip "no network to the Debian archive ($mirror)"
 
 work=$(mktemp -d "$build/package-test.XXXXXX")
+# The package build's tests run programs of the build tree as other users
+# (setpriv): they must be able to reach them, as in any build directory.
+chmod 755 "$work"
 root=$work/root
 cleanup() {
 	if mountpoint -q "$root/proc" 2>/dev/null; then umount "$root/proc"; fi

@@ -23,104 +23,18 @@
 
 #include "metrics.h"
 
-/* ---- text ---- */
-
-static int grow(struct metrics_buf *b, size_t more)
-{
-	size_t cap = b->cap ? b->cap : 4096;
-	char *p;
-
-	if (b->oom)
-		return -1;
-	while (cap - b->len < more + 1)
-		cap *= 2;
-	if (cap == b->cap)
-		return 0;
-	p = realloc(b->p, cap);
-	if (p == NULL) {
-		b->oom = 1;
-		return -1;
-	}
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-static void put(struct metrics_buf *b, const char *p, size_t n)
-{
-	if (grow(b, n) != 0)
-		return;
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0'; /* a string at every step, as vsnprintf leaves it */
-}
-
-void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || grow(b, (size_t)n) != 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-static void put_str(struct metrics_buf *b, const char *v)
-{
-	put(b, v, strlen(v));
-}
-
-/* Runs of plain characters are copied whole; only the few that the
- * format escapes are written one at a time. */
-static void put_escaped(struct metrics_buf *b, const char *v, int quote)
-{
-	const char *special = quote ? "\\\n\"" : "\\\n";
-
-	while (*v) {
-		size_t n = strcspn(v, special);
-
-		put(b, v, n);
-		v += n;
-		if (*v == '\\')
-			put_str(b, "\\\\");
-		else if (*v == '\n')
-			put_str(b, "\\n");
-		else if (*v == '"')
-			put_str(b, "\\\"");
-		else
-			break;
-		v++;
-	}
-}
-
-void metrics_label_value(struct metrics_buf *b, const char *v)
-{
-	put_escaped(b, v, 1);
-}
-
-void metrics_help_text(struct metrics_buf *b, const char *v)
-{
-	put_escaped(b, v, 0);
-}
-
 static void family(struct metrics_buf *b, const char *name, const char *type,
 		   const char *help)
 {
-	put_str(b, "# HELP ");
-	put_str(b, name);
-	put(b, " ", 1);
+	metrics_put_str(b, "# HELP ");
+	metrics_put_str(b, name);
+	metrics_put(b, " ", 1);
 	metrics_help_text(b, help);
-	put_str(b, "\n# TYPE ");
-	put_str(b, name);
-	put(b, " ", 1);
-	put_str(b, type);
-	put(b, "\n", 1);
+	metrics_put_str(b, "\n# TYPE ");
+	metrics_put_str(b, name);
+	metrics_put(b, " ", 1);
+	metrics_put_str(b, type);
+	metrics_put(b, "\n", 1);
 }
 
 /* A value from an integer count of units: 1 (a count), 1000 (ms) or
@@ -137,7 +51,7 @@ static void value(struct metrics_buf *b, uint64_t v, uint64_t per_unit)
 			     (unsigned long long)(v / per_unit),
 			     per_unit == 1000 ? 3 : 6,
 			     (unsigned long long)(v % per_unit));
-	put(b, t, (size_t)n);
+	metrics_put(b, t, (size_t)n);
 }
 
 /* ---- one render ---- */
@@ -179,23 +93,23 @@ static void row_init(struct row *r, const struct sched *s,
 static void gpu_labels(struct metrics_buf *b, const char *name,
 		       const struct row *r)
 {
-	put_str(b, name);
-	put(b, r->lab, r->lab_len);
+	metrics_put_str(b, name);
+	metrics_put(b, r->lab, r->lab_len);
 }
 
 /* One label more: `,key="value"`. */
 static void label(struct metrics_buf *b, const char *key, const char *v)
 {
-	put(b, ",", 1);
-	put_str(b, key);
-	put(b, "=\"", 2);
+	metrics_put(b, ",", 1);
+	metrics_put_str(b, key);
+	metrics_put(b, "=\"", 2);
 	metrics_label_value(b, v);
-	put(b, "\"", 1);
+	metrics_put(b, "\"", 1);
 }
 
 static void close_value(struct metrics_buf *b, uint64_t v, uint64_t per_unit)
 {
-	put(b, "}", 1);
+	metrics_put(b, "}", 1);
 	value(b, v, per_unit);
 }
 
@@ -357,7 +271,7 @@ static void gpu_counters(struct render *r)
 static void hist_labels(struct metrics_buf *b, const char *name,
 			const char *suffix, const struct row *row)
 {
-	put_str(b, name);
+	metrics_put_str(b, name);
 	gpu_labels(b, suffix, row);
 }
 
@@ -457,7 +371,7 @@ static void one(struct metrics_buf *b, const char *name, const char *type,
 		const char *help, uint64_t v)
 {
 	family(b, name, type, help);
-	put_str(b, name);
+	metrics_put_str(b, name);
 	value(b, v, 1);
 }
 
@@ -467,7 +381,7 @@ static void daemon_part(struct render *r, const struct metrics_daemon *d)
 
 	family(b, "vshare_build_info", "gauge", "The running vshare and its "
 	       "protocol version.");
-	put_str(b, "vshare_build_info{version=\"");
+	metrics_put_str(b, "vshare_build_info{version=\"");
 	metrics_label_value(b, d->version ? d->version : "");
 	metrics_printf(b, "\",protocol=\"%u\"} 1\n", VS_PROTO_VERSION);
 	one(b, "vshare_connections_open", "gauge", "Peer connections open "
@@ -483,9 +397,9 @@ static void daemon_part(struct render *r, const struct metrics_daemon *d)
 	family(b, "vshare_refusals_total", "counter", "Peers and requests "
 	       "refused, by reason.");
 	for (size_t k = 0; k < METRICS_REFUSE__N; k++) {
-		put_str(b, "vshare_refusals_total{reason=\"");
-		put_str(b, refusal_names[k]);
-		put(b, "\"}", 2);
+		metrics_put_str(b, "vshare_refusals_total{reason=\"");
+		metrics_put_str(b, refusal_names[k]);
+		metrics_put(b, "\"}", 2);
 		value(b, d->refused[k], 1);
 	}
 }
@@ -527,7 +441,7 @@ static void named(struct metrics_buf *b, const struct sched *s,
 	if (t == NULL)
 		b->oom = 1;
 	else
-		put(b, t, n);
+		metrics_put(b, t, n);
 	free(t);
 }
 
@@ -546,7 +460,7 @@ char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
 	user_classes(&r);
 	named(&r.b, s, d->names);
 	free(r.rows);
-	if (r.b.oom || grow(&r.b, 0) != 0) {
+	if (r.b.oom || metrics_grow(&r.b, 0) != 0) {
 		free(r.b.p);
 		return NULL;
 	}

@@ -77,6 +77,11 @@ struct metrics_buf {
 	size_t len, cap;
 	int oom;
 };
+/* metrics_text.c: room for `more` bytes and a NUL (0, or -1 and oom
+ * set); n bytes, or a string, appended. */
+int  metrics_grow(struct metrics_buf *b, size_t more);
+void metrics_put(struct metrics_buf *b, const char *p, size_t n);
+void metrics_put_str(struct metrics_buf *b, const char *v);
 void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* A label value as the format wants it: backslash, double quote and
