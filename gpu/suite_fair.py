@@ -303,8 +303,9 @@ def bench_fair_train(env):
         target=">= 90% of solo",
         detail="all steps over all time (steps_per_s_mean) for %s s; plain "
                "burst %.1f ms, so bursts every %.0f ms (gap = burst / %.2f); "
-               "interactive %s; %s; the interactive holder keeps the GPU "
-               "VSHARE_IDLE_MS (%d ms) after each burst while the training "
+               "interactive %s; %s; after each burst the interactive holder "
+               "keeps the GPU for its idle gap (twice its pauses within a "
+               "burst, at most VSHARE_IDLE_MS = %d ms) while the training "
                "job waits" % (o.fair_train_seconds, burst_ms, gap_ms, DUTY,
                               inter("fair"), inter("fcfs"), idle),
         data={"burst_ms": burst_ms, "gap_ms": gap_ms, "fair_ratio": fair,

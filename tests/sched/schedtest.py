@@ -44,9 +44,12 @@ def check(cond, what):
 def short_tmpdir(prefix):
     """A new directory whose path is short enough for a Unix socket
     (sun_path holds 108 bytes), however deep the build directory is:
-    under $XDG_RUNTIME_DIR or $TMPDIR when they are short, else /tmp."""
+    under $XDG_RUNTIME_DIR or $TMPDIR when they are short and other users
+    may pass through them (tests run clients as other users: debhelper's
+    own XDG_RUNTIME_DIR is private), else /tmp."""
     for d in (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR")):
-        if d and len(d) <= 40 and os.path.isdir(d):
+        if (d and len(d) <= 40 and os.path.isdir(d) and
+                os.stat(d).st_mode & 0o001):
             return tempfile.mkdtemp(prefix=prefix, dir=d)
     return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
 
