@@ -123,6 +123,15 @@ static uint64_t cap_ms(const struct sched *s, const struct sched_client *c)
 	return (uint64_t)s->cfg.cap_window_ms * c->cp.cap_pct / 100u;
 }
 
+/* The part of a cap that must be free again before a capped waiter is
+ * granted: a twentieth, at least a slot. */
+static uint64_t cap_slack(const struct sched *s, const struct sched_client *c)
+{
+	uint64_t slack = cap_ms(s, c) / CAP_SLACK_DIV;
+
+	return slack > win_width(s) ? slack : win_width(s);
+}
+
 /* Move the open grant of u's user into the window, up to now. */
 static void cap_flush(const struct sched *s, struct sched_usage *u,
 		      uint64_t now)
@@ -155,7 +164,7 @@ int sched_class_capped(const struct sched *s, const struct sched_member *m,
 		       uint64_t now)
 {
 	const struct sched_usage *u;
-	uint64_t cap, slack;
+	uint64_t cap;
 
 	if (m->c->cp.cap_pct == 0)
 		return 0;
@@ -163,13 +172,10 @@ int sched_class_capped(const struct sched *s, const struct sched_member *m,
 	if (u == NULL)
 		return 0;
 	cap = cap_ms(s, m->c);
-	slack = cap / CAP_SLACK_DIV;
-	if (slack < win_width(s))
-		slack = win_width(s);
 	/* Another of its programs holds: it may join within the cap. */
 	if (u->n_held > 0)
 		return cap_used_ms(s, u, now) >= cap;
-	return cap_used_ms(s, u, now) + slack > cap;
+	return cap_used_ms(s, u, now) + cap_slack(s, m->c) > cap;
 }
 
 void sched_class_granted(struct sched *s, struct sched_member *m, uint64_t now)
@@ -280,13 +286,11 @@ static uint64_t cap_free_at(const struct sched *s, const struct sched_member *m,
 			    uint64_t now)
 {
 	const struct sched_usage *u = usage_of(m);
-	uint64_t cap = cap_ms(s, m->c), slack = cap / CAP_SLACK_DIV;
+	uint64_t cap = cap_ms(s, m->c), slack = cap_slack(s, m->c);
 	uint64_t used, k;
 
 	if (u == NULL || u->win.width == 0 || u->n_held > 0)
 		return at_least(now, win_width(s));
-	if (slack < u->win.width)
-		slack = u->win.width;
 	used = cap_used_ms(s, u, now);
 	k = u->win.head >= SCHED_WIN_N - 1 ? u->win.head - (SCHED_WIN_N - 1) : 0;
 	for (; k <= u->win.head && used + slack > cap; k++) {
