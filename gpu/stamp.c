@@ -1,6 +1,7 @@
 /*
  * Kernel intervals on the GPU's own clock, for the serialization check.
- * Launches --n kernels that each spin --spin-us microseconds and record
+ * Launches --n kernels (fewer if --seconds of host time pass first) that
+ * each spin --spin-us microseconds and record
  * %globaltimer at their start and end, in batches of --batch followed by a
  * synchronize (so a holder keeps asking for the GPU and the scheduler can
  * hand it over between batches). Writes one "start end" line per kernel to
@@ -17,6 +18,7 @@ int main(int argc, char **argv)
 	unsigned n = (unsigned)vsg_arg_u64(argc, argv, "--n", 100);
 	unsigned batch = (unsigned)vsg_arg_u64(argc, argv, "--batch", 4);
 	unsigned long long spin = vsg_arg_u64(argc, argv, "--spin-us", 5000) * 1000ull;
+	uint64_t limit_ns = vsg_arg_u64(argc, argv, "--seconds", 0) * 1000000000ull;
 	const char *out = vsg_arg(argc, argv, "--out", "stamps.txt");
 	const char *ready = vsg_arg(argc, argv, "--ready", NULL);
 	const char *go = vsg_arg(argc, argv, "--go", NULL);
@@ -37,13 +39,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	uint64_t t0 = vsg_now_ns();
+	unsigned ran = 0;
 	for (unsigned i = 0; i < n; i++) {
 		void *args[] = { &d, &i, &spin };
 
 		VSG_CK(cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
-		if ((i + 1) % batch == 0 || i + 1 == n)
+		ran = i + 1;
+		if ((i + 1) % batch == 0 || i + 1 == n) {
 			VSG_CK(cuStreamSynchronize(s));
+			if (limit_ns && vsg_now_ns() - t0 >= limit_ns)
+				break;
+		}
 	}
+	n = ran;
 	uint64_t t1 = vsg_now_ns();
 	VSG_CK(cuMemcpyDtoH(h, d, bytes));
 	f = fopen(out, "w");

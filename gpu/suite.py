@@ -18,6 +18,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import suite_bench as B  # noqa: E402
+import suite_class as K  # noqa: E402
 import suite_correct as C  # noqa: E402
 import suite_examples as X  # noqa: E402
 import suite_fair as F  # noqa: E402
@@ -31,8 +32,8 @@ CHECKS = ["examples", "drv", "capture", "rt", "torch", "torch-async", "on", "off
 # Run only when named: the fair-share benchmarks beside fcfs take about 5
 # minutes (suite_fair.py), which the default run would not fit beside the
 # rest in one 10-minute device session.
-EXTRA = list(F.FAIR_CHECKS)
-GROUPS = {"fair": F.FAIR_CHECKS}
+EXTRA = list(F.FAIR_CHECKS) + list(K.CLASS_CHECKS)
+GROUPS = {"fair": F.FAIR_CHECKS, "class": ["class-burst"] + K.CLASS_CHECKS}
 
 
 def parse_args():
@@ -43,6 +44,7 @@ def parse_args():
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="", help="comma list of: " + ",".join(
         CHECKS + EXTRA) + "; fair = " + ",".join(F.FAIR_CHECKS) +
+        "; class = " + ",".join(GROUPS["class"]) +
         " (these run only when named)")
     ap.add_argument("--skip", default="")
     ap.add_argument("--python", default=sys.executable)
@@ -56,6 +58,9 @@ def parse_args():
                     help="quantum (s) of fair-users, both policies")
     ap.add_argument("--fair-users-seconds", type=int, default=0,
                     help="window of fair-users (0: 4 quanta, at least 20 s)")
+    ap.add_argument("--class-seconds", type=int, default=60,
+                    help="window of class-claimer and class-cap (class-infer:"
+                         " a third of it)")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--lock-reps", type=int, default=0,
                     help="re-acquisitions timed by the lock check (15; 8 quick)")
@@ -209,6 +214,7 @@ def run_all(env, results):
         if "swapin" in sel:
             guarded(env, results, B.bench_swapin, over, baseline)
     F.run_fair(env, guard, sel, lambda fn: guarded_many(env, results, fn))
+    K.run_class(env, guard, sel, lambda fn: guarded_many(env, results, fn))
 
 
 def write_results(env, machine, results, aborted):

@@ -38,6 +38,7 @@ from suite_lib import Result, Scheduler, attach_gpu, median, parse_size
 MISS = "MISS"
 FAIR_CHECKS = ["fair-burst", "class-burst", "fair-train", "fair-users"]
 CLASS_FIRST_MS, CLASS_P50_MS, CLASS_P99_MS = 200, 60, 150
+CLASS_CELL_X = 3.0      # class-burst: the median cell at most 3x plain
 GAP_MS = 200            # the interactive program's pause between bursts
 TARGET_MS = 1500        # first burst, and p90 of the later ones
 DUTY = 0.05             # fair-train: the interactive program's GPU share
@@ -83,18 +84,22 @@ def _status_gpu(sched):
 
 # ---- fair-burst ---------------------------------------------------------
 
-def _burst_beside(env, kind, burst_args, timeout, klass=None):
+def _burst_beside(env, kind, burst_args, timeout, klass=None, debug=False):
     """A training job, then one interactive process beside it (asking
-    for klass, if given); its JSON result, or None and why."""
+    for klass, if given); its JSON result, or None and why. debug: both
+    shims log at debug level, and the result's "logs" holds their
+    stderr (the training job's and the interactive program's)."""
     d = env.fresh_dir("fair-burst-" + kind)
     ready = os.path.join(d, "bg.ready")
     py, tc = env.opts.python, _tc(env)
+    extra = {"VSHARE_LOG_LEVEL": "debug"} if debug else None
     mk = (lambda label: env.base_env()) if kind == "plain" else \
-        (lambda label: env.shim_env(label))
+        (lambda label: env.shim_env(label, extra=extra))
     # Killed when the interactive process is done; long enough for any.
     bg = env.start("fair.training." + kind,
                    [py, tc, "background", "--seconds", "600", "--ready", ready],
                    mk("training"))
+    p = None
     try:
         if not _wait(ready, 120, [bg]):
             return None, "training job never got warm"
@@ -109,7 +114,9 @@ def _burst_beside(env, kind, burst_args, timeout, klass=None):
         return p.json, ""
     finally:
         env.kill(bg)
-        env.finish(bg, 10)
+        b = env.finish(bg, 10)
+        if debug and p is not None and p.json is not None:
+            p.json["logs"] = {"training": b.err, "interactive": p.err}
 
 
 def bench_fair_burst(env):
@@ -192,14 +199,15 @@ def bench_class_burst(env):
         why = _ready(env, sched, "fair")
         if not why:
             got, why = _burst_beside(env, "class", run_for, o.fair_tq + 120,
-                                     klass="interactive")
+                                     klass="interactive", debug=True)
     if why:
         return [Result(name, "benchmark", FAIL, detail=why)]
     later = got["latencies_ms"][1:] or [got["first_ms"]]
     p50, p99 = _pct(later, 50), _pct(later, 99)
     plater = plain["latencies_ms"][1:] or [plain["first_ms"]]
+    # The bursts are notebook cells: pageable copies in, compute, a read.
     ok = (got["first_ms"] <= CLASS_FIRST_MS and p50 <= CLASS_P50_MS and
-          p99 <= CLASS_P99_MS)
+          p99 <= CLASS_P99_MS and p50 <= CLASS_CELL_X * _pct(plater, 50))
     return [Result(
         name, "benchmark", PASS if ok else MISS,
         measured="first %.0f ms, later p50 %.0f ms, p99 %.0f ms, max %.0f "
@@ -207,13 +215,41 @@ def bench_class_burst(env):
                                   len(later)),
         baseline="plain side by side: first %.0f ms, p50 %.0f, p99 %.0f" % (
             plain["first_ms"], _pct(plater, 50), _pct(plater, 99)),
-        target="first <= %d ms, p50 <= %d ms, p99 <= %d ms" % (
-            CLASS_FIRST_MS, CLASS_P50_MS, CLASS_P99_MS),
+        target="first <= %d ms, p50 <= %d ms and <= %.0fx plain, p99 <= "
+               "%d ms" % (CLASS_FIRST_MS, CLASS_P50_MS, CLASS_CELL_X,
+                          CLASS_P99_MS),
         detail="torch_check.py burst under VSHARE_CLASS=interactive beside "
                "torch_check.py background; mode on, quantum %d s, policy "
                "fair" % o.fair_tq,
         data={"latencies_ms": got["latencies_ms"],
-              "plain_latencies_ms": plain["latencies_ms"]})]
+              "plain_latencies_ms": plain["latencies_ms"]}),
+        _split_row(got.pop("logs", None))]
+
+
+def _split_row(logs):
+    """Where the class-burst run's preemptions spent their time, from the
+    shims' debug lines (suite_class.preempt_split)."""
+    from suite_class import preempt_split
+    name = "preemption of a batch holder: where the time goes"
+    sp = preempt_split(logs) if logs else None
+    if sp is None:
+        return Result(name, "benchmark", FAIL,
+                      detail="no preemption lines in the shims' debug logs")
+    return Result(
+        name, "benchmark", PASS,
+        measured="wait %.2f ms (p99 %.1f): in flight %.2f, drain %.2f, "
+                 "release %.2f, grant %.2f, swap-in %.2f" % (
+                     sp["wait_ms"], sp["wait_p99_ms"], sp["inflight_ms"],
+                     sp["drain_ms"], sp["release_other_ms"], sp["grant_ms"],
+                     sp["swapin_ms"]),
+        baseline="-", target="(measured)",
+        detail="medians over %d preemptions of the class-burst run: the "
+               "interactive program's wait from its REQUEST to its GRANT; "
+               "the training job's calls in flight at the drop, its queued "
+               "work drained (synchronize), the rest of its release; grant ="
+               " wait - release (the scheduler and two messages); swap-in as"
+               " the waiter's shim reports it" % sp["preemptions"],
+        data=sp)
 
 
 # ---- fair-train ---------------------------------------------------------

@@ -24,6 +24,11 @@
               for --go (a file holding "t0 t1", time.monotonic seconds,
               the same clock in every process of the machine), trains
               until t1 and counts the steps that finished within [t0, t1]
+  infer       an inference service: a request due every --period-ms, each
+              a small pageable input copied in, --layers matmuls (2048
+              wide, --batch rows) and the answer read back; the latency of
+              each from when it was due, for --seconds or until
+              --stop-file exists; touches --ready once warm
 
 The allocator is whatever PYTORCH_CUDA_ALLOC_CONF selects; the suite runs
 each mode plain and under the shim and compares.
@@ -285,6 +290,51 @@ def mode_burst(args):
             "latencies_ms": lat, "starts": starts, "sum": sums[0]}
 
 
+def mode_infer(args):
+    """An inference service's rhythm: a request arrives every --period-ms
+    (on a fixed schedule, so a late answer delays the ones queued behind
+    it), its small input is copied in, --layers matmuls of a 2048-wide
+    model run on it, and the answer is read back. A request's latency runs
+    from when it was due to when its answer is on the host."""
+    g = torch.Generator().manual_seed(7)
+    w = [(torch.randn(2048, 2048, generator=g) / 45.0).to("cuda")
+         for _ in range(args.layers)]
+    x_cpu = torch.randn(args.batch, 2048, generator=g)
+
+    def request():
+        x = x_cpu.to("cuda")
+        for m in w:
+            x = torch.tanh(x @ m)
+        return float(x.sum().item())
+
+    for _ in range(args.warmup):
+        request()
+    if args.ready:
+        open(args.ready, "w").close()
+    period = args.period_ms / 1e3
+    lat, t0 = [], time.monotonic()
+    due = t0
+    while True:
+        if args.stop_file:
+            if os.path.exists(args.stop_file):
+                break
+        elif due - t0 >= args.seconds:
+            break
+        now = time.monotonic()
+        if due > now:
+            time.sleep(due - now)
+        request()
+        lat.append((time.monotonic() - due) * 1e3)
+        due += period
+    span = time.monotonic() - t0
+    return {"mode": "infer", "requests": len(lat), "span_s": span,
+            "due": int(span / period), "period_ms": args.period_ms,
+            "layers": args.layers, "batch": args.batch,
+            "p50_ms": statistics.median(lat) if lat else None,
+            "p99_ms": nearest_rank(lat, 99), "max_ms": max(lat) if lat else None,
+            "latencies_ms": [round(v, 3) for v in lat]}
+
+
 def share_model(dev):
     """Small enough for many co-runners (about 0.3 GB each), large enough
     that a step is GPU work rather than Python."""
@@ -330,7 +380,7 @@ def mode_share(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["correct", "bench", "background", "burst",
-                                     "share", "alloc"])
+                                     "share", "alloc", "infer"])
     ap.add_argument("--matmuls", type=int, default=200)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--seconds", type=float, default=4.0)
@@ -342,13 +392,17 @@ def main():
     ap.add_argument("--stop-file")
     ap.add_argument("--go")
     ap.add_argument("--turn-gap-ms", type=float, default=50)
+    ap.add_argument("--period-ms", type=float, default=50)
+    ap.add_argument("--layers", type=int, default=24)
+    ap.add_argument("--batch", type=int, default=256)
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print(json.dumps({"mode": args.mode, "ok": False, "error": "no CUDA"}))
         return 2
     fn = {"correct": mode_correct, "bench": mode_bench,
           "background": mode_bench, "burst": mode_burst,
-          "share": mode_share, "alloc": mode_alloc}[args.mode]
+          "share": mode_share, "alloc": mode_alloc,
+          "infer": mode_infer}[args.mode]
     res = fn(args)
     res["pid"] = os.getpid()
     print(json.dumps(res), flush=True)

@@ -251,6 +251,58 @@ void drop_idle_short_rhythm(void **state)
 	fs_stop();
 }
 
+static void send_policy(uint64_t limit, uint32_t flags);
+
+/* A holder that answers a request every 150 ms, asked to release when
+ * idle, after its last request; the ms from that request to the
+ * RELEASED. */
+static uint64_t rhythm_release_ms(void)
+{
+	uint64_t last;
+	int tok;
+
+	setenv("VSHARE_IDLE_MS", "2000", 1);
+	granted_start(0);
+	send_policy(0, VS_POLICYF_INTERACTIVE);
+	assert_int_equal(wait_at_least(&fk.policies, 1, 2000), 0);
+	/* One call a request: every pause learned is one of 150 ms or more
+	 * (a load only stretches them), none a tick within a request. */
+	for (int i = 0; i < 8; i++) {
+		if (i)
+			sleep_ms(150);
+		tok = bracket_enter(0, NULL);
+		assert_true(tok >= 0);
+		bracket_exit(0, tok);
+	}
+	last = now_ms();
+	fs_drop(0, VS_DROP_IDLE);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 4000), 0);
+	fake_shutdown();
+	fs_stop();
+	unsetenv("VSHARE_CLASS");
+	return now_ms() - last;
+}
+
+/* An interactive program whose requests come 150 ms apart learns those
+ * pauses as its rhythm, but gives the GPU back a few ms after a request
+ * (its class takes it back at the next one). */
+void drop_idle_interactive(void **state)
+{
+	(void)state;
+	setenv("VSHARE_CLASS", "interactive", 1);
+	/* 5 ms and the client thread's wake-ups, whatever the load. */
+	assert_true(rhythm_release_ms() < 250);
+}
+
+/* The same program as batch keeps the GPU through its rhythm's pauses:
+ * twice 150 ms (more if the machine stretches the sleeps), less the
+ * coarse clock's step of the last call's stamp. */
+void drop_idle_batch_rhythm(void **state)
+{
+	(void)state;
+	assert_true(rhythm_release_ms() >= 250);
+}
+
 /* A call still in flight (a long synchronous copy) counts as busy. */
 void drop_idle_busy_holder(void **state)
 {

@@ -12,7 +12,13 @@
  *   - per-uid counts match, and stay within the limits (uid 0 exempt);
  *   - nothing in the outbox is addressed to a client that has gone;
  *   - a lock word is free only while nobody holds or waits, and nobody
- *     is granted while a client that took a word is not yet adopted.
+ *     is granted while a client that took a word is not yet adopted;
+ *   - classes and caps (sfuzz_check_class.h): a client whose class is
+ *     not allowed is never interactive, a capped user is never granted at
+ *     its cap, budgets and caps in status stay in range, and every drop
+ *     of a class, a budget or a cap has its reason.
+ * The admin's policy per user and group, the node's keys of classes and
+ * caps, and long jumps of the clock come from sfuzz_class.h.
  * Used by fuzz_sched.c (libFuzzer) and test_sfuzz.c (random, under ctest).
  */
 #ifndef VSHARE_SFUZZ_H
@@ -28,6 +34,26 @@
 
 #define SF_SLOTS 12
 #define SF_GPUS  5
+#define SF_UIDS  4
+#define SF_GROUPS 2
+
+/* An entry of the admin's policy (policy_users, policy_groups): its
+ * "class" (0 unset, 1 batch, 2 interactive, as CONF_CLASS_*), its
+ * interactive_budget_pct and its max_share_pct (0: unset). */
+struct sf_ent {
+	uint32_t klass, budget, cap;
+};
+
+/* The policy the harness plays the daemon's configuration with: an entry
+ * per user of sf_uids and per group (its members a mask over sf_uids),
+ * and the node's "interactive" key. */
+struct sf_pol {
+	struct sf_ent user[SF_UIDS], grp[SF_GROUPS];
+	uint8_t members[SF_GROUPS];
+	int node_interactive;
+};
+
+static const uint32_t sf_uids[SF_UIDS] = { 0, 1000, 1001, 1002 };
 
 struct sf {
 	const uint8_t *p;
@@ -40,6 +66,10 @@ struct sf {
 	struct sched *s;
 	struct sched_client *c[SF_SLOTS];
 	struct vs_frx rx[SF_SLOTS];
+	struct sf_pol pol;
+	size_t out0;            /* the outbox's entries of this step start here */
+	int repol;              /* this step set the policy of clients */
+	uint32_t coheld_max;    /* most holders of one uid on one GPU seen */
 };
 
 #define SF_CHECK(cond) do { if (!(cond)) { \
@@ -102,6 +132,10 @@ static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
 	cfg->halflife_ms = cfg->tq_ms * 2;
 	cfg->preempt_pct = 50;
 	cfg->preempt_budget_pct = 10;
+	/* Classes and caps, from bytes already read too; sfuzz_class.h
+	 * varies them further. */
+	cfg->budget_pct = cfg->tq_ms / 1000u % 2 ? 20 : 100;
+	cfg->cap_window_ms = 1000u * (1 + 3 * cfg->uid_gpus);
 	memset(gc, 0, sizeof(*gc));
 	gc->uuid[0] = 1;
 	gc->set = sf_byte(f) % 8;
@@ -245,12 +279,57 @@ static void sf_lock(struct sf *f, int i, uint8_t b)
 		sched_took(f->s, f->c[i], u);
 }
 
-/* Time passes; the daemon's timer handles every deadline that is due. */
+/* Time passes to `to` as the daemon's timer sees it: armed after each
+ * call at the next deadline, it fires at that time and ticks, whatever
+ * that deadline is (a fair recheck moves ahead with the clock, so it is
+ * due only when the timer armed for it fires). A deadline due again at
+ * the time it was handled is a timer that spins (a few rounds are fine:
+ * one tick's drops and grants may bring the next). Past SF_TICKS_MAX
+ * ticks in one jump the rest is handled at `to` at once. */
+#define SF_TICKS_MAX 4096
+static void sf_check(struct sf *f);
+
+/* One tick, checked as a step of its own once nothing more is due at
+ * its time (its outbox entries kept for obeying clients). */
+static void sf_tick_checked(struct sf *f)
+{
+	size_t out0 = f->out0, first = sched_out_count(f->s);
+	int ticked = f->ticked;
+
+	sched_tick(f->s);
+	if (sched_next_deadline(f->s) <= f->now)
+		return;
+	f->out0 = first;
+	f->ticked = 1;
+	sf_check(f);
+	f->out0 = out0;
+	f->ticked = ticked;
+}
+
+static void sf_ticks(struct sf *f, uint64_t to)
+{
+	uint64_t d, last = f->now;
+	int same = 0;
+
+	for (int n = 0; (d = sched_next_deadline(f->s)) <= to; n++) {
+		if (n >= SF_TICKS_MAX)
+			d = to;
+		if (d > f->now)
+			f->now = d;
+		same = f->now == last ? same + 1 : 0;
+		SF_CHECK(same < 64);
+		last = f->now;
+		sf_tick_checked(f);
+	}
+	f->now = to;
+}
+
+/* Time passes. */
 static void sf_time(struct sf *f)
 {
-	f->now += sf_byte(f) < 128 ? sf_byte(f) : 100u * sf_byte(f);
-	while (sched_next_deadline(f->s) <= f->now)
-		sched_tick(f->s);
+	uint64_t dt = sf_byte(f) < 128 ? sf_byte(f) : 100u * sf_byte(f);
+
+	sf_ticks(f, f->now + dt);
 }
 
 /* Clients that obey: every holder told to drop releases. */
@@ -296,11 +375,17 @@ static void sf_fair(struct sf *f, uint8_t b, const uint8_t u[VS_UUID_LEN])
 	}
 }
 
+static void sf_klass(struct sf *f, uint8_t b);
+
 static void sf_admin(struct sf *f)
 {
 	uint8_t b = sf_byte(f), u[VS_UUID_LEN];
 
 	sf_uuid(f, u);
+	if ((b & 0x48) == 0x48) {
+		sf_klass(f, b);
+		return;
+	}
 	if (b & 8) {
 		sf_fair(f, b, u);
 		return;
@@ -317,6 +402,9 @@ static void sf_admin(struct sf *f)
 			     sf_byte(f) % 8);
 }
 
+static void sf_policy_all(struct sf *f);
+static void sf_hello(struct sf *f, int i, uint8_t b);
+
 static void sf_reload(struct sf *f)
 {
 	struct sched_cfg old = f->s->cfg, cfg;
@@ -329,8 +417,10 @@ static void sf_reload(struct sf *f)
 	sf_cfg(f, &cfg, gc);
 	SF_CHECK(sched_reconfigure(f->s, &old, &cfg) == 0);
 	f->reloaded = 1;
+	sf_policy_all(f);
 }
 
+#include "sfuzz_class.h"
 #include "sfuzz_check.h"
 
 /* One run over a whole input. */
@@ -338,7 +428,6 @@ static void sf_run(const uint8_t *data, size_t size)
 {
 	static struct vs_lock_page page;
 	static struct vs_lock_words words;
-	static const uint32_t uids[4] = { 0, 1000, 1001, 1002 };
 	struct sched_gpu_cfg gc[1];
 	struct sched_cfg cfg;
 	struct sf f;
@@ -363,18 +452,13 @@ static void sf_run(const uint8_t *data, size_t size)
 		 * clients (op 6) act on the last one. */
 		if (op % 8 != 6)
 			sched_out_clear(f.s);
+		f.out0 = sched_out_count(f.s);
 		f.ticked = op % 8 == 5;
+		f.repol = 0;
 		switch (op % 8) {
 		case 0:
-			if (f.c[i] == NULL) {
-				struct sched_cred cr = { 100 + i,
-					uids[sf_byte(&f) % 4], 0 };
-				f.c[i] = sched_client_new(f.s, &cr, "f", NULL);
-				if (f.c[i] != NULL)
-					sched_client_set_token(f.c[i],
-						VS_LOCK_TOKEN_BIT |
-						++f.next_token);
-			}
+			if (f.c[i] == NULL)
+				sf_hello(&f, i, sf_byte(&f));
 			break;
 		case 1:
 			if (f.c[i] != NULL)

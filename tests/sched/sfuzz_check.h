@@ -86,9 +86,12 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 	 * no claim): nothing bounds such a group. */
 	if (g->mode == VS_MODE_AUTO && free_holders > 1 && cap != 0)
 		SF_CHECK(sum <= cap);
-	/* Someone waits while nobody holds: only if it could not start. */
+	/* Someone waits while nobody holds: only if it could not start,
+	 * which only its user's cap does (it waits for its window). */
 	if (nh == 0)
-		SF_CHECK(nq == 0);
+		SF_EACH(&g->queue, it)
+			SF_CHECK(sched_class_capped(f->s, dl_entry(it,
+				const struct sched_member, q_link), f->now));
 	sf_check_lock(f, g);
 }
 
@@ -122,11 +125,14 @@ static void sf_check_uids(const struct sf *f)
 	}
 }
 
-static void sf_check(const struct sf *f)
+#include "sfuzz_check_class.h"
+
+static void sf_check(struct sf *f)
 {
 	for (size_t j = 0; j < f->s->n_gpus; j++)
 		sf_check_gpu(f, f->s->gpus[j]);
 	sf_check_uids(f);
+	sf_check_classes(f);
 	for (size_t k = 0; k < sched_out_count(f->s); k++) {
 		const struct sched_out *o = sched_out_at(f->s, k);
 		int live = 0;

@@ -272,6 +272,15 @@ static void test_classes(void **state)
 	has_line(t, "vshare_interactive_budget_used_ratio{" GA
 		 ",uid=\"1001\"} 0.000");
 	free(t);
+	/* Held time by the class in force: a's second as batch, b's half
+	 * second as interactive. */
+	fake_now += 500;
+	assert_int_equal(sched_released(s, b, GPU_A), 0);
+	t = render(s, NULL);
+	has_line(t, "vshare_class_held_seconds_total{" GA ",class=\"batch\"} 1.000");
+	has_line(t, "vshare_class_held_seconds_total{" GA
+		 ",class=\"interactive\"} 0.500");
+	free(t);
 	sched_free(s);
 }
 

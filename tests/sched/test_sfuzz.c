@@ -3,7 +3,9 @@
  * without libFuzzer: SFUZZ_SECONDS (default 5) of inputs from a seeded
  * generator (SFUZZ_SEED, default 1), so a failure can be replayed. With
  * file arguments it replays those inputs instead (tests/sched/sfuzz_inputs:
- * inputs that once broke an invariant).
+ * inputs that once broke an invariant). With SFUZZ_KEEP=FILE each random
+ * input is written to FILE before it runs, so that the one that broke an
+ * invariant is there to replay after the abort.
  */
 #include <stdio.h>
 #include <time.h>
@@ -30,9 +32,21 @@ static int replay(int argc, char **argv)
 	return 0;
 }
 
+static void keep_input(const char *path, const uint8_t *buf, size_t n)
+{
+	FILE *fp = fopen(path, "wb");
+
+	if (fp == NULL || fwrite(buf, 1, n, fp) != n) {
+		perror(path);
+		exit(2);
+	}
+	fclose(fp);
+}
+
 int main(int argc, char **argv)
 {
 	const char *e = getenv("SFUZZ_SECONDS"), *sd = getenv("SFUZZ_SEED");
+	const char *keep = getenv("SFUZZ_KEEP");
 	double secs = e && *e ? atof(e) : 5;
 	unsigned seed = sd && *sd ? (unsigned)atoi(sd) : 1;
 	time_t end = time(NULL) + (time_t)secs;
@@ -47,6 +61,8 @@ int main(int argc, char **argv)
 
 		for (size_t i = 0; i < n; i++)
 			buf[i] = (uint8_t)rand();
+		if (keep != NULL && *keep != '\0')
+			keep_input(keep, buf, n);
 		sf_run(buf, n);
 		runs++;
 	} while (time(NULL) < end);

@@ -97,6 +97,8 @@ struct client_conf {
 				    * program's rhythm */
 	uint32_t klass;            /* VSHARE_CLASS, VS_CLASS_* */
 	int      klass_told;       /* a class refused was said once */
+	int      interactive;      /* the class asked for, and the
+				    * scheduler's policy gives it */
 	int      swap_eager;
 	int      require_sched;    /* in force: require_local, or the
 				    * scheduler's policy said so */
@@ -111,6 +113,7 @@ struct client_conf {
 /* One wait for a GPU, as the user is told of it (client_wait.c). */
 struct client_wait {
 	uint64_t since_ms;         /* the REQUEST went out */
+	uint64_t since_ns;         /* the same, finer, for the debug log */
 	uint64_t waiter_ms;        /* a thread was first seen waiting */
 	int      asked;            /* past the threshold: asked (or chose not
 				    * to) once in this wait */
@@ -126,6 +129,7 @@ struct client_gpu {
 	int      requested;        /* REQUEST sent, no GRANT yet */
 	int      held;             /* granted, RELEASED not yet sent */
 	uint32_t drop;             /* pending VS_DROP_* reason, 0 if none */
+	uint64_t drop_ns;          /* when that drop came (gate_now_ns) */
 	int      want;             /* request even with no waiter (reconnect) */
 	int      fp_valid;         /* a footprint was sent on this connection */
 	uint64_t fp_managed, fp_pinned;

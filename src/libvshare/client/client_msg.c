@@ -113,10 +113,12 @@ static void on_grant(const struct vs_grant *m)
 	int dev = gpu_by_uuid(m->uuid);
 	struct client_gpu *c;
 	struct client_swap sw = { 0, 0 };
+	uint64_t waited_ns;
 
 	if (dev < 0)
 		return;
 	c = &client_g.gpu[dev];
+	waited_ns = c->wait.since_ns ? gate_now_ns() - c->wait.since_ns : 0;
 	/* The grant came: no more polling for it. */
 	client_c.spin_until_ns = 0;
 	/* Before the gate opens: under oversubscription the top swaps the
@@ -136,9 +138,11 @@ static void on_grant(const struct vs_grant *m)
 	A_STORE(&c->page_skip, 0);
 	gate_grant(dev);
 	client_wait_granted(dev);
-	log_debug("GPU %d granted (%s, quantum %u ms%s)", dev,
+	log_debug("GPU %d granted (%s, quantum %u ms%s) after %.2f ms of "
+		  "waiting; swap-in %.2f ms", dev,
 		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
-		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "");
+		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "",
+		  (double)waited_ns / 1e6, (double)sw.us / 1e3);
 }
 
 /* A resynchronisation of dev is due (client_work.c sends it): `what`
@@ -181,6 +185,8 @@ static void on_drop(const struct vs_drop *m)
 		return;
 	}
 	/* An urgent reason overrides a pending idle drop, never the reverse. */
+	if (c->drop == 0)
+		c->drop_ns = gate_now_ns();
 	if (c->drop == 0 || c->drop == VS_DROP_IDLE)
 		c->drop = m->reason;
 	log_debug("GPU %d: drop requested (%s)", dev,
@@ -296,6 +302,7 @@ static void on_state(int dev, const struct vs_error *m)
 
 	if (refused_msg(m, "took") && c->held && !c->took) {
 		c->drop = VS_DROP_QUANTUM;
+		c->drop_ns = gate_now_ns();
 		c->quiet = 1;
 		A_STORE(&c->page_skip, 1);
 		resync(dev, c, CLIENT_RESYNC_ASK,
@@ -357,6 +364,9 @@ static void on_policy(const struct vs_policy *m)
 		log_info("the scheduler's policy %s the scheduler", req ?
 			 "requires" : "no longer requires");
 	client_g.conf.require_sched = req;
+	client_g.conf.interactive = client_version() >= 6 &&
+		client_g.conf.klass == VS_CLASS_INTERACTIVE &&
+		(m->flags & VS_POLICYF_INTERACTIVE) != 0;
 	/* Asked for, and the admin's policy does not give it: said once,
 	 * since the program then waits like any batch job. */
 	if (client_g.conf.klass == VS_CLASS_INTERACTIVE &&

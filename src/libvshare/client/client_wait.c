@@ -29,6 +29,7 @@ static uint64_t last_told_ms; /* client thread only */
 void client_wait_begin(struct client_gpu *g)
 {
 	g->wait.since_ms = gate_now_ms();
+	g->wait.since_ns = gate_now_ns();
 	g->wait.waiter_ms = 0;
 	g->wait.asked = 0;
 	g->wait.told = 0;

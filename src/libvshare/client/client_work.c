@@ -243,13 +243,24 @@ static int swapped(struct client_gpu *g)
  * (VSHARE_IDLE_MS). A notebook whose cell is done releases within a few
  * ms; a training loop, whose pauses (its synchronizations) are long,
  * waits idle_ms as before and is not cut at each iteration. A program
- * whose rhythm is not known yet waits idle_ms. */
+ * whose rhythm is not known yet waits idle_ms.
+ *
+ * An interactive program waits at most CLIENT_INTERACTIVE_IDLE_MS: the
+ * waiters are batch, and its class takes the GPU back at its next
+ * submission, at the cost of the batch holder's drain (about as long);
+ * holding through its own pauses would only keep them waiting. An
+ * inference service that answers a request every 50 ms learns those
+ * pauses as its rhythm and, as batch, would never be idle. */
 #define CLIENT_IDLE_MIN_MS 2u
+#define CLIENT_INTERACTIVE_IDLE_MS 5u
 static uint64_t idle_gap(int dev)
 {
 	uint64_t cap = client_g.conf.idle_ms;
 	uint32_t learned = gate_gap_ms(dev);
 	uint64_t gap = 2u * (uint64_t)learned + gate_clock_step_ms();
+
+	if (client_g.conf.interactive && cap > CLIENT_INTERACTIVE_IDLE_MS)
+		cap = CLIENT_INTERACTIVE_IDLE_MS;
 
 	if (learned == GATE_GAP_UNKNOWN || !client_g.conf.idle_learn)
 		return cap;
@@ -283,8 +294,10 @@ static int drop(int dev, struct client_gpu *g)
 	 * counted there: nothing to release. */
 	if (!g->quiet && send_ref(VS_MSG_RELEASED, g->uuid))
 		return -2;
-	log_debug("GPU %d %s (%s)", dev, g->quiet ? "given back" : "released",
-		  vs_drop_reason_name(reason));
+	log_debug("GPU %d %s (%s) %.2f ms after the drop request", dev,
+		  g->quiet ? "given back" : "released",
+		  vs_drop_reason_name(reason),
+		  (double)(gate_now_ns() - g->drop_ns) / 1e6);
 	g->held = 0;
 	g->drop = 0;
 	g->quiet = 0;

@@ -210,6 +210,10 @@ static const struct counter counters[] = {
 	{ "vshare_class_grants_total", "Grants of the GPU, by the class the "
 	  "holder was granted in.", ST(class_grants), 1, "class", class_names,
 	  SCHED_CLASS_N },
+	{ "vshare_class_held_seconds_total", "GPU time held, by the class in "
+	  "force while it was held (an interactive holder past its budget "
+	  "counts as batch from then on). Summed over the holders.",
+	  ST(class_held_ms), 1000, "class", class_names, SCHED_CLASS_N },
 	{ "vshare_handoffs_total", "Grants to a client that waited for "
 	  "holders to release the GPU.", ST(handoffs), 1, NULL, NULL, 1 },
 	{ "vshare_lock_takes_total", "Grants a client took through the lock "

@@ -277,6 +277,11 @@ int sched_attach(struct sched *s, struct sched_client *c,
 		m->cap = g->trusted ? g->cap_cfg :
 			 capacity_of(g->drv_total ? g->drv_total : total_mem,
 				     g->cap_cfg);
+	/* A capped user takes through REQUEST only (its cap is checked at
+	 * each grant): a word opened before it attached is closed now, and
+	 * admission keeps it closed while it is a member. */
+	if (c->cp.cap_pct != 0 && g->opening != 0)
+		sched_admit(s, g);
 	return 0;
 }
 

@@ -9,11 +9,15 @@
  *
  * A member is interactive when its client asked for the class, its user
  * may have it, and its user is within its budget on the GPU: the time its
- * programs held the GPU as interactive while others waited, decayed with
- * the half-life, as a share of the GPU's time (the decayed integral of a
- * GPU held all the time is 1/lambda). Past the budget its programs count
- * as batch until the share decays below nine tenths of the budget, so
- * that a program at the edge does not flip at every decision.
+ * programs held the GPU as interactive while others waited, over the last
+ * half-life (a sliding window, as the cap's), as a share of that
+ * half-life. A window and not a decayed sum: a decayed share starts from
+ * nothing, so a newcomer that claims interactive and computes non-stop
+ * would hold a third of its first minute before the budget stopped it;
+ * the window bounds every half-life, the first too. Past the budget its
+ * programs count as batch until the share falls below nine tenths of the
+ * budget, so that a program at the edge does not flip at every
+ * decision.
  *
  * A capped user's programs hold the GPU at most cap_pct of its wall time
  * over the last cap_window_ms, counted once however many of them hold at
@@ -36,20 +40,33 @@ void sched_client_set_class(struct sched_client *c, uint32_t klass)
 	c->klass = klass <= VS_CLASS_MAX ? klass : VS_CLASS_BATCH;
 }
 
-static double budget_frac(const struct sched_client *c)
-{
-	uint32_t pct = c->cp.budget_pct ? c->cp.budget_pct : 100;
-
-	return (double)pct / 100.0;
-}
-
-/* ---- the cap window ---- */
+/* ---- the windows ---- */
 
 static uint64_t win_width(const struct sched *s)
 {
 	uint64_t w = s->cfg.cap_window_ms / SCHED_WIN_N;
 
 	return w ? w : 1;
+}
+
+/* The budget's window is the half-life. */
+static uint64_t budget_window_ms(const struct sched *s)
+{
+	return s->cfg.halflife_ms ? s->cfg.halflife_ms : 1;
+}
+
+static uint64_t iwin_width(const struct sched *s)
+{
+	uint64_t w = budget_window_ms(s) / SCHED_WIN_N;
+
+	return w ? w : 1;
+}
+
+static uint64_t budget_ms(const struct sched *s, const struct sched_client *c)
+{
+	uint32_t pct = c->cp.budget_pct ? c->cp.budget_pct : 100;
+
+	return budget_window_ms(s) * pct / 100u;
 }
 
 /* The window as of slot k: slots past its head are empty. A window of
@@ -88,12 +105,17 @@ static void win_add(struct sched_win *w, uint64_t width, uint64_t from,
 	}
 }
 
-/* The time held in the slots still in the window at `now`. */
-static uint64_t win_sum(const struct sched_win *w, uint64_t now)
+/* The time held in the slots still in the window at `now`. A window of
+ * another width than the one in force (cap_window_s or the half-life
+ * changed) starts again, as win_advance empties it at the next charge:
+ * its slots measured another window, and read as this one they could
+ * add up to more than the window holds. */
+static uint64_t win_sum(const struct sched_win *w, uint64_t width,
+			uint64_t now)
 {
 	uint64_t kn, sum = 0;
 
-	if (w->width == 0)
+	if (w->width == 0 || w->width != width)
 		return 0;
 	kn = now / w->width;
 	for (uint64_t i = 0; i < SCHED_WIN_N && i <= w->head; i++) {
@@ -103,6 +125,13 @@ static uint64_t win_sum(const struct sched_win *w, uint64_t now)
 			sum += w->ms[k % SCHED_WIN_N];
 	}
 	return sum;
+}
+
+/* The interactive time charged to u over the last half-life. */
+static uint64_t budget_used_ms(const struct sched *s,
+			       const struct sched_usage *u, uint64_t now)
+{
+	return win_sum(&u->iwin, iwin_width(s), now);
 }
 
 /* What the user of u held over the window, the open grant included. */
@@ -115,7 +144,7 @@ static uint64_t cap_used_ms(const struct sched *s, const struct sched_usage *u,
 		open = now - u->held_since;
 	if (open > s->cfg.cap_window_ms)
 		open = s->cfg.cap_window_ms;
-	return win_sum(&u->win, now) + open;
+	return win_sum(&u->win, win_width(s), now) + open;
 }
 
 static uint64_t cap_ms(const struct sched *s, const struct sched_client *c)
@@ -212,7 +241,7 @@ void sched_class_charge(const struct sched *s, struct sched_member *m,
 			struct sched_usage *u, uint64_t dt, uint64_t now)
 {
 	if (m->klass == VS_CLASS_INTERACTIVE)
-		sched_rec_add(s, &u->irec, dt, now);
+		win_add(&u->iwin, iwin_width(s), now > dt ? now - dt : 0, now);
 }
 
 void sched_class_member(struct sched_gpu *g, const struct sched_client *c,
@@ -237,18 +266,18 @@ void sched_class_budgets(const struct sched *s, struct sched_gpu *g,
 		const struct sched_member *m =
 			dl_entry(it, struct sched_member, m_link);
 		struct sched_usage *u;
-		double used, b;
+		uint64_t used, b;
 
 		if (m->c->klass != VS_CLASS_INTERACTIVE || !m->c->cp.interactive)
 			continue;
 		u = usage_of(m);
 		if (u == NULL)
 			continue;
-		used = sched_rec_now(s, &u->irec, now) * sched_lambda(s);
-		b = budget_frac(m->c);
+		used = budget_used_ms(s, u, now);
+		b = budget_ms(s, m->c);
 		if (used >= b)
 			u->over = 1;
-		else if (used < b * BUDGET_RESUME)
+		else if ((double)used < (double)b * BUDGET_RESUME)
 			u->over = 0;
 	}
 }
@@ -258,12 +287,18 @@ uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,
 {
 	struct sched_usage *u = usage_of(h);
 
+	/* Its user lost the class (a reload, a changed policy): batch from
+	 * now on, for the rest of its grant too, with no drop of its own. */
+	if (h->klass == VS_CLASS_INTERACTIVE && !h->c->cp.interactive)
+		h->klass = VS_CLASS_BATCH;
 	if (h->klass == VS_CLASS_INTERACTIVE && u != NULL && u->over) {
 		h->klass = VS_CLASS_BATCH;
 		if (waiters)
 			return SCHED_DROP_BUDGET;
 	}
-	if (u != NULL && h->cap_held) {
+	/* Counted in a cap at its grant, but a cap lifted since (cap_ms 0)
+	 * is no reason to drop it. */
+	if (u != NULL && h->cap_held && h->c->cp.cap_pct != 0) {
 		cap_flush(s, u, now);
 		if (cap_used_ms(s, u, now) >= cap_ms(s, h->c))
 			return SCHED_DROP_CAP;
@@ -315,9 +350,13 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 			dl_entry(it, const struct sched_member, h_link);
 		const struct sched_usage *u = usage_of(h);
 
-		if (h->hard || u == NULL)
+		if (h->hard)
 			continue;
-		if (h->c->cp.cap_pct != 0) {
+		/* Only a grant counted in the cap is dropped at it
+		 * (sched_class_drop): one granted before its user was capped
+		 * has no cap deadline, which would be due at once and for
+		 * ever. */
+		if (u != NULL && h->cap_held && h->c->cp.cap_pct != 0) {
 			uint64_t used = cap_used_ms(s, u, now), cap = cap_ms(s, h->c);
 
 			d = at_least(now, used < cap ? cap - used : 0);
@@ -326,10 +365,16 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 		/* Charged only while others wait: the time to the budget's
 		 * end at the full rate, a bound from below. */
 		if (h->klass == VS_CLASS_INTERACTIVE && g->contended) {
-			double left = budget_frac(h->c) / sched_lambda(s) -
-				      sched_rec_now(s, &u->irec, now);
+			/* With what it held since its last charge: else a
+			 * deadline computed at another GPU's event, later than
+			 * that charge, would come that much too late (and
+			 * never, with such events often enough). A user not
+			 * charged yet has no record: nothing used before. */
+			uint64_t used = (u != NULL ? budget_used_ms(s, u, now) : 0) +
+					(now > h->charged_at ? now - h->charged_at : 0);
+			uint64_t b = budget_ms(s, h->c);
 
-			d = at_least(now, left > 0 ? (uint64_t)left : 0);
+			d = at_least(now, used < b ? b - used : 0);
 			best = d < best ? d : best;
 		}
 	}
@@ -355,14 +400,17 @@ double sched_class_budget_used(const struct sched *s,
 	const struct sched_usage *u = usage_of(m);
 	double v;
 
-	if (u == NULL)
-		return 0.0;
-	v = sched_rec_now(s, &u->irec, now);
-	/* A holder's interactive time not charged yet. */
+	/* A user not charged yet has no record, but its holder's time
+	 * since the grant counts below. */
+	v = u != NULL ? (double)budget_used_ms(s, u, now) : 0.0;
+	/* A holder's interactive time not charged yet, within the window:
+	 * a holder nothing charged for long (hung, its drop unanswered)
+	 * shows the whole window spent, not more. */
 	if (m->state == SCHED_ST_HOLDING && m->klass == VS_CLASS_INTERACTIVE &&
 	    m->g->contended && now > m->charged_at)
-		v += (double)(now - m->charged_at);
-	return v * sched_lambda(s) * 100.0;
+		v += (double)(now - m->charged_at < budget_window_ms(s) ?
+			      now - m->charged_at : budget_window_ms(s));
+	return v * 100.0 / (double)budget_window_ms(s);
 }
 
 double sched_class_cap_used(const struct sched *s,

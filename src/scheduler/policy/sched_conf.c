@@ -52,6 +52,15 @@ static void recap(struct sched *s, struct sched_gpu *g, const struct eff *e)
 static void apply(struct sched *s, const struct sched_cfg *old,
 		  const struct sched_cfg *cfg)
 {
+	/* The fair share's, the budgets' and the caps' constants apply at
+	 * once: they are no admin's run-time choice. Before the GPUs'
+	 * changes below, whose decisions (a mode's drops, a capacity's)
+	 * must not measure a cap or a budget against the old window. */
+	s->cfg.halflife_ms = cfg->halflife_ms;
+	s->cfg.preempt_pct = cfg->preempt_pct;
+	s->cfg.preempt_budget_pct = cfg->preempt_budget_pct;
+	s->cfg.budget_pct = cfg->budget_pct;
+	s->cfg.cap_window_ms = cfg->cap_window_ms;
 	for (size_t i = 0; i < s->n_gpus; i++) {
 		struct sched_gpu *g = s->gpus[i];
 		struct eff o = effective(old, g->uuid), n = effective(cfg, g->uuid);
@@ -75,13 +84,6 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 		s->cfg.min_slice_ms = cfg->min_slice_ms;
 	if (cfg->policy != old->policy)
 		s->cfg.policy = cfg->policy;
-	/* The fair share's constants apply at once: they are no admin's
-	 * run-time choice. */
-	s->cfg.halflife_ms = cfg->halflife_ms;
-	s->cfg.preempt_pct = cfg->preempt_pct;
-	s->cfg.preempt_budget_pct = cfg->preempt_budget_pct;
-	s->cfg.budget_pct = cfg->budget_pct;
-	s->cfg.cap_window_ms = cfg->cap_window_ms;
 	for (size_t i = 0; i < s->n_gpus; i++)
 		sched_admit(s, s->gpus[i]);
 }

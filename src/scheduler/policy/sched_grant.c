@@ -320,7 +320,6 @@ static void class_drops(struct sched *s, struct sched_gpu *g,
 	int preempt_all = waiters &&
 			  sched_class_of(s, w) == VS_CLASS_INTERACTIVE;
 
-	sched_class_budgets(s, g, now);
 	ITER_HOLDERS(g, it, nx) {
 		struct sched_member *h = dl_entry(it, struct sched_member, h_link);
 		uint32_t why = sched_class_drop(s, h, waiters, preempt_all, now);
@@ -341,6 +340,11 @@ void sched_admit(struct sched *s, struct sched_gpu *g)
 
 	sched_settle(s, g);
 	sched_fair_charge(s, g, now);
+	/* Budgets as of now, before the order and the drops read the
+	 * classes: a waiter whose budget a change of the policy (or time)
+	 * gave back goes first and preempts in this admission, not the
+	 * next. */
+	sched_class_budgets(s, g, now);
 	g->slice_ms = sched_fair_slice(s, g);
 	sched_fair_order(s, g, now);
 	for (struct dlink *it = g->queue.next, *nx = it->next;

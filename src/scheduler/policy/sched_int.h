@@ -98,8 +98,10 @@ struct sched_uid {
 	struct sched_class_pol cp; /* classes and cap, sched_class.c */
 };
 
-/* The time a capped user held a GPU over the cap window: slots of
- * 1/SCHED_WIN_N of the window, slot k (time / width) at k % SCHED_WIN_N. */
+/* The time a user held a GPU over a sliding window (a capped user's cap
+ * window; an interactive user's budget window, a half-life wide): slots
+ * of 1/SCHED_WIN_N of the window, slot k (time / width) at
+ * k % SCHED_WIN_N. */
 #define SCHED_WIN_N 100u
 struct sched_win {
 	uint64_t width;           /* ms per slot, 0: empty */
@@ -113,7 +115,8 @@ struct sched_win {
 struct sched_usage {
 	uint32_t uid;
 	struct sched_rec rec;
-	struct sched_rec irec;    /* held as interactive while others waited */
+	struct sched_win iwin;    /* held as interactive while others waited,
+				   * over the last half-life */
 	int over;                 /* past its interactive budget */
 	uint32_t n_held;          /* its members holding the GPU now */
 	uint64_t held_since;      /* held from, not yet in `win` */
@@ -315,11 +318,12 @@ void sched_class_unheld(struct sched *s, struct sched_member *m,
 /* Interactive time of a holder charged while others wait. */
 void sched_class_charge(const struct sched *s, struct sched_member *m,
 			struct sched_usage *u, uint64_t dt, uint64_t now);
-/* At each admission, after the grants: the budgets of g's members as of
- * now (charged), then for each holder the drop that classes and caps call
- * for, SCHED_DROP_* or 0 (`waiters`: someone that may be granted waits;
- * `preempt`: that one is interactive and was not granted). A holder past
- * its budget becomes batch here. */
+/* At each admission: first, after the charge and before the order, the
+ * budgets of g's members as of now; after the grants, for each holder
+ * the drop that classes and caps call for, SCHED_DROP_* or 0 (`waiters`:
+ * someone that may be granted waits; `preempt`: that one is interactive
+ * and was not granted). A holder past its budget, or whose user lost the
+ * class, becomes batch there. */
 void sched_class_budgets(const struct sched *s, struct sched_gpu *g,
 			 uint64_t now);
 uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,

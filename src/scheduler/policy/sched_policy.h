@@ -385,6 +385,8 @@ struct sched_gpu_stats {
 	struct sched_hist wait[SCHED_CLASS_N]; /* request to grant, by class */
 	struct sched_hist hold[SCHED_CLASS_N]; /* grant to release (or loss) */
 	uint64_t held_ms[SCHED_STAT_USERS + 1]; /* GPU time held, by user slot */
+	uint64_t class_held_ms[SCHED_CLASS_N]; /* GPU time held, by the class
+						* in force while held */
 };
 /* The users that have slots, slot i for uid[i]. */
 struct sched_stat_users {

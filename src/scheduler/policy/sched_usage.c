@@ -87,16 +87,21 @@ double sched_lambda(const struct sched *s)
 	return lambda(s);
 }
 
+/* A window with nothing left in it at now. */
+static int win_empty(const struct sched_win *w, uint64_t now)
+{
+	return w->width == 0 || now / w->width >= w->head + SCHED_WIN_N;
+}
+
 /* A record that can go: its times decayed away, nobody of its user holds,
- * and its cap window is empty (a user cannot reset its cap by leaving). */
+ * and its windows are empty (a user cannot reset its cap or its
+ * interactive budget by leaving). */
 static int forgotten(const struct sched *s, const struct sched_usage *u,
 		     uint64_t now)
 {
 	return decayed(s, &u->rec, now) < USAGE_FORGET_MS &&
-	       decayed(s, &u->irec, now) < USAGE_FORGET_MS &&
-	       u->n_held == 0 &&
-	       (u->win.width == 0 ||
-		now / u->win.width >= u->win.head + SCHED_WIN_N);
+	       u->n_held == 0 && win_empty(&u->win, now) &&
+	       win_empty(&u->iwin, now);
 }
 
 struct sched_usage *sched_usage_get(const struct sched *s, struct sched_gpu *g,
@@ -119,6 +124,5 @@ struct sched_usage *sched_usage_get(const struct sched *s, struct sched_gpu *g,
 	memset(u, 0, sizeof(*u));
 	u->uid = uid;
 	u->rec.stamp = now;
-	u->irec.stamp = now;
 	return u;
 }
