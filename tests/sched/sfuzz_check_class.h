@@ -205,7 +205,11 @@ static void sf_check_drop(const struct sf *f, const struct sched_out *o,
 			SF_CHECK(sf_interactive_on(f, m->g, m));
 		break;
 	case SCHED_DROP_BUDGET:
-		SF_CHECK(u != NULL && u->over && m->klass == VS_CLASS_BATCH);
+		/* Spent when it was dropped. A step that hands a new policy
+		 * to its user's clients one at a time may give a larger
+		 * budget after the drop (budget-drop-repolicy). */
+		SF_CHECK(u != NULL && m->klass == VS_CLASS_BATCH);
+		SF_CHECK(u->over || f->repol);
 		break;
 	case SCHED_DROP_CAP:
 		SF_CHECK(m->c->cp.cap_pct != 0);
