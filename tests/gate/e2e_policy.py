@@ -34,6 +34,8 @@ execlog = load_execlog(EXECLOG)
 TQ_S = 10
 SLICE_MS = 300
 GAP_MS = 300              # vs-bursty's idle time before each burst
+# The loop programs' shim settings: the fixed idle gap, a minute long.
+NEVER_IDLE = {"VSHARE_IDLE_LEARN": 0, "VSHARE_IDLE_MS": 60000}
 BURST_KERNELS = 5
 BURST_KERNEL_US = 2000
 FIRST_BURST_MAX_S = 2.0   # fair: wait for the first burst, and each later one
@@ -124,13 +126,14 @@ def bursty(n):
 
 def compute(seconds):
     """vs-compute: 10 ms kernels back to back on a small working set; it
-    never goes idle, so only the policy takes the GPU from it. Its idle
-    gap is the fixed one (VSHARE_IDLE_LEARN=0): learned from pauses of a
-    few ms, a loaded machine that stops its thread that long would make
-    it look idle, and these scenarios are about the queue's order."""
+    never goes idle, so only the policy takes the GPU from it. These
+    scenarios are about the queue's order, so it never counts as idle
+    either (NEVER_IDLE): a loaded or sanitized machine that stops its
+    thread for its idle gap would make it look idle and give the GPU
+    away before the policy does."""
     return start([example("vs-compute"), "--seconds", seconds,
                   "--kernel-ms", 10, "--mem", "64K", "--progress-ms", 0],
-                 VSHARE_IDLE_LEARN=0)
+                 **NEVER_IDLE)
 
 
 def bursts_of(pid):
@@ -383,7 +386,7 @@ def users(policy):
             p = start(["setpriv", "--reuid=" + uid, "--regid=" + uid,
                            "--clear-groups", prog, "--seconds",
                            USERS_SECONDS, "--kernel-ms", 10, "--mem", "64K",
-                           "--progress-ms", 0], VSHARE_IDLE_LEARN=0)
+                           "--progress-ms", 0], **NEVER_IDLE)
             procs[p] = uid
     ready = {}
     for p in procs:
