@@ -26,13 +26,12 @@ VSHARE_MEM_LIMIT and every scheduler the suite's capacity."""
 import json
 import os
 import re
-import shutil
-import time
 import urllib.request
 
 from suite_correct import FAIL, PASS, SKIP, _read_stamps, _wait, unshared
-from suite_fair import MISS, USER_A, USER_B, _as, _pct, _ready, _sched, _tc
-from suite_lib import Result, median
+from suite_fair import (MISS, USER_A, USER_B, _as, _pct, _public, _ready,
+                        _sched, _tc, _two_users)
+from suite_lib import Result, median, run_selected
 
 CLASS_CHECKS = ["class-infer", "class-claimer", "class-cap"]
 INFER_P99_X = 3.0        # class-infer: p99 at most this times solo
@@ -128,20 +127,13 @@ def bench_class_infer(env):
 
 def _stamp_pub(env):
     """A folder both test users can use, with stamp, its kernels and the
-    shim copied in; '' and why not, when the two users cannot be had."""
-    if os.geteuid() != 0:
-        return None, "needs root, to run as two users (setpriv)"
-    if not shutil.which("setpriv"):
-        return None, "setpriv (util-linux) is not installed"
-    pub = env.fresh_dir("class-users")
-    os.chmod(pub, 0o777)
-    for src in (env.prog("stamp"), os.path.join(env.gpu_bin,
-                                                "vsg_kernels.fatbin"),
-                env.shim):
-        dst = os.path.join(pub, os.path.basename(src))
-        shutil.copy(src, dst)
-        os.chmod(dst, 0o755)
-    return pub, ""
+    shim copied in; None and why not, when the two users cannot be had."""
+    why = _two_users()
+    if why:
+        return None, why
+    return _public(env, "class-users", (
+        env.prog("stamp"), os.path.join(env.gpu_bin, "vsg_kernels.fatbin"),
+        env.shim)), ""
 
 
 def _stampers(env, pub, runs, seconds, sched=None):
@@ -357,11 +349,9 @@ def preempt_split(logs):
 
 
 def run_class(env, guard, selected, guarded_many):
-    o = env.opts
-    if "class-infer" in selected:
-        guard.check(2 * o.mem_limit_bytes, "class-infer")
-        guarded_many(bench_class_infer)
-    if "class-claimer" in selected:
-        guarded_many(bench_class_claimer)
-    if "class-cap" in selected:
-        guarded_many(bench_class_cap)
+    """The class checks that are selected, each after the memory guard
+    (stamp's few KiB need none)."""
+    run_selected(guard, selected, guarded_many, [
+        ("class-infer", 2 * env.opts.mem_limit_bytes, bench_class_infer),
+        ("class-claimer", 0, bench_class_claimer),
+        ("class-cap", 0, bench_class_cap)])

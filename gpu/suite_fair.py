@@ -33,7 +33,8 @@ import subprocess
 import time
 
 from suite_correct import FAIL, PASS, SKIP, _wait, unshared
-from suite_lib import Result, Scheduler, attach_gpu, median, parse_size
+from suite_lib import (Result, Scheduler, attach_gpu, median, parse_size,
+                       run_selected)
 
 MISS = "MISS"
 FAIR_CHECKS = ["fair-burst", "class-burst", "fair-train", "fair-users"]
@@ -355,27 +356,36 @@ def _as(uid, argv):
             "--clear-groups"] + argv
 
 
-def _public(env):
-    """A folder both test users can use: the share program and the shim
+def _public(env, name, files):
+    """A folder both test users can use: files (programs, the shim)
     copied in (the suite's own folders may sit where they cannot enter),
     a home for caches, room for the handshake files."""
-    pub = env.fresh_dir("fair-users")
+    pub = env.fresh_dir(name)
     os.chmod(pub, 0o777)
     home = os.path.join(pub, "home")
     os.makedirs(home)
     os.chmod(home, 0o777)
-    for src in (_tc(env), env.shim):
+    for src in files:
         shutil.copy(src, pub)
         os.chmod(os.path.join(pub, os.path.basename(src)), 0o755)
     return pub
 
 
-def _preflight(env, pub):
-    """'' when USER_A can run PyTorch on the GPU, else why not."""
+def _two_users():
+    """'' when this suite can run programs as two other users, else why
+    not."""
     if os.geteuid() != 0:
         return "needs root, to run as two users (setpriv)"
     if not shutil.which("setpriv"):
         return "setpriv (util-linux) is not installed"
+    return ""
+
+
+def _preflight(env, pub):
+    """'' when USER_A can run PyTorch on the GPU, else why not."""
+    why = _two_users()
+    if why:
+        return why
     e = dict(env.base_env(), HOME=os.path.join(pub, "home"))
     try:
         r = subprocess.run(_as(USER_A, [env.opts.python, "-c",
@@ -456,7 +466,7 @@ def _shares(out):
 
 def bench_fair_users(env):
     name = "GPU share of two users, 1 process vs 4 (fair)"
-    pub = _public(env)
+    pub = _public(env, "fair-users", (_tc(env), env.shim))
     why = _preflight(env, pub)
     if why:
         return Result(name, "benchmark", SKIP, detail=why)
@@ -510,17 +520,10 @@ def bench_fair_users(env):
 
 def run_fair(env, guard, selected, guarded_many):
     """The fair checks that are selected, each after the memory guard."""
-    o = env.opts
-    if "fair-burst" in selected:
-        guard.check(2 * o.mem_limit_bytes, "fair-burst")
-        guarded_many(bench_fair_burst)
-    if "class-burst" in selected:
-        guard.check(2 * o.mem_limit_bytes, "class-burst")
-        guarded_many(bench_class_burst)
-    if "fair-train" in selected:
-        guard.check(2 * o.mem_limit_bytes, "fair-train")
-        guarded_many(bench_fair_train)
-    if "fair-users" in selected:
-        guard.check(5 * parse_size(_share_mem(env)), "fair-users")
-        guarded_many(bench_fair_users)
+    pair = 2 * env.opts.mem_limit_bytes
+    run_selected(guard, selected, guarded_many, [
+        ("fair-burst", pair, bench_fair_burst),
+        ("class-burst", pair, bench_class_burst),
+        ("fair-train", pair, bench_fair_train),
+        ("fair-users", 5 * parse_size(_share_mem(env)), bench_fair_users)])
 

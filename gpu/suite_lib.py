@@ -387,6 +387,17 @@ class Scheduler:
         return False
 
 
+def run_selected(guard, selected, guarded_many, checks):
+    """Each of checks, (name, managed bytes it may hold at once or 0,
+    function), that is selected: the memory guard first, then the check
+    through guarded_many."""
+    for name, managed, fn in checks:
+        if name in selected:
+            if managed:
+                guard.check(managed, name)
+            guarded_many(fn)
+
+
 def attach_gpu(env):
     """Have one short client attach the GPU, so that per-GPU settings
     (mode, quantum) can be applied by vsharectl before a test starts."""

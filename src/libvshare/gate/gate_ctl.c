@@ -98,9 +98,8 @@ static int close_and_drain(struct gate_gpu *g)
 int gate_take(int dev)
 {
 	struct gate_gpu *g = gpu_of(dev);
-	int rc;
-
 	uint64_t t0 = gate_now_ns(), t1;
+	int rc;
 
 	if (g == NULL)
 		return 1;

@@ -42,11 +42,18 @@ void sched_client_set_class(struct sched_client *c, uint32_t klass)
 
 /* ---- the windows ---- */
 
-static uint64_t win_width(const struct sched *s)
+/* A slot of a window window_ms wide, at least 1 ms. */
+static uint64_t slot_ms(uint64_t window_ms)
 {
-	uint64_t w = s->cfg.cap_window_ms / SCHED_WIN_N;
+	uint64_t w = window_ms / SCHED_WIN_N;
 
 	return w ? w : 1;
+}
+
+/* The cap's slot. */
+static uint64_t win_width(const struct sched *s)
+{
+	return slot_ms(s->cfg.cap_window_ms);
 }
 
 /* The budget's window is the half-life. */
@@ -57,9 +64,7 @@ static uint64_t budget_window_ms(const struct sched *s)
 
 static uint64_t iwin_width(const struct sched *s)
 {
-	uint64_t w = budget_window_ms(s) / SCHED_WIN_N;
-
-	return w ? w : 1;
+	return slot_ms(budget_window_ms(s));
 }
 
 static uint64_t budget_ms(const struct sched *s, const struct sched_client *c)
@@ -132,6 +137,26 @@ static uint64_t budget_used_ms(const struct sched *s,
 			       const struct sched_usage *u, uint64_t now)
 {
 	return win_sum(&u->iwin, iwin_width(s), now);
+}
+
+/* The same as of now for the user of m (u, NULL: nothing charged yet),
+ * with m's interactive time since its last charge when it holds as
+ * interactive while others wait: else a deadline computed at another
+ * GPU's event, later than that charge, would come that much too late.
+ * That part counts up to the window: a holder nothing charged for long
+ * (hung, its drop unanswered) has the whole window spent, not more. */
+static uint64_t budget_now_ms(const struct sched *s,
+			      const struct sched_usage *u,
+			      const struct sched_member *m, uint64_t now)
+{
+	uint64_t v = u != NULL ? budget_used_ms(s, u, now) : 0, open;
+
+	if (m->state == SCHED_ST_HOLDING && m->klass == VS_CLASS_INTERACTIVE &&
+	    m->g->contended && now > m->charged_at) {
+		open = now - m->charged_at;
+		v += open < budget_window_ms(s) ? open : budget_window_ms(s);
+	}
+	return v;
 }
 
 /* What the user of u held over the window, the open grant included. */
@@ -365,13 +390,7 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 		/* Charged only while others wait: the time to the budget's
 		 * end at the full rate, a bound from below. */
 		if (h->klass == VS_CLASS_INTERACTIVE && g->contended) {
-			/* With what it held since its last charge: else a
-			 * deadline computed at another GPU's event, later than
-			 * that charge, would come that much too late (and
-			 * never, with such events often enough). A user not
-			 * charged yet has no record: nothing used before. */
-			uint64_t used = (u != NULL ? budget_used_ms(s, u, now) : 0) +
-					(now > h->charged_at ? now - h->charged_at : 0);
+			uint64_t used = budget_now_ms(s, u, h, now);
 			uint64_t b = budget_ms(s, h->c);
 
 			d = at_least(now, used < b ? b - used : 0);
@@ -397,20 +416,8 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 double sched_class_budget_used(const struct sched *s,
 			       const struct sched_member *m, uint64_t now)
 {
-	const struct sched_usage *u = usage_of(m);
-	double v;
-
-	/* A user not charged yet has no record, but its holder's time
-	 * since the grant counts below. */
-	v = u != NULL ? (double)budget_used_ms(s, u, now) : 0.0;
-	/* A holder's interactive time not charged yet, within the window:
-	 * a holder nothing charged for long (hung, its drop unanswered)
-	 * shows the whole window spent, not more. */
-	if (m->state == SCHED_ST_HOLDING && m->klass == VS_CLASS_INTERACTIVE &&
-	    m->g->contended && now > m->charged_at)
-		v += (double)(now - m->charged_at < budget_window_ms(s) ?
-			      now - m->charged_at : budget_window_ms(s));
-	return v * 100.0 / (double)budget_window_ms(s);
+	return (double)budget_now_ms(s, usage_of(m), m, now) * 100.0 /
+	       (double)budget_window_ms(s);
 }
 
 double sched_class_cap_used(const struct sched *s,

@@ -296,13 +296,12 @@ struct sched_usage *sched_usage_get(const struct sched *s, struct sched_gpu *g,
 				    uint32_t uid, uint64_t now);
 struct sched_usage *sched_usage_find(const struct sched_gpu *g, uint32_t uid);
 /* A record's value decayed to now, ms; dt ms held up to now added to it;
- * what dt ms held up to now are worth now; the decay rate (1/ms). */
+ * what dt ms held up to now are worth now. */
 double sched_rec_now(const struct sched *s, const struct sched_rec *r,
 		     uint64_t now);
 void sched_rec_add(const struct sched *s, struct sched_rec *r, uint64_t dt,
 		   uint64_t now);
 double sched_rec_accrued(const struct sched *s, uint64_t dt);
-double sched_lambda(const struct sched *s);
 
 /* sched_class.c: classes, interactive budgets and caps (bookkeeping and
  * the drops they call for; grants stay admit's) */

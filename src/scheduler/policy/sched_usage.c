@@ -82,11 +82,6 @@ double sched_rec_accrued(const struct sched *s, uint64_t dt)
 	return accrued(s, dt);
 }
 
-double sched_lambda(const struct sched *s)
-{
-	return lambda(s);
-}
-
 /* A window with nothing left in it at now. */
 static int win_empty(const struct sched_win *w, uint64_t now)
 {
