@@ -61,6 +61,10 @@ def parse_args():
     ap.add_argument("--class-seconds", type=int, default=60,
                     help="window of class-claimer and class-cap (class-infer:"
                          " a third of it)")
+    ap.add_argument("--interactive-env", action="append", default=[],
+                    metavar="KEY=VALUE",
+                    help="shim setting of the interactive programs of the "
+                         "class benchmarks (repeatable), e.g. VSHARE_IDLE_MS=2")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--lock-reps", type=int, default=0,
                     help="re-acquisitions timed by the lock check (15; 8 quick)")

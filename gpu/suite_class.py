@@ -9,6 +9,11 @@ by name, with class-burst in suite_fair.py); not part of the default run.
                  p99 latency against the same program alone (plain), and
                  the training job's steps/s against the job alone (plain);
                  plain side by side in the same run
+  class-pace     what pacing costs a training job (torch_check.py bench)
+                 while an idle interactive program is attached (the
+                 scheduler grants it VS_GRANTF_PACE): its steps/s paced
+                 against the same run with VSHARE_PACE_US=0, one after
+                 the other under one scheduler
   class-claimer  a program that claims interactive and computes non-stop
                  (stamp, uid A) beside a batch one (stamp, uid B), for
                  --class-seconds: the time it held the GPU in the
@@ -33,7 +38,8 @@ from suite_fair import (MISS, USER_A, USER_B, _as, _pct, _public, _ready,
                         _sched, _tc, _two_users)
 from suite_lib import Result, median, run_selected
 
-CLASS_CHECKS = ["class-infer", "class-claimer", "class-cap"]
+CLASS_CHECKS = ["class-infer", "class-pace", "class-claimer", "class-cap"]
+PACE_KEEP = 0.97         # class-pace: paced training at least this of unpaced
 INFER_P99_X = 3.0        # class-infer: p99 at most this times solo
 INFER_TRAIN = 0.80       # class-infer: training at least this of solo
 BUDGET_PCT = 20          # the node's interactive_budget_pct (default)
@@ -53,6 +59,7 @@ def _infer_pair(env, name, mk, seconds, klass=None):
     ienv = mk("inference")
     if klass:
         ienv["VSHARE_CLASS"] = klass
+        ienv.update(env.interactive_env())
     inf = env.start("class.infer." + name,
                     [py, tc, "infer", "--stop-file", stop, "--ready", ready],
                     ienv)
@@ -121,6 +128,62 @@ def bench_class_infer(env):
         data={"solo_infer": solo_i.json, "solo_train": solo_t.json,
               "plain": {"train": pt, "infer": pi},
               "class": {"train": st, "infer": si}})
+
+
+# ---- class-pace ------------------------------------------------------------
+
+def bench_class_pace(env):
+    o = env.opts
+    name = "training paced beside an idle interactive program"
+    py, tc, secs = o.python, _tc(env), o.class_seconds // 3 or 20
+    d = env.fresh_dir("class-pace")
+    ready = os.path.join(d, "idle.ready")
+    runs, why = {}, ""
+    with _sched(env, "pace", "fair") as sched:
+        why = _ready(env, sched, "fair")
+        idle = None
+        if not why:
+            # One request after its warm-up, then none for an hour: it
+            # stays attached, in the interactive class, and idle.
+            ienv = env.shim_env("idle-interactive")
+            ienv["VSHARE_CLASS"] = "interactive"
+            idle = env.start("class.pace.idle",
+                             [py, tc, "infer", "--period-ms", "3600000",
+                              "--stop-file", os.path.join(d, "stop"),
+                              "--ready", ready], ienv)
+            if not _wait(ready, 120, [idle]):
+                why = "the idle interactive program never got ready"
+        for kind, extra in (("paced", {"VSHARE_LOG_LEVEL": "debug"}),
+                            ("unpaced", {"VSHARE_PACE_US": "0"})):
+            if why:
+                break
+            p = unshared(env.run("class.pace." + kind,
+                                 [py, tc, "bench", "--seconds", str(secs)],
+                                 env.shim_env("training", extra=extra),
+                                 timeout=secs + 180))
+            if not p.ok:
+                why = "%s: %s" % (kind, p.why())
+            runs[kind] = p
+        if idle is not None:
+            env.kill(idle)
+            env.finish(idle, 10)
+    if why:
+        return Result(name, "benchmark", FAIL, detail=why)
+    if "paced: an interactive program shares it" not in runs["paced"].err:
+        return Result(name, "benchmark", FAIL,
+                      detail="the training job was never granted with "
+                             "VS_GRANTF_PACE beside the interactive program")
+    sp, su = (runs[k].json["steps_per_s_mean"] for k in ("paced", "unpaced"))
+    return Result(
+        name, "benchmark", PASS if sp >= PACE_KEEP * su else MISS,
+        measured="%.2f steps/s paced (%.1f%% of unpaced)" % (sp, 100 * sp / su),
+        baseline="%.2f steps/s with VSHARE_PACE_US=0" % su,
+        target=">= %d%% of unpaced" % (100 * PACE_KEEP),
+        detail="torch_check.py bench for %d s under the shim, mode on, policy "
+               "fair, beside torch_check.py infer in the interactive class, "
+               "attached and idle after one request; then the same with "
+               "VSHARE_PACE_US=0" % secs,
+        data={"paced": runs["paced"].json, "unpaced": runs["unpaced"].json})
 
 
 # ---- two users with stamp --------------------------------------------------
@@ -353,5 +416,6 @@ def run_class(env, guard, selected, guarded_many):
     (stamp's few KiB need none)."""
     run_selected(guard, selected, guarded_many, [
         ("class-infer", 2 * env.opts.mem_limit_bytes, bench_class_infer),
+        ("class-pace", 2 * env.opts.mem_limit_bytes, bench_class_pace),
         ("class-claimer", 0, bench_class_claimer),
         ("class-cap", 0, bench_class_cap)])

@@ -107,6 +107,7 @@ def _burst_beside(env, kind, burst_args, timeout, klass=None, debug=False):
         ienv = mk("interactive")
         if klass:
             ienv["VSHARE_CLASS"] = klass
+            ienv.update(env.interactive_env())
         p = unshared(env.run("fair.interactive." + kind,
                              [py, tc, "burst", "--gap-ms", str(GAP_MS)] +
                              burst_args, ienv, timeout=timeout))

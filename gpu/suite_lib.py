@@ -119,6 +119,17 @@ class Env:
         env.update(extra or {})
         return env
 
+    def interactive_env(self):
+        """--interactive-env KEY=VALUE settings, as a dict."""
+        out = {}
+        for kv in getattr(self.opts, "interactive_env", None) or []:
+            k, sep, v = kv.partition("=")
+            if not sep or not k.startswith("VSHARE_"):
+                raise SuiteError("--interactive-env wants VSHARE_KEY=VALUE, "
+                                 "not %r" % kv)
+            out[k] = v
+        return out
+
     def tool_env(self):
         env = self.base_env()
         if self.dep_path:

@@ -37,6 +37,10 @@
  *      VS_MSG_SET_NAME (an admin names the clients of a label, for
  *      status and the metrics: the Kubernetes device plugin names its
  *      containers' labels namespace/pod/container).
+ *   7  VS_GRANTF_PACE in VS_MSG_GRANT: the holder is batch and shares the
+ *      GPU with an interactive program, which preempts it as soon as its
+ *      queued work has drained: it keeps that work short. Peers of
+ *      version 6 and older never see the flag.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -62,7 +66,7 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 6u
+#define VS_PROTO_VERSION 7u
 /* The oldest version a peer may speak to this code. */
 #define VS_PROTO_VERSION_MIN 1u
 
@@ -171,6 +175,8 @@ struct vs_hdr {
 
 /* Grant flags. */
 #define VS_GRANTF_OVERSUB  0x1u /* the GPU is oversubscribed: prefetch on grant */
+#define VS_GRANTF_PACE     0x2u /* since version 7: an interactive program
+				 * shares the GPU; keep queued work short */
 
 /* Drop reasons. */
 #define VS_DROP_QUANTUM    1u   /* quantum over and someone waits: release now */

@@ -178,8 +178,10 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 	}
 	case VS_MSG_GRANT: {
 		const struct vs_grant *m = payload;
+		uint32_t known = VS_GRANTF_OVERSUB |
+				 (h->version >= 7 ? VS_GRANTF_PACE : 0);
 		if (m->reserved || m->kind > VS_GRANT_EXCLUSIVE ||
-		    (m->flags & ~VS_GRANTF_OVERSUB))
+		    (m->flags & ~known))
 			FAIL("grant: bad kind, flags or reserved field");
 		break;
 	}

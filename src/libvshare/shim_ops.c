@@ -83,6 +83,40 @@ static void *ops_current_context(void)
 	return cuq_current_context();
 }
 
+/* Pacing's marks (gate.h): events without timing, the cheapest kind,
+ * made and queried under the rules of the shim's own calls (cu_query.h:
+ * relaxed capture mode, no cancellation). */
+static void *ops_mark_new(void)
+{
+	CUevent ev = NULL;
+
+	if (CUQ(cuEventCreate, (&ev, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS)
+		return NULL;
+	return ev;
+}
+
+static int ops_mark_record(void *mark, void *stream)
+{
+	return CUQ(cuEventRecord, ((CUevent)mark, (CUstream)stream)) ==
+	       CUDA_SUCCESS ? 0 : -1;
+}
+
+/* A refusal because of a capture says nothing of the mark: the pacing
+ * wait gives up rather than loop on it. */
+static int ops_mark_state(void *mark)
+{
+	CUresult r = CUQ(cuEventQuery, ((CUevent)mark));
+
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	return cuq_query_passed((int)r) ? 1 : -1;
+}
+
+static void ops_mark_free(void *mark)
+{
+	CUQ(cuEventDestroy_v2, ((CUevent)mark));
+}
+
 const struct gate_cuda_ops shim_gate_ops = {
 	.current_device = ops_current_device,
 	.stream_device = ops_stream_device,
@@ -92,6 +126,10 @@ const struct gate_cuda_ops shim_gate_ops = {
 	.current_context = ops_current_context,
 	.device_count = cuq_device_count,
 	.track_context = cuq_track_current,
+	.mark_new = ops_mark_new,
+	.mark_record = ops_mark_record,
+	.mark_state = ops_mark_state,
+	.mark_free = ops_mark_free,
 };
 
 /* Prefetch outside any hook of this thread (the client thread): the

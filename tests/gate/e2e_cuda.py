@@ -349,6 +349,53 @@ def t_capture_graph():
     s.stop()
 
 
+def queued_max(p):
+    """The 'queued max N' line of a -Q run."""
+    m = re.search(r"^queued max (\d+)$", p.out, re.M)
+    if m is None:
+        fail("no 'queued max' line in the output of %s:\n%s" % (p.args, p.out))
+    return int(m.group(1))
+
+
+def t_paced():
+    """Pacing (protocol 7): a batch program granted beside an attached
+    interactive one hears VS_GRANTF_PACE and keeps its queued work near
+    VSHARE_PACE_US (2 ms). Launching 200 kernels of 2 ms back to back with
+    no wait, it has at most a few queued at a time; with VSHARE_PACE_US=0,
+    or once the interactive program is gone, it runs ahead by nearly all
+    of them. Counted from the program's own events, not timed."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30)
+    s.start()
+    inter = prog("-n", 1, "-k", 1000, "-g", 60000, VSHARE_CLASS="interactive")
+    end = time.monotonic() + 10
+    while not (os.path.exists(LOG) and ops(pid=inter.pid)) \
+            and time.monotonic() < end:
+        time.sleep(0.02)
+    check(ops(pid=inter.pid) != [], "the interactive program ran its kernel")
+
+    paced = prog("-Q", "-n", 200, "-k", 2000, VSHARE_LOG_LEVEL="debug")
+    ok_exit(paced)
+    check("paced: an interactive program shares it" in paced.err,
+          "the batch program was granted with the pace flag")
+    check(queued_max(paced) <= 8,
+          "paced: at most 8 kernels of 2 ms queued (%d)" % queued_max(paced))
+
+    off = prog("-Q", "-n", 200, "-k", 2000, VSHARE_PACE_US=0)
+    ok_exit(off)
+    check(queued_max(off) >= 50,
+          "VSHARE_PACE_US=0: the program runs ahead (%d queued)"
+          % queued_max(off))
+
+    inter.kill()
+    inter.wait()
+    alone = prog("-Q", "-n", 200, "-k", 2000, VSHARE_LOG_LEVEL="debug")
+    ok_exit(alone)
+    check("paced" not in alone.err and queued_max(alone) >= 50,
+          "no interactive program: not paced (%d queued)" % queued_max(alone))
+    check(execlog.is_serialized(ops()), "mode on: nothing overlapped")
+    s.stop()
+
+
 def t_examples():
     """The project's example programs (linked with libcuda directly) under
     the shim and one lock: a compute loop, an interactive-style program

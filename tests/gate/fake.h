@@ -16,6 +16,9 @@
 #include "vshare/proto.h"
 
 #define FAKE_GPUS 2
+/* Streams with fake work (fake_work): FAKE_STREAM(0) .. (FAKE_STREAMS-1). */
+#define FAKE_STREAMS 8
+#define FAKE_STREAM(i) ((void *)(uintptr_t)(0x5700 + (i)))
 /* The swap-in time the fake's granted callback reports, in us. */
 #define FAKE_SWAP_US 4321u
 /* The stream the fake reports as being captured. */
@@ -55,6 +58,15 @@ struct fake_state {
 	 * memory of each GPU (0: dev + 1 GiB). */
 	uint8_t  uuid_seed;
 	uint64_t total_mem;
+
+	/* Pacing's marks on a fake GPU, on a fake clock (fake_pace_on):
+	 * each stream runs the work submitted to it (fake_work) in order. */
+	uint64_t pace_now;                /* the fake clock, ns */
+	uint64_t stream_end[FAKE_STREAMS];/* when each stream's work ends */
+	int mark_asks, marks_made, marks_placed, marks_freed, mark_looks;
+	int pauses;
+	int marks_fail;                   /* set by tests: mark_new fails */
+	int marks_stuck;                  /* set by tests: never passed */
 };
 
 extern struct fake_state fk;
@@ -63,6 +75,13 @@ extern const struct client_callbacks fake_cbs;
 extern __thread int fake_dev;     /* the calling thread's current device */
 
 void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN]);
+
+/* Pacing on the fake clock: the gate's clock and pauses become fk's
+ * (a pause moves the clock on). fake_work: `ns` of GPU work submitted
+ * to FAKE_STREAM(i) now; fake_queued: the work still queued there. */
+void fake_pace_on(void);
+void fake_work(int i, uint64_t ns);
+uint64_t fake_queued(int i);
 
 /* The gate and the client wired as the shim's top does (gate_init,
  * client_init), their exit (gate_shutdown, client_stop) and their fork

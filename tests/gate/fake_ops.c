@@ -3,12 +3,14 @@
  * gate's benchmarks: CUDA operations for the gate, callbacks for the
  * client, and the wiring of both.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "atomics.h"
 #include "fake.h"
 #include "gate_ctl.h"
+#include "gate_int.h"
 
 struct fake_state fk;
 __thread int fake_dev;
@@ -76,6 +78,90 @@ static int dev_count(void)
 	return n > 0 ? n : -1;
 }
 
+/* A mark is passed once the fake clock reaches the end of the work that
+ * was queued on its stream when it was placed. */
+struct fake_mark {
+	uint64_t done_at;
+};
+
+static int stream_index(void *stream)
+{
+	uintptr_t v = (uintptr_t)stream;
+
+	return v >= 0x5700 && v < 0x5700 + FAKE_STREAMS ? (int)(v - 0x5700) : -1;
+}
+
+static void *mark_new(void)
+{
+	INC(&fk.mark_asks);
+	if (LD(&fk.marks_fail))
+		return NULL;
+	INC(&fk.marks_made);
+	return calloc(1, sizeof(struct fake_mark));
+}
+
+static int mark_record(void *mark, void *stream)
+{
+	struct fake_mark *m = mark;
+	int i = stream_index(stream);
+
+	if (i < 0)
+		return -1;
+	m->done_at = fk.stream_end[i] > fk.pace_now ? fk.stream_end[i] :
+		     fk.pace_now;
+	INC(&fk.marks_placed);
+	return 0;
+}
+
+static int mark_state(void *mark)
+{
+	const struct fake_mark *m = mark;
+
+	INC(&fk.mark_looks);
+	return !LD(&fk.marks_stuck) && fk.pace_now >= m->done_at;
+}
+
+static void mark_free(void *mark)
+{
+	INC(&fk.marks_freed);
+	free(mark);
+}
+
+static uint64_t pace_now(void)
+{
+	return __atomic_load_n(&fk.pace_now, __ATOMIC_SEQ_CST);
+}
+
+static void pace_pause(uint64_t ns)
+{
+	INC(&fk.pauses);
+	__atomic_add_fetch(&fk.pace_now, ns, __ATOMIC_SEQ_CST);
+}
+
+static const struct gate_pace_test fake_pace_test = {
+	.now_ns = pace_now,
+	.pause_ns = pace_pause,
+};
+
+void fake_pace_on(void)
+{
+	gate_pace_test = &fake_pace_test;
+}
+
+void fake_work(int i, uint64_t ns)
+{
+	uint64_t now = pace_now();
+
+	fk.stream_end[i] = (fk.stream_end[i] > now ? fk.stream_end[i] : now) + ns;
+}
+
+uint64_t fake_queued(int i)
+{
+	uint64_t now = pace_now();
+
+	return fk.stream_end[i] > now ? fk.stream_end[i] - now : 0;
+}
+
 const struct gate_cuda_ops fake_ops = {
 	.current_device = cur_dev,
 	.stream_device = stream_dev,
@@ -84,6 +170,10 @@ const struct gate_cuda_ops fake_ops = {
 	.sync_device = sync_dev,
 	.current_context = cur_ctx,
 	.device_count = dev_count,
+	.mark_new = mark_new,
+	.mark_record = mark_record,
+	.mark_state = mark_state,
+	.mark_free = mark_free,
 };
 
 static void footprint(void *arg, int dev, uint64_t *managed, uint64_t *pinned)

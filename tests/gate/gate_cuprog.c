@@ -6,8 +6,13 @@
  * vs_sleep_ts after a growth, so the log tells the phases apart).
  *   gate_cuprog [-n KERNELS] [-k KERNEL_US] [-g GAP_MS] [-m ALLOC_MB]
  *               [-M GROW_MB] [-P PAUSE_MS] [-d DEVICE] [-c] [-a] [-F]
+ *               [-Q]
  * -c: also capture three kernels into a graph and launch it;
  * -a: check results with vs_add after the kernels;
+ * -Q: launch the kernels back to back on one stream, an event after each,
+ *     with no wait between them, and print "queued max N": the most
+ *     kernels launched and not yet done, after each launch past the
+ *     first KERNELS/4 (how far the program ran ahead of its GPU);
  * -F: after the kernels, write and read back the first allocation
  *     ("buf ok") and try one more of ALLOC_MB ("late alloc RESULT"):
  *     what a memory limit lowered meanwhile does to old and new memory.
@@ -29,6 +34,7 @@ FN(cuMemFree_v2); FN(cuMemsetD8_v2); FN(cuLaunchKernel); FN(cuCtxSynchronize);
 FN(cuMemcpyHtoD_v2); FN(cuMemcpyDtoH_v2); FN(cuStreamCreate);
 FN(cuStreamBeginCapture_v2); FN(cuStreamEndCapture);
 FN(cuGraphInstantiateWithFlags); FN(cuGraphLaunch); FN(cuStreamSynchronize);
+FN(cuEventCreate); FN(cuEventRecord); FN(cuEventQuery);
 
 static int load(void)
 {
@@ -46,7 +52,8 @@ static int load(void)
 	LOAD(cuLaunchKernel); LOAD(cuCtxSynchronize); LOAD(cuMemcpyHtoD_v2);
 	LOAD(cuMemcpyDtoH_v2); LOAD(cuStreamCreate); LOAD(cuStreamBeginCapture_v2);
 	LOAD(cuStreamEndCapture); LOAD(cuGraphInstantiateWithFlags);
-	LOAD(cuGraphLaunch); LOAD(cuStreamSynchronize);
+	LOAD(cuGraphLaunch); LOAD(cuStreamSynchronize); LOAD(cuEventCreate);
+	LOAD(cuEventRecord); LOAD(cuEventQuery);
 	return 0;
 }
 
@@ -95,6 +102,32 @@ static void graph(void)
 	CK(p_cuGraphInstantiateWithFlags(&ge, g, 0));
 	CK(p_cuGraphLaunch(ge, s));
 	CK(p_cuStreamSynchronize(s));
+}
+
+/* -Q: how far ahead of the GPU the launches run. Kernels finish in order
+ * on the stream, so the kernels still queued are those after the last
+ * event that has passed. */
+static void queue_depth(long n, unsigned long long us)
+{
+	CUstream s;
+	CUevent *ev = calloc((size_t)n, sizeof(*ev));
+	long done = 0, most = 0;
+
+	if (ev == NULL)
+		exit(1);
+	CK(p_cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	for (long i = 0; i < n; i++) {
+		CK(p_cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING));
+		launch("vs_sleep", us, s);
+		CK(p_cuEventRecord(ev[i], s));
+		while (done <= i && p_cuEventQuery(ev[done]) == CUDA_SUCCESS)
+			done++;
+		if (i >= n / 4 && i + 1 - done > most)
+			most = i + 1 - done;
+	}
+	CK(p_cuStreamSynchronize(s));
+	printf("queued max %ld\n", most);
+	free(ev);
 }
 
 static void add_check(void)
@@ -146,12 +179,12 @@ static void late_check(CUdeviceptr buf, long mb)
 int main(int argc, char **argv)
 {
 	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0, before = 0;
-	int opt, capture = 0, add = 0, ordinal = 0, late = 0;
+	int opt, capture = 0, add = 0, ordinal = 0, late = 0, queue = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr buf = 0, big = 0;
 
-	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:caF")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:caFQ")) != -1) {
 		switch (opt) {
 		case 'n': n = atol(optarg); break;
 		case 'k': us = atol(optarg); break;
@@ -164,6 +197,7 @@ int main(int argc, char **argv)
 		case 'c': capture = 1; break;
 		case 'a': add = 1; break;
 		case 'F': late = 1; break;
+		case 'Q': queue = 1; break;
 		default: return 2;
 		}
 	}
@@ -179,6 +213,10 @@ int main(int argc, char **argv)
 	sleep_ms(before);
 	printf("first %llu\n", now_ns());
 	fflush(stdout);
+	if (queue) {
+		queue_depth(n, (unsigned long long)us);
+		n = 0;
+	}
 	for (long i = 0; i < n; i++) {
 		if (i == n / 2 && grow > 0)
 			CK(p_cuMemAlloc_v2(&big, (size_t)grow << 20));

@@ -19,6 +19,7 @@ from schedtest import (CURRENT, Daemon, Fail, T, UUID, E_INVAL, E_PROTO, E_VERSI
                        VERSION, VERSION2, VERSION3, attach, check, closed_by_peer,
                        events, frame, gpu_ref, hello, main, recv_frame,
                        recv_frame_v, scenarios, wait_for)
+import vsproto
 
 
 def holders_of(d, gpu=0):
@@ -248,6 +249,62 @@ def t_wait_query(b):
             c.close()
 
 
+def member(d, label, version, klass=0):
+    """A raw client of `version` asking for class klass, attached to the
+    GPU: after its MODE, which tells that the ATTACH was taken."""
+    s = d.raw()
+    s.sendall(frame(T["HELLO"], struct.pack("<II64s", version, klass, label),
+                    version=version) +
+              frame(T["ATTACH"], UUID + struct.pack("<Q", 16 << 30),
+                    version=version))
+    while True:
+        f = recv_frame(s)
+        check(f is not None and f[0] != T["ERROR"], "%r refused" % label)
+        if f[0] == T["MODE"]:
+            return s
+
+
+def grant_of(s, what):
+    """The next GRANT on s: its header version and flags."""
+    while True:
+        f = recv_frame_v(s)
+        check(f is not None and f[1] != T["ERROR"], what + ": no GRANT")
+        if f[1] == T["GRANT"]:
+            return f[0], struct.unpack_from("<16sIII", f[2])[2]
+
+
+def t_pace(b):
+    """A batch client granted beside an interactive one hears that it must
+    keep its queued work short (GRANT flag PACE), from version 7 on: a
+    version-6 client in the same place hears nothing of it."""
+    pace = vsproto.GRANTF["PACE"]
+    with Daemon(b, {"mode": "on", "tq_s": 30, "policy": "fcfs",
+                    "log_level": "debug"}) as d:
+        i7 = member(d, b"inter-7", CURRENT, vsproto.CLASS["INTERACTIVE"])
+        b7 = member(d, b"batch-7", CURRENT)
+        b6 = member(d, b"batch-6", 6)
+        b7.sendall(frame(T["REQUEST"], UUID, version=CURRENT))
+        ver, flags = grant_of(b7, "batch-7")
+        check(ver == CURRENT and flags == pace,
+              "version-%d GRANT flags 0x%x, not PACE" % (ver, flags))
+        b7.sendall(frame(T["RELEASED"], UUID, version=CURRENT))
+        b6.sendall(frame(T["REQUEST"], UUID, version=6))
+        ver, flags = grant_of(b6, "batch-6")
+        check(ver == 6 and flags == 0,
+              "version-%d GRANT flags 0x%x, not 0" % (ver, flags))
+        # The debug log tells the paced grant, and only that one.
+        wait_for(lambda: '"batch-6"' in d.logtext(), 5, "batch-6's grant logged")
+        grants = [ln for ln in d.logtext().splitlines()
+                  if "grant " in ln and ", quantum " in ln]
+        for label, paced in (("batch-7", True), ("batch-6", False)):
+            line = [ln for ln in grants if '"%s"' % label in ln]
+            check(line and ("paced (an interactive program shares the GPU)"
+                            in line[0]) == paced,
+                  "%s's grant in the log: %r" % (label, line))
+        for c in (i7, b7, b6):
+            c.close()
+
+
 def t_kill_holder(b):
     """Killed clients lose their place at once: a waiter, then the holder."""
     # fcfs: A must keep the GPU until it is killed; under the fair share a
@@ -336,12 +393,12 @@ def t_garbage(b):
             "reserved field")
         expect_error_then_close(d, gpu_ref("REQUEST"), -16, "hello first")
         detail, msg = expect_error_then_close(
-            d, frame(T["HELLO"], b"\0" * 72, version=9), E_VERSION,
+            d, frame(T["HELLO"], b"\0" * 72, version=CURRENT + 2), E_VERSION,
             "header version")
         check(detail == CURRENT and "version" in msg, "version error: %d %s" %
               (detail, msg))
-        detail, msg = expect_error_then_close(d, hello(version=7), E_VERSION,
-                                              "hello version")
+        detail, msg = expect_error_then_close(d, hello(version=CURRENT + 1),
+                                              E_VERSION, "hello version")
         check(detail == CURRENT, "hello version detail")
         # A HELLO that names another version than its header's.
         expect_error_then_close(d, hello(version=2), E_VERSION,

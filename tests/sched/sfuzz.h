@@ -70,6 +70,8 @@ struct sf {
 	size_t out0;            /* the outbox's entries of this step start here */
 	int repol;              /* this step set the policy of clients */
 	uint32_t coheld_max;    /* most holders of one uid on one GPU seen */
+	int mixed;              /* this step took several frames of a
+				 * client, or a frame and its close */
 };
 
 #define SF_CHECK(cond) do { if (!(cond)) { \
@@ -210,9 +212,11 @@ static void sf_frame(struct sf *f, int i)
 		for (size_t k = 0; k < n; k++)
 			buf[k] = sf_byte(f);
 	}
-	for (;;) {
+	for (int frames = 0;; frames++) {
 		enum vs_frx_result r = vs_frx_push(&f->rx[i], &p, &n);
 
+		if (frames > 0 && r != VS_FRX_MORE)
+			f->mixed = 1;
 		if (r == VS_FRX_FRAME) {
 			sf_dispatch(f, i, &f->rx[i].in.hdr, vs_frx_payload(&f->rx[i]));
 			continue;
@@ -455,6 +459,7 @@ static void sf_run(const uint8_t *data, size_t size)
 		f.out0 = sched_out_count(f.s);
 		f.ticked = op % 8 == 5;
 		f.repol = 0;
+		f.mixed = 0;
 		switch (op % 8) {
 		case 0:
 			if (f.c[i] == NULL)

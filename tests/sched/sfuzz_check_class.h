@@ -18,7 +18,11 @@
  *     class drop takes a batch holder for an interactive member, a fair
  *     preemption never takes an interactive holder for batch waiters, a
  *     budget drop takes a user past its budget, a cap drop a user at its
- *     cap.
+ *     cap;
+ *   - pacing: every GRANT of this step to a batch member (mode not off)
+ *     while another member of its GPU is interactive in force carries
+ *     VS_GRANTF_PACE, and no other GRANT does; the lock word of such a
+ *     GPU with more than one member stays shut.
  */
 #ifndef VSHARE_SFUZZ_CHECK_CLASS_H
 #define VSHARE_SFUZZ_CHECK_CLASS_H
@@ -221,6 +225,41 @@ static void sf_check_drop(const struct sf *f, const struct sched_out *o,
 	}
 }
 
+/* An interactive member in force of g other than `not`, as status shows
+ * it. */
+static int sf_interactive_beside(const struct sf *f, const struct sched_gpu *g,
+				 const struct sched_member *not)
+{
+	SF_EACH(&g->members, it) {
+		const struct sched_member *m =
+			dl_entry(it, const struct sched_member, m_link);
+		struct sched_member_info mi;
+
+		if (m == not)
+			continue;
+		sf_view(f, m, &mi);
+		if (mi.klass == VS_CLASS_INTERACTIVE)
+			return 1;
+	}
+	return 0;
+}
+
+/* A grant of this step is paced exactly when it goes to a batch member
+ * beside an interactive one. A step that handed a new policy to clients
+ * one at a time, or that took several frames of a client (or a frame and
+ * its close), may have changed the classes or the members after the
+ * grant. */
+static void sf_check_pace(const struct sf *f, const struct sched_out *o,
+			  const struct sched_member *m)
+{
+	int want = m->g->mode != VS_MODE_OFF && m->klass == VS_CLASS_BATCH &&
+		   sf_interactive_beside(f, m->g, m);
+
+	if (o->kind != SCHED_OUT_MSG || f->repol || f->mixed)
+		return;
+	SF_CHECK(!(o->u.grant.flags & VS_GRANTF_PACE) == !want);
+}
+
 static void sf_check_outbox(const struct sf *f)
 {
 	for (size_t k = f->out0; k < sched_out_count(f->s); k++) {
@@ -233,9 +272,10 @@ static void sf_check_outbox(const struct sf *f)
 		m = sf_target(f, o);
 		if (m == NULL)
 			continue;
-		if (o->type == VS_MSG_GRANT)
+		if (o->type == VS_MSG_GRANT) {
 			sf_check_grant(f, m);
-		else
+			sf_check_pace(f, o, m);
+		} else
 			sf_check_drop(f, o, m);
 	}
 }
@@ -269,6 +309,10 @@ static void sf_check_classes(struct sf *f)
 		/* The capped members counted, which keep the lock word shut. */
 		SF_CHECK(ncap == g->n_capped);
 		SF_CHECK(ncap == 0 || g->opening == 0);
+		/* Beside an interactive member every take is a GRANT. */
+		if (g->mode != VS_MODE_OFF && g->n_members > 1 &&
+		    sf_interactive_beside(f, g, NULL))
+			SF_CHECK(g->opening == 0);
 		sf_check_preempt(f, g);
 	}
 	sf_check_outbox(f);

@@ -439,7 +439,7 @@ static void test_daemon(void **state)
 	client(s, 1000);
 	t = render(s, &d);
 	check_shape(t);
-	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"6\"} 1");
+	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"7\"} 1");
 	has_line(t, "vshare_connections_open 3");
 	assert_null(strstr(t, "vshare_connections "));
 	has_line(t, "vshare_connections_total 7");

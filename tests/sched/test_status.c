@@ -131,7 +131,7 @@ static void test_exact_text(void **state)
 	"\"class\":\"batch\",\"budget_pct\":0,\"budget_used_pct\":0,"
 	"\"cap_pct\":0,\"cap_used_pct\":0}],\"name\":\"\",\"class\":"
 	"\"batch\"}],"
-	"\"protocol\":6}";
+	"\"protocol\":7}";
 	struct sched *s = populate(2);
 	size_t len = 0;
 	char *text = ctl_status_json(s, NULL, 1 << 20, &len);

@@ -13,7 +13,7 @@ import time
 
 MAGIC = 0x52485356
 VERSION_MIN = 1    # the oldest version the daemon still serves
-VERSION = 6        # the daemon's own version (VS_PROTO_VERSION)
+VERSION = 7        # the daemon's own version (VS_PROTO_VERSION)
 MAX_PAYLOAD = 1 << 20
 LABEL_MAX = 64
 UUID_LEN = 16
@@ -36,7 +36,7 @@ ROLE = dict(CLIENT=1, SCHEDULER=2, ADMIN=3)
 MODE = dict(AUTO=0, ON=1, OFF=2)
 POLICY = dict(FAIR=0, FCFS=1)
 GRANT = dict(SHARED=0, EXCLUSIVE=1)
-GRANTF = dict(OVERSUB=0x1)
+GRANTF = dict(OVERSUB=0x1, PACE=0x2)   # PACE since version 7
 DROP = dict(QUANTUM=1, IDLE=2, MODE=3, CAPACITY=4)
 POLICYF = dict(REQUIRE=0x1, INTERACTIVE=0x2)
 CLASS = dict(BATCH=0, INTERACTIVE=1, MAX=1)     # latency classes (HELLO)

@@ -350,7 +350,7 @@ static void test_foreign_error(void **state)
 	f.h.version = VS_PROTO_VERSION + 1;
 	refused_at_header(shim_rd, &f, n, VS_FRX_VERSION);
 	n = build(&f, VS_MSG_HELLO, sizeof(struct vs_hello));
-	f.h.version = 7;
+	f.h.version = VS_PROTO_VERSION + 1;
 	refused_at_header(sched_rd, &f, n, VS_FRX_VERSION);
 }
 

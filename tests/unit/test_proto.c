@@ -161,7 +161,7 @@ static void test_versions(void **state)
 	uint32_t role;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 6);
+	assert_int_equal(VS_PROTO_VERSION, 7);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
@@ -478,6 +478,37 @@ static void test_payload_rules(void **state)
 	assert_int_equal(vs_check_payload(&h, &reply, NULL), VS_E_PROTO);
 }
 
+/* GRANT's flags: OVERSUB in any version, PACE from version 7 on (a peer
+ * of version 6 never hears it), any other bit never. */
+static void test_grant_flags(void **state)
+{
+	struct vs_grant g;
+	struct vs_hdr h;
+	const char *why = NULL;
+	(void)state;
+
+	memset(&g, 0, sizeof(g));
+	g.kind = VS_GRANT_EXCLUSIVE;
+	h = hdr_for(VS_MSG_GRANT, sizeof(g));
+	g.flags = VS_GRANTF_OVERSUB | VS_GRANTF_PACE;
+	assert_int_equal(vs_check_payload(&h, &g, NULL), VS_OK);
+	g.flags = VS_GRANTF_PACE;
+	assert_int_equal(vs_check_payload(&h, &g, NULL), VS_OK);
+	h.version = 6; /* no pacing before version 7 */
+	assert_int_equal(vs_check_payload(&h, &g, &why), VS_E_PROTO);
+	assert_string_equal(why, "grant: bad kind, flags or reserved field");
+	g.flags = VS_GRANTF_OVERSUB;
+	assert_int_equal(vs_check_payload(&h, &g, NULL), VS_OK);
+	h.version = 1;
+	assert_int_equal(vs_check_payload(&h, &g, NULL), VS_OK);
+	h.version = VS_PROTO_VERSION;
+	/* Bits no version defines stay malformed. */
+	for (uint32_t bit = 0x4; bit; bit <<= 1) {
+		g.flags = VS_GRANTF_PACE | bit;
+		assert_int_equal(vs_check_payload(&h, &g, NULL), VS_E_PROTO);
+	}
+}
+
 static void test_uuid_text(void **state)
 {
 	uint8_t u[VS_UUID_LEN], back[VS_UUID_LEN];
@@ -516,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_header_reasons),
 		cmocka_unit_test(test_every_type_has_a_row),
 		cmocka_unit_test(test_payload_rules),
+		cmocka_unit_test(test_grant_flags),
 		cmocka_unit_test(test_uuid_text),
 		cmocka_unit_test(test_mode_names),
 		cmocka_unit_test(test_versions),

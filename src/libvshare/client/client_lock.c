@@ -259,6 +259,9 @@ int client_lock_take(int dev, struct client_gpu *g)
 	i = slot_of(pg, g);
 	if (i < 0 || !take_word(pg, w, i, dev))
 		return 0;
+	/* The scheduler opens the page only where no interactive program
+	 * shares the GPU: nothing to pace. */
+	gate_pace(dev, 0);
 	gate_grant(dev);
 	__atomic_add_fetch(&client_g.fast_took, 1, __ATOMIC_RELAXED);
 	log_debug("GPU %d taken through the lock page", dev);

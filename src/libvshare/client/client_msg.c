@@ -136,12 +136,16 @@ static void on_grant(const struct vs_grant *m)
 	/* The scheduler and this process agree again: it holds. */
 	c->resync = 0;
 	A_STORE(&c->page_skip, 0);
+	/* An interactive program shares the GPU and will wait for this
+	 * process's queued work whenever it preempts it: keep that short. */
+	gate_pace(dev, (m->flags & VS_GRANTF_PACE) != 0);
 	gate_grant(dev);
 	client_wait_granted(dev);
-	log_debug("GPU %d granted (%s, quantum %u ms%s) after %.2f ms of "
+	log_debug("GPU %d granted (%s, quantum %u ms%s%s) after %.2f ms of "
 		  "waiting; swap-in %.2f ms", dev,
 		  m->kind == VS_GRANT_EXCLUSIVE ? "exclusive" : "shared",
 		  m->tq_ms, (m->flags & VS_GRANTF_OVERSUB) ? ", oversubscribed" : "",
+		  gate_pacing(dev) ? ", paced: an interactive program shares it" : "",
 		  (double)waited_ns / 1e6, (double)sw.us / 1e3);
 }
 

@@ -27,6 +27,8 @@ int client_take(int dev)
 {
 	int rc = gate_take(dev);
 
+	/* Pacing is a grant's: the next one says again. */
+	gate_pace(dev, 0);
 	if (rc == 0)
 		client_g.cb->released(client_g.cb->arg, dev,
 				      client_g.conf.swap_eager);

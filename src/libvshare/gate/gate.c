@@ -29,6 +29,8 @@ struct dev_cache {
 
 /* A token from the slow path: gate_exit restores the cancel state. */
 #define GATE_TOKEN_SLOW (1 << 20)
+/* A token of a paced submission: gate_exit places a mark (gate_pace.c). */
+#define GATE_TOKEN_PACE (1 << 21)
 static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
@@ -224,7 +226,19 @@ static inline int enter_dev(int dev)
 	return enter_closed(g, dev, sh);
 }
 
-/* Anything but a one-device process with no capture in progress. */
+/* A submission to a paced gate: the thread waits first, outside the
+ * bracket, while it runs too far ahead of the GPU (gate_pace.c). */
+__attribute__((noinline))
+static int enter_paced(int dev, void *stream)
+{
+	int paced = gate_pace_before(dev, stream);
+	int tok = enter_dev(dev);
+
+	return tok >= 0 && paced ? tok | GATE_TOKEN_PACE : tok;
+}
+
+/* Anything but a one-device process with no capture in progress and no
+ * gate paced. */
 __attribute__((noinline))
 static int enter_general(void *stream)
 {
@@ -235,22 +249,26 @@ static int enter_general(void *stream)
 	    gate_g.ops->stream_capturing(stream))
 		return GATE_TOKEN_NONE;
 	if (A_LOAD_RLX(&gate_g.one_dev))
-		return enter_dev(0);
-	dev = current_dev();
+		dev = 0;
+	else
+		dev = current_dev();
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return GATE_TOKEN_NONE;
+	if (A_LOAD_RLX(&gate_g.gpu[dev].pace))
+		return enter_paced(dev, stream);
 	return enter_dev(dev);
 }
 
 /* The fast path is kept small: a one-device process with no capture in
- * progress asks nothing of the driver and touches one cache line of its
- * shard and the gate's state. */
+ * progress and no gate paced asks nothing of the driver and touches one
+ * cache line of its shard and the gate's state. */
 int gate_enter(void *stream)
 {
 	if (!A_LOAD_RLX(&gate_g.enabled))
 		return GATE_TOKEN_NONE;
 	if (__builtin_expect(A_LOAD_RLX(&gate_g.captures) > 0 ||
-			     !A_LOAD_RLX(&gate_g.one_dev), 0))
+			     !A_LOAD_RLX(&gate_g.one_dev) ||
+			     A_LOAD_RLX(&gate_g.pacing) > 0, 0))
 		return enter_general(stream);
 	return enter_dev(0);
 }
@@ -280,8 +298,9 @@ void gate_exit(int token)
 	struct gate_shard *s;
 	uint64_t now, prev;
 	int slow = token >= 0 && (token & GATE_TOKEN_SLOW);
+	int paced = token >= 0 && (token & GATE_TOKEN_PACE);
 
-	token &= ~GATE_TOKEN_SLOW;
+	token &= ~(GATE_TOKEN_SLOW | GATE_TOKEN_PACE);
 	if (token < 0 || token >= GATE_MAX_GPUS * GATE_SHARDS)
 		return;
 	s = &gate_g.gpu[token / GATE_SHARDS].shard[token % GATE_SHARDS];
@@ -292,6 +311,9 @@ void gate_exit(int token)
 		__atomic_store_n(&s->last_ms, now, __ATOMIC_RELAXED);
 		learn_gap(s, prev, now);
 	}
+	/* The mark goes behind this call's work, while the lock is held. */
+	if (__builtin_expect(paced, 0))
+		gate_pace_after();
 	leave(&gate_g.gpu[token / GATE_SHARDS], token % GATE_SHARDS);
 	if (__builtin_expect(slow, 0))
 		exit_slow();
@@ -341,6 +363,7 @@ void gate_atfork_child(void)
 	A_STORE(&gate_g.captures, 0);
 	A_STORE(&gate_g.failopen, 0);
 	tcache.valid = 0;
+	gate_pace_atfork_child();
 }
 
 void gate_shutdown(void)

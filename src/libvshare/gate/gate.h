@@ -48,6 +48,18 @@ struct gate_cuda_ops {
 	 * on its fast path, so the gate calls this on the slow path instead,
 	 * where the thread waits for the lock anyway. */
 	void (*track_context)(void);
+	/* Optional (all four or none): marks on a stream, for pacing
+	 * (gate_ctl.h, gate_pace). mark_new: a mark in the calling thread's
+	 * current context, NULL if none can be had. mark_record: place it
+	 * behind the work submitted to `stream` so far; 0 on success.
+	 * mark_state: 1 once the GPU has passed it (or it cannot tell: the
+	 * context is gone), 0 while it has not, -1 on an error. mark_free:
+	 * give it back. They may be called on any application thread, inside
+	 * a hook. */
+	void *(*mark_new)(void);
+	int   (*mark_record)(void *mark, void *stream);
+	int   (*mark_state)(void *mark);
+	void  (*mark_free)(void *mark);
 };
 
 struct gate_events;

@@ -35,6 +35,7 @@ void gate_conf_read(struct gate_conf *c)
 	c->spin_ns = spin.u * 1000u;
 	c->spin_forced = spin.given;
 	c->cpus = shim_usable_cpus();
+	c->pace_ns = shim_set_u64(SET_PACE_US) * 1000u;
 	if (!c->spin_forced && c->cpus < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;
 }

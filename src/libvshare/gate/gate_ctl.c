@@ -35,6 +35,7 @@ void gate_open_unshared(int dev)
 
 	if (g == NULL)
 		return;
+	gate_pace(dev, 0);
 	pthread_mutex_lock(&g->mu);
 	gate_open_locked(g);
 	pthread_mutex_unlock(&g->mu);
@@ -44,8 +45,12 @@ int gate_set_unshared(int on)
 {
 	int was = A_XCHG(&gate_g.failopen, on ? 1 : 0);
 
-	if (on)
-		gate_open_all();
+	if (!on)
+		return was;
+	/* Unshared, nobody waits for this process's work. */
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		gate_pace(i, 0);
+	gate_open_all();
 	return was;
 }
 

@@ -42,6 +42,16 @@ int  gate_set_unshared(int on);
  * no grant behind it; gate_take closes it again. */
 void gate_open_unshared(int dev);
 
+/* Pacing (gate_pace.c): while on, every thread of this process keeps
+ * the work it has queued on dev short, about VSHARE_PACE_US, waiting
+ * before a submission when it runs further ahead of the GPU. The
+ * controller turns it on for a grant whose GPU an interactive program
+ * shares (VS_GRANTF_PACE): that program waits for this queued work to
+ * drain each time it preempts this one. Never on with VSHARE_PACE_US=0
+ * or without the mark operations (gate.h). */
+void gate_pace(int dev, int on);
+int  gate_pacing(int dev);
+
 /* Readers. gate_gpu_info: 1 and the device's identity once a thread
  * entered its slow path (the gate learned it there), else 0. */
 int  gate_gpu_info(int dev, uint8_t uuid[16], uint64_t *total_mem);

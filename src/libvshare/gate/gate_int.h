@@ -51,6 +51,7 @@ struct gate_gpu {
 	pthread_mutex_t mu;
 	pthread_cond_t  cv_open;   /* entrants wait for the gate to open */
 	pthread_cond_t  cv_drain;  /* the releaser waits for in-flight 0 */
+	int      pace;             /* atomic: keep queued work short */
 	int      waiters;          /* threads blocked in the slow path */
 	int      spinner;          /* a waiter is spinning (at most one) */
 
@@ -68,6 +69,7 @@ struct gate_conf {
 	int      spin_forced;      /* VSHARE_SPIN_US given: spin whatever the
 				    * CPUs and their load */
 	int      cpus;             /* usable CPUs at init */
+	uint64_t pace_ns;          /* queued work while paced (0: never) */
 };
 
 struct gate_global {
@@ -80,6 +82,7 @@ struct gate_global {
 	int      shutting;         /* atomic: gate_shutdown began */
 	int      one_dev;          /* atomic: the process sees one device */
 	int      count_known;      /* atomic: ops->device_count answered */
+	int      pacing;           /* atomic: GPUs paced (gate_pace) */
 	pthread_mutex_t cap_mu;    /* capture count reaching 0 */
 	pthread_cond_t  cap_cv;
 	struct gate_gpu gpu[GATE_MAX_GPUS];
@@ -119,6 +122,20 @@ uint32_t gate_gap_of(struct gate_gpu *g);
 void gate_open_locked(struct gate_gpu *g);
 /* Open every gate in use: running unshared (no scheduler, shutdown). */
 void gate_open_all(void);
+/* gate_pace.c: around a submission to dev's paced gate. _before waits
+ * while the thread runs too far ahead on `stream` and returns 1 when
+ * _after is due (inside the bracket: it places a mark). */
+int  gate_pace_before(int dev, void *stream);
+void gate_pace_after(void);
+void gate_pace_atfork_child(void);
+/* A unit test's clock and pause for pacing, NULL otherwise. */
+struct gate_pace_test {
+	uint64_t (*now_ns)(void);
+	void     (*pause_ns)(uint64_t ns);
+};
+extern const struct gate_pace_test *gate_pace_test
+	__attribute__((visibility("hidden")));
+
 /* gate_wait.c */
 /* Wait until g opens. Called and returns with g->mu held;
  * drops it while it tells the controller (gate_events.wanted). */

@@ -50,6 +50,15 @@ void srv_who(const struct conn *c, uint32_t id, char *out, size_t n)
 		 (int)ci.cred.pid);
 }
 
+/* The flags of a GRANT as c hears them: a peer of version 6 or older
+ * knows nothing of pacing, and its reader would refuse the frame. */
+static uint32_t grant_flags_for(const struct conn *c, uint32_t flags)
+{
+	if (c == NULL || c->rx.version < 7)
+		flags &= ~VS_GRANTF_PACE;
+	return flags;
+}
+
 /* Lines about the client the entry is for (peer_log: limited per
  * connection and uid, unless the client is gone). */
 static void log_out(struct srv *s, const struct sched_out *o)
@@ -68,15 +77,20 @@ static void log_out(struct srv *s, const struct sched_out *o)
 		return;
 	}
 	/* Debug: a busy node grants and drops many times a second. */
-	if (o->type == VS_MSG_GRANT)
-		plog_debug(c, "grant %s to %s: %s, quantum %u s%s", uuid, name,
-			   g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" :
+	if (o->type == VS_MSG_GRANT) {
+		int took = o->kind == SCHED_OUT_TOOK;
+		uint32_t flags = took ? 0 : grant_flags_for(c, g->flags);
+
+		plog_debug(c, "grant %s to %s: %s, quantum %u s%s%s%s", uuid,
+			   name, g->kind == VS_GRANT_EXCLUSIVE ? "exclusive" :
 			   "shared", g->tq_ms / 1000,
-			   o->kind == SCHED_OUT_TOOK ?
-			   ", taken through the lock page" :
-			   g->flags & VS_GRANTF_OVERSUB ?
-			   ", oversubscribed (it prefetches)" : "");
-	else if (o->type == VS_MSG_DROP)
+			   took ? ", taken through the lock page" : "",
+			   flags & VS_GRANTF_OVERSUB ?
+			   ", oversubscribed (it prefetches)" : "",
+			   flags & VS_GRANTF_PACE ?
+			   ", paced (an interactive program shares the GPU)" :
+			   "");
+	} else if (o->type == VS_MSG_DROP)
 		plog_debug(c, "drop request to %s for %s: %s", name, uuid,
 			   sched_drop_text(o->why));
 }
@@ -91,9 +105,13 @@ static void deliver(struct srv *s, const struct sched_out *o)
 	if (o->kind != SCHED_OUT_MSG || c == NULL)
 		return;
 	switch (o->type) {
-	case VS_MSG_GRANT:
-		conn_send(c, o->type, &o->u.grant, sizeof(o->u.grant));
+	case VS_MSG_GRANT: {
+		struct vs_grant g = o->u.grant;
+
+		g.flags = grant_flags_for(c, g.flags);
+		conn_send(c, o->type, &g, sizeof(g));
 		break;
+	}
 	case VS_MSG_DROP:
 		conn_send(c, o->type, &o->u.drop, sizeof(o->u.drop));
 		break;

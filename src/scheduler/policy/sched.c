@@ -278,9 +278,12 @@ int sched_attach(struct sched *s, struct sched_client *c,
 			 capacity_of(g->drv_total ? g->drv_total : total_mem,
 				     g->cap_cfg);
 	/* A capped user takes through REQUEST only (its cap is checked at
-	 * each grant): a word opened before it attached is closed now, and
-	 * admission keeps it closed while it is a member. */
-	if (c->cp.cap_pct != 0 && g->opening != 0)
+	 * each grant), and so does everyone beside an interactive program
+	 * (their grants carry VS_GRANTF_PACE): a word opened before it
+	 * attached is closed now, and admission keeps it closed while it is
+	 * a member. */
+	if (g->opening != 0 &&
+	    (c->cp.cap_pct != 0 || sched_class_paced(s, g)))
 		sched_admit(s, g);
 	return 0;
 }

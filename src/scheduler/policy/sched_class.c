@@ -5,7 +5,8 @@
  * that grants, and sched.c the one that drops.
  *
  * It decides which holders must go (sched_class_drop); sched.c sends the
- * drops.
+ * drops. It also says which grants are paced (sched_class_grant_flags)
+ * and which GPUs keep their lock word shut for it (sched_class_paced).
  *
  * A member is interactive when its client asked for the class, its user
  * may have it, and its user is within its budget on the GPU: the time its
@@ -212,6 +213,49 @@ uint32_t sched_class_of(const struct sched *s, const struct sched_member *m)
 		return VS_CLASS_BATCH;
 	u = usage_of(m);
 	return u != NULL && u->over ? VS_CLASS_BATCH : VS_CLASS_INTERACTIVE;
+}
+
+uint32_t sched_class_in_force(const struct sched *s,
+			      const struct sched_member *m)
+{
+	uint32_t k = sched_class_of(s, m);
+
+	/* A holder keeps its grant's class, or batch once its budget ran
+	 * out or its user lost the class: the next sched_class_drop makes
+	 * its klass say so. */
+	if (m->state == SCHED_ST_HOLDING && m->klass < k)
+		return m->klass;
+	return k;
+}
+
+/* A member of g other than `not` whose class in force is interactive. */
+static int interactive_beside(const struct sched *s, const struct sched_gpu *g,
+			      const struct sched_member *not)
+{
+	for (const struct dlink *it = g->members.next; it != &g->members;
+	     it = it->next) {
+		const struct sched_member *o =
+			dl_entry(it, const struct sched_member, m_link);
+
+		if (o != not &&
+		    sched_class_in_force(s, o) == VS_CLASS_INTERACTIVE)
+			return 1;
+	}
+	return 0;
+}
+
+uint32_t sched_class_grant_flags(const struct sched *s,
+				 const struct sched_member *m)
+{
+	if (m->g->mode == VS_MODE_OFF || m->klass != VS_CLASS_BATCH)
+		return 0;
+	return interactive_beside(s, m->g, m) ? VS_GRANTF_PACE : 0;
+}
+
+int sched_class_paced(const struct sched *s, const struct sched_gpu *g)
+{
+	return g->mode != VS_MODE_OFF && g->n_members > 1 &&
+	       interactive_beside(s, g, NULL);
 }
 
 int sched_class_capped(const struct sched *s, const struct sched_member *m,

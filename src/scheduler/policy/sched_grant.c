@@ -53,6 +53,9 @@ static void emit_grant(struct sched *s, struct sched_member *m)
 
 	g->st.grants[kind]++;
 	m->swap_due = flags != 0;
+	/* A batch holder beside an interactive program keeps its queued
+	 * work short: its drain is the interactive one's wait. */
+	flags |= sched_class_grant_flags(s, m);
 	/* A client that took the GPU through the lock page runs already:
 	 * the grant is only logged. */
 	if (m->took)
@@ -230,9 +233,13 @@ void sched_settle(struct sched *s, struct sched_gpu *g)
 static void publish(struct sched *s, struct sched_gpu *g)
 {
 	/* A capped user takes through REQUEST only: its cap is checked at
-	 * each grant. */
+	 * each grant. So does everyone beside an interactive program: a
+	 * batch member hears in its GRANT that it must keep its queued
+	 * work short (VS_GRANTF_PACE), which a take through the word would
+	 * not tell it; an interactive program alone on its GPU still
+	 * takes through the word. */
 	if (s->lock == NULL || g->n_holders > 0 || g->n_waiting > 0 ||
-	    g->n_members == 0 || g->n_capped > 0)
+	    g->n_members == 0 || g->n_capped > 0 || sched_class_paced(s, g))
 		return;
 	for (struct dlink *it = g->members.next; it != &g->members;
 	     it = it->next) {

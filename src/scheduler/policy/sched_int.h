@@ -307,6 +307,20 @@ double sched_rec_accrued(const struct sched *s, uint64_t dt);
  * the drops they call for; grants stay admit's) */
 /* The class a member would be granted in now. */
 uint32_t sched_class_of(const struct sched *s, const struct sched_member *m);
+/* The class in force: sched_class_of, or for a holder its grant's class
+ * where that is lower (batch once its budget ran out). */
+uint32_t sched_class_in_force(const struct sched *s,
+			      const struct sched_member *m);
+/* Pacing. An interactive program preempts a batch holder as soon as the
+ * holder's queued work has drained, so a batch holder that shares its
+ * GPU (mode not off) with a member whose class in force is interactive
+ * is told to keep that work short: grant_flags gives VS_GRANTF_PACE for
+ * such a grant to m (m->klass set), 0 otherwise; paced says whether g
+ * has such a member beside another one, which keeps its lock word shut
+ * (every take then hears the flag in its GRANT). */
+uint32_t sched_class_grant_flags(const struct sched *s,
+				 const struct sched_member *m);
+int sched_class_paced(const struct sched *s, const struct sched_gpu *g);
 /* May a capped user's waiter be granted now? */
 int  sched_class_capped(const struct sched *s, const struct sched_member *m,
 			uint64_t now);

@@ -1,0 +1,310 @@
+/*
+ * Pacing (gate_ctl.h, gate_pace): while the scheduler says that an
+ * interactive program shares a GPU, this process, a batch holder, keeps
+ * the work it has queued there short, so that the interactive program,
+ * which is granted once that work has drained, waits milliseconds, not
+ * as long as a training loop runs ahead of its GPU.
+ *
+ * Each thread places marks (events, through the gate's CUDA operations)
+ * on the streams it submits to, each behind a group of its submissions,
+ * and before a submission it waits while PACE_DEPTH marks are pending on
+ * that stream: the queue then holds at most PACE_DEPTH groups. A group
+ * is sized from the GPU's own pace: when the thread, waiting, sees two
+ * marks passed one after the other, the time between the two is the GPU
+ * time of the second one's group, and the next groups take as many
+ * submissions as fill pace/PACE_DEPTH of GPU time. A mark also goes
+ * behind whatever was submitted in pace/PACE_DEPTH of the thread's own
+ * time, so that a slow submitter places few. A program that submits no
+ * faster than its GPU works never waits; one that runs ahead is held to
+ * about `pace` of queued work, and the GPU does not run dry, since the
+ * thread goes on as soon as a mark is passed, with a group still queued
+ * behind it. A single kernel longer than that is not cut: the bound is on
+ * the queue, not on kernels.
+ *
+ * The state is the calling thread's (a few streams, a ring of marks
+ * each): no lock, no shared cache line. The marks are the thread's own
+ * and are freed when the thread ends (or its stream's slot is reused).
+ * Nothing here runs while a stream capture is active anywhere in the
+ * process: an event query beside a global capture would invalidate it.
+ * A wait gives up after PACE_WAIT_MAX_NS (the queued work may itself
+ * wait for something this thread has yet to do, a host function or a
+ * stream memory operation) and the stream then goes unpaced for a while.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "atomics.h"
+#include "gate_int.h"
+#include "log.h"
+
+#define PACE_SLOTS 4                      /* streams a thread paces */
+#define PACE_MARKS 4                      /* marks per stream (ring) */
+#define PACE_DEPTH 2                      /* marks pending before a wait */
+#define PACE_GROUP0 16u                   /* submissions per mark at first */
+#define PACE_GROUP_MAX 4096u
+#define PACE_POLL_NS 100000ull            /* between two looks at a mark */
+#define PACE_WAIT_MAX_NS 50000000ull      /* a wait gives up */
+#define PACE_OFF_NS 1000000000ull         /* then the stream goes unpaced */
+
+struct pace_slot {
+	void    *ctx, *stream;
+	int      used;
+	int      broken;            /* no mark could be had: never paced */
+	uint64_t off_until;         /* unpaced until then (a wait gave up) */
+	uint64_t last_use;          /* for reuse of the least recent */
+	uint64_t subs;              /* submissions paced on this stream */
+	uint32_t group;             /* submissions per mark */
+	uint64_t per_ns;            /* GPU time per submission, averaged
+				     * over groups (0: not learned yet) */
+	uint64_t mark_at, mark_seq; /* the last mark placed (0: none) */
+	uint64_t pass_at;           /* when the last mark waited for was
+				     * seen passing (0: not seen exactly) */
+	uint64_t pass_seq;          /* and its submission count */
+	unsigned head, n;           /* the ring: oldest at head */
+	void    *mark[PACE_MARKS];  /* created once, placed again and again */
+	uint64_t seq[PACE_MARKS];   /* `subs` when each was placed */
+};
+
+struct pace_thread {
+	struct pace_slot slot[PACE_SLOTS];
+	struct pace_slot *armed;    /* gate_pace_before's slot, for _after */
+	int      keyed;             /* the thread-exit destructor is set */
+};
+
+const struct gate_pace_test *gate_pace_test;
+
+static __thread struct pace_thread pt
+	__attribute__((tls_model("initial-exec")));
+static pthread_key_t pace_key;
+static pthread_once_t pace_once = PTHREAD_ONCE_INIT;
+
+/* A stream capture is active in the process (gate_capturing's load). */
+static int capturing(void)
+{
+	return __atomic_load_n(&gate_g.captures, __ATOMIC_SEQ_CST) > 0;
+}
+
+/* The clock and the pause of a wait, or what a unit test put there. */
+static uint64_t pace_now(void)
+{
+	const struct gate_pace_test *t = gate_pace_test;
+
+	return t != NULL ? t->now_ns() : gate_now_ns();
+}
+
+static void pace_pause(void)
+{
+	const struct gate_pace_test *t = gate_pace_test;
+	struct timespec ts = { 0, (long)PACE_POLL_NS };
+
+	if (t != NULL)
+		t->pause_ns(PACE_POLL_NS);
+	else
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+}
+
+static void slot_clear(struct pace_slot *s)
+{
+	const struct gate_cuda_ops *ops = gate_g.ops;
+
+	for (int i = 0; i < PACE_MARKS; i++)
+		if (s->mark[i] != NULL && !A_LOAD_RLX(&gate_g.shutting))
+			ops->mark_free(s->mark[i]);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The thread ends: its marks go back to the driver. */
+static void pace_thread_end(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PACE_SLOTS; i++)
+		if (pt.slot[i].used)
+			slot_clear(&pt.slot[i]);
+}
+
+static void pace_key_init(void)
+{
+	if (pthread_key_create(&pace_key, pace_thread_end) != 0)
+		pace_key = (pthread_key_t)-1;
+}
+
+/* The slot of (the current context, stream), taking the least recently
+ * used one when the thread paces more streams than it has slots. */
+static struct pace_slot *slot_for(void *stream, uint64_t now)
+{
+	void *ctx = gate_g.ops->current_context != NULL ?
+		    gate_g.ops->current_context() : NULL;
+	struct pace_slot *s, *old = &pt.slot[0];
+
+	for (int i = 0; i < PACE_SLOTS; i++) {
+		s = &pt.slot[i];
+		if (s->used && s->stream == stream && s->ctx == ctx) {
+			s->last_use = now;
+			return s;
+		}
+		if (!s->used || (old->used && s->last_use < old->last_use))
+			old = s;
+	}
+	if (!pt.keyed) {
+		pthread_once(&pace_once, pace_key_init);
+		if (pace_key != (pthread_key_t)-1)
+			pthread_setspecific(pace_key, &pt);
+		pt.keyed = 1;
+	}
+	if (old->used)
+		slot_clear(old);
+	old->used = 1;
+	old->ctx = ctx;
+	old->stream = stream;
+	old->last_use = now;
+	old->group = PACE_GROUP0;
+	return old;
+}
+
+/* The GPU time of the group behind the head mark, seen passing at t
+ * right after the mark before it: the next groups are sized from it. */
+static void learn_group(struct pace_slot *s, uint64_t t)
+{
+	uint64_t subs = s->seq[s->head] - s->pass_seq, target, per;
+
+	if (s->pass_at == 0 || subs == 0 || t <= s->pass_at)
+		return;
+	target = gate_g.conf.pace_ns / PACE_DEPTH;
+	per = (t - s->pass_at) / subs;
+	/* Averaged: a group of one short kernel would size the next group
+	 * for many long ones. */
+	per = s->per_ns == 0 ? per : (3 * s->per_ns + per) / 4;
+	s->per_ns = per > 0 ? per : 1;
+	per = s->per_ns;
+	s->group = target / per < 1 ? 1 :
+		   target / per > PACE_GROUP_MAX ? PACE_GROUP_MAX :
+		   (uint32_t)(target / per);
+}
+
+/* Wait until the GPU has passed the head mark (polling: a blocking wait
+ * on an event has no time limit), and take it off the ring. 0 when it
+ * has passed, -1 when the wait gave up. Cancellation is off meanwhile:
+ * the program called a function that is no cancellation point. */
+static int wait_head(struct pace_slot *s, int dev)
+{
+	const struct gate_cuda_ops *ops = gate_g.ops;
+	uint64_t t0 = pace_now(), t = t0;
+	int st, old, looked = 0, rc = 0;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	while ((st = ops->mark_state(s->mark[s->head])) == 0) {
+		t = pace_now();
+		if (t - t0 >= PACE_WAIT_MAX_NS || A_LOAD_RLX(&gate_g.shutting)) {
+			rc = -1;
+			break;
+		}
+		looked = 1;
+		pace_pause();
+	}
+	pthread_setcancelstate(old, NULL);
+	if (rc != 0) {
+		log_debug("GPU %d: pacing gave up after %.0f ms on a stream "
+			  "whose queued work does not drain; it goes unpaced "
+			  "for %.0f s", dev, PACE_WAIT_MAX_NS / 1e6,
+			  PACE_OFF_NS / 1e9);
+		return -1;
+	}
+	/* Only a pass seen happening has a time to learn from. */
+	t = pace_now();
+	if (looked)
+		learn_group(s, t);
+	s->pass_at = looked ? t : 0;
+	s->pass_seq = s->seq[s->head];
+	s->head = (s->head + 1) % PACE_MARKS;
+	s->n--;
+	return 0;
+}
+
+int gate_pace_before(int dev, void *stream)
+{
+	uint64_t now;
+	struct pace_slot *s;
+
+	pt.armed = NULL;
+	if (gate_g.conf.pace_ns == 0 || gate_g.ops->mark_new == NULL ||
+	    capturing())
+		return 0;
+	now = pace_now();
+	s = slot_for(stream, now);
+	if (s->broken || now < s->off_until)
+		return 0;
+	while (s->n >= PACE_DEPTH) {
+		if (wait_head(s, dev) != 0) {
+			s->off_until = pace_now() + PACE_OFF_NS;
+			s->n = 0;
+			s->pass_at = 0;
+			return 0;
+		}
+	}
+	pt.armed = s;
+	return 1;
+}
+
+/* After a paced submission: a mark behind it once its group is full, or
+ * once pace/PACE_DEPTH of the thread's time went by since the last. */
+void gate_pace_after(void)
+{
+	struct pace_slot *s = pt.armed;
+	const struct gate_cuda_ops *ops = gate_g.ops;
+	uint64_t now;
+	unsigned i;
+
+	pt.armed = NULL;
+	if (s == NULL || capturing())
+		return;
+	s->subs++;
+	now = pace_now();
+	if (s->n == PACE_MARKS ||
+	    (s->mark_at != 0 && s->subs - s->mark_seq < s->group &&
+	     now < s->mark_at + gate_g.conf.pace_ns / PACE_DEPTH))
+		return;
+	i = (s->head + s->n) % PACE_MARKS;
+	if (s->mark[i] == NULL)
+		s->mark[i] = ops->mark_new();
+	if (s->mark[i] == NULL || ops->mark_record(s->mark[i], s->stream) != 0) {
+		/* A stream of another context, a driver without events:
+		 * this stream is not paced. */
+		s->broken = 1;
+		return;
+	}
+	s->seq[i] = s->subs;
+	s->mark_at = now != 0 ? now : 1;
+	s->mark_seq = s->subs;
+	s->n++;
+}
+
+void gate_pace(int dev, int on)
+{
+	struct gate_gpu *g;
+
+	if (dev < 0 || dev >= GATE_MAX_GPUS)
+		return;
+	g = &gate_g.gpu[dev];
+	on = on && gate_g.conf.pace_ns != 0 && gate_g.ops != NULL &&
+	     gate_g.ops->mark_new != NULL;
+	if (A_XCHG(&g->pace, on) != on)
+		__atomic_add_fetch(&gate_g.pacing, on ? 1 : -1, __ATOMIC_SEQ_CST);
+}
+
+int gate_pacing(int dev)
+{
+	return dev >= 0 && dev < GATE_MAX_GPUS && A_LOAD(&gate_g.gpu[dev].pace);
+}
+
+void gate_pace_atfork_child(void)
+{
+	/* The marks belong to the parent's contexts, which the child
+	 * cannot use. */
+	memset(&pt, 0, sizeof(pt));
+	for (int i = 0; i < GATE_MAX_GPUS; i++)
+		A_STORE(&gate_g.gpu[i].pace, 0);
+	A_STORE(&gate_g.pacing, 0);
+}
