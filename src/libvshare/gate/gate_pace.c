@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,7 +45,9 @@
 #define PACE_DEPTH 2                      /* marks pending before a wait */
 #define PACE_GROUP0 16u                   /* submissions per mark at first */
 #define PACE_GROUP_MAX 4096u
-#define PACE_POLL_NS 100000ull            /* between two looks at a mark */
+#define PACE_SPINS 64                     /* looks with a yield between */
+#define PACE_SPIN_NS 2000ull              /* what a unit test counts for one */
+#define PACE_POLL_NS 100000ull            /* then a sleep between looks */
 #define PACE_WAIT_MAX_NS 50000000ull      /* a wait gives up */
 #define PACE_OFF_NS 1000000000ull         /* then the stream goes unpaced */
 
@@ -54,6 +57,7 @@ struct pace_slot {
 	int      broken;            /* no mark could be had: never paced */
 	uint64_t off_until;         /* unpaced until then (a wait gave up) */
 	uint64_t last_use;          /* for reuse of the least recent */
+	unsigned hits;              /* the thread's recent calls to it */
 	uint64_t subs;              /* submissions paced on this stream */
 	uint32_t group;             /* submissions per mark */
 	uint64_t per_ns;            /* GPU time per submission, averaged
@@ -71,6 +75,7 @@ struct pace_thread {
 	struct pace_slot slot[PACE_SLOTS];
 	struct pace_slot *armed;    /* gate_pace_before's slot, for _after */
 	int      keyed;             /* the thread-exit destructor is set */
+	unsigned calls;             /* paced calls, for the decay of `hits` */
 };
 
 const struct gate_pace_test *gate_pace_test;
@@ -94,13 +99,18 @@ static uint64_t pace_now(void)
 	return t != NULL ? t->now_ns() : gate_now_ns();
 }
 
-static void pace_pause(void)
+/* The pause before the next look at a mark: a yield for the first
+ * PACE_SPINS looks, since a group is short and a sleep's wake-up costs
+ * more than 50 us, the GPU running dry meanwhile; then a sleep. */
+static void pace_pause(int looks)
 {
 	const struct gate_pace_test *t = gate_pace_test;
 	struct timespec ts = { 0, (long)PACE_POLL_NS };
 
 	if (t != NULL)
-		t->pause_ns(PACE_POLL_NS);
+		t->pause_ns(looks < PACE_SPINS ? PACE_SPIN_NS : PACE_POLL_NS);
+	else if (looks < PACE_SPINS)
+		sched_yield();
 	else
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
@@ -174,9 +184,15 @@ static void learn_group(struct pace_slot *s, uint64_t t)
 		return;
 	target = gate_g.conf.pace_ns / PACE_DEPTH;
 	per = (t - s->pass_at) / subs;
-	/* Averaged: a group of one short kernel would size the next group
+	/* Averaged, down fast and up slowly: a group sized too small lets
+	 * the GPU run dry while the thread wakes up, where one too large
+	 * only queues a little more, and a pass can come late for reasons
+	 * of its own (a wait for another stream, another rank), never
+	 * early; a group of one short kernel still does not size the next
 	 * for many long ones. */
-	per = s->per_ns == 0 ? per : (3 * s->per_ns + per) / 4;
+	if (s->per_ns != 0)
+		per = per < s->per_ns ? (s->per_ns + per) / 2 :
+		      (7 * s->per_ns + per) / 8;
 	s->per_ns = per > 0 ? per : 1;
 	per = s->per_ns;
 	s->group = target / per < 1 ? 1 :
@@ -192,7 +208,7 @@ static int wait_head(struct pace_slot *s, int dev)
 {
 	const struct gate_cuda_ops *ops = gate_g.ops;
 	uint64_t t0 = pace_now(), t = t0;
-	int st, old, looked = 0, rc = 0;
+	int st, old, looks = 0, rc = 0;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	while ((st = ops->mark_state(s->mark[s->head])) == 0) {
@@ -201,8 +217,7 @@ static int wait_head(struct pace_slot *s, int dev)
 			rc = -1;
 			break;
 		}
-		looked = 1;
-		pace_pause();
+		pace_pause(looks++);
 	}
 	pthread_setcancelstate(old, NULL);
 	if (rc != 0) {
@@ -214,13 +229,35 @@ static int wait_head(struct pace_slot *s, int dev)
 	}
 	/* Only a pass seen happening has a time to learn from. */
 	t = pace_now();
-	if (looked)
+	if (looks > 0)
 		learn_group(s, t);
-	s->pass_at = looked ? t : 0;
+	s->pass_at = looks > 0 ? t : 0;
 	s->pass_seq = s->seq[s->head];
 	s->head = (s->head + 1) % PACE_MARKS;
 	s->n--;
 	return 0;
+}
+
+/*
+ * Whether s is the stream the thread submits to most (recently). Only
+ * that one is paced: work on the others (a communication library's
+ * stream, a copy stream) mostly waits for it, so their marks pass as late
+ * as its queue is long, and holding the thread back for them too would
+ * bound the one queue twice and let the GPU run dry (DDP over NCCL lost
+ * 15% so). Their work drains behind the busiest stream's anyway.
+ */
+static int busiest(struct pace_slot *s)
+{
+	unsigned most = 0;
+
+	s->hits++;
+	if (++pt.calls % 1024 == 0)
+		for (int i = 0; i < PACE_SLOTS; i++)
+			pt.slot[i].hits /= 2;
+	for (int i = 0; i < PACE_SLOTS; i++)
+		if (pt.slot[i].used && &pt.slot[i] != s && pt.slot[i].hits > most)
+			most = pt.slot[i].hits;
+	return s->hits >= most;
 }
 
 int gate_pace_before(int dev, void *stream)
@@ -234,7 +271,7 @@ int gate_pace_before(int dev, void *stream)
 		return 0;
 	now = pace_now();
 	s = slot_for(stream, now);
-	if (s->broken || now < s->off_until)
+	if (!busiest(s) || s->broken || now < s->off_until)
 		return 0;
 	while (s->n >= PACE_DEPTH) {
 		if (wait_head(s, dev) != 0) {
