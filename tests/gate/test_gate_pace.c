@@ -20,7 +20,7 @@
 #define US 1000ull
 #define MS 1000000ull
 /* The default VSHARE_PACE_US. */
-#define PACE (2 * MS)
+#define PACE (5 * MS)
 
 /* The work queued on the stream of the last submission when it was
  * made (after any pacing wait): 0 when the GPU had run dry there. */
