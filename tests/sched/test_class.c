@@ -127,6 +127,70 @@ static void test_budget(void **state)
 	sched_free(w.s);
 }
 
+/* As the daemon runs the policy: the clock jumps to its next deadline or
+ * to a program's next release, whichever comes first, and nothing else
+ * ticks it. */
+static void run_by_deadlines(struct world *w, uint64_t until)
+{
+	while (fake_now < until) {
+		uint64_t next = sched_next_deadline(w->s);
+
+		for (int i = 0; i < w->n; i++)
+			if (w->p[i].holding && w->p[i].release_at_set &&
+			    w->p[i].release_at < next)
+				next = w->p[i].release_at;
+		fake_now = next > until ? until : next > fake_now ? next : fake_now + 1;
+		sched_tick(w->s);
+		deliver(w);
+		for (int i = 0; i < w->n; i++) {
+			act(w, &w->p[i]);
+			deliver(w);
+		}
+	}
+}
+
+/* A program past its budget waits as batch behind a batch holder whose
+ * quantum is long; once its budget is back (its first interactive
+ * seconds leave the window, a minute after they were charged) it goes
+ * first and preempts at once, without waiting for the quantum's end or
+ * any other event of the holder. */
+static void test_budget_back_on_time(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FCFS);
+	struct world w;
+	struct prog *train, *hog;
+	struct sched_member_info mi;
+	uint64_t over_at;
+	(void)state;
+
+	cfg.tq_ms = 300000;
+	world_init(&w, &cfg);
+	train = add(&w, TRAIN, 2000);
+	hog = add(&w, TRAIN, 3000);
+	add_class(&w, hog, VS_CLASS_INTERACTIVE, 1, 20, 0);
+	/* It preempts the training job and holds as interactive until its
+	 * budget (12 s of the minute) is spent, then waits as batch. */
+	while (!hog->holding && fake_now < 1000)
+		run_by_deadlines(&w, fake_now + 1);
+	assert_true(hog->holding);
+	while (!hog->waiting && fake_now < 20000)
+		run_by_deadlines(&w, fake_now + 1);
+	over_at = fake_now;
+	assert_true(over_at >= 12000 && over_at < 13000);
+	assert_int_equal(sched_client_gpu(w.s, hog->c, 0, &mi), 0);
+	assert_int_equal(mi.klass, VS_CLASS_BATCH);
+	/* Its budget is back once 1.2 s of the 12 leave the window, about
+	 * 61.2 s after it began; the training job's quantum ends at 312 s. */
+	run_by_deadlines(&w, 60500);
+	assert_true(hog->waiting);
+	run_by_deadlines(&w, 62000);
+	assert_true(hog->holding);
+	assert_int_equal(sched_client_gpu(w.s, hog->c, 0, &mi), 0);
+	assert_int_equal(mi.klass, VS_CLASS_INTERACTIVE);
+	assert_false(train->holding);
+	sched_free(w.s);
+}
+
 /* A user capped at 25%: alone on the GPU it holds 25 +- 3% of a minute;
  * beside another user's training job, no more. */
 static void test_cap(void **state)
@@ -169,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_interactive_preempts),
 		cmocka_unit_test(test_order_and_status),
 		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_budget_back_on_time),
 		cmocka_unit_test(test_cap),
 	};
 

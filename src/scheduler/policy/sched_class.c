@@ -408,6 +408,33 @@ static uint64_t cap_free_at(const struct sched *s, const struct sched_member *m,
 	return at_least(now, u->win.width);
 }
 
+/* When the user of a waiter past its budget has it back (its share
+ * under BUDGET_RESUME of it): its oldest slots leave the window in turn.
+ * Nothing is charged while it waits, so this is when, not a bound. */
+static uint64_t budget_back_at(const struct sched *s,
+			       const struct sched_member *m, uint64_t now)
+{
+	const struct sched_usage *u = usage_of(m);
+	uint64_t width = iwin_width(s), used, k, out;
+	double resume = (double)budget_ms(s, m->c) * BUDGET_RESUME;
+
+	if (u == NULL)
+		return now;
+	used = budget_used_ms(s, u, now);
+	if ((double)used < resume || u->iwin.width != width)
+		return now; /* back already: the admission says so */
+	k = u->iwin.head >= SCHED_WIN_N - 1 ? u->iwin.head - (SCHED_WIN_N - 1) : 0;
+	for (; k <= u->iwin.head; k++) {
+		out = u->iwin.ms[k % SCHED_WIN_N];
+		if (k + SCHED_WIN_N <= now / width)
+			continue; /* already out */
+		used -= out < used ? out : used;
+		if ((double)used < resume)
+			return (k + SCHED_WIN_N) * width;
+	}
+	return at_least(now, width);
+}
+
 uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 			      uint64_t now)
 {
@@ -445,12 +472,23 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 		const struct sched_member *m =
 			dl_entry(it, const struct sched_member, q_link);
 
+		const struct sched_usage *u = usage_of(m);
+
 		/* Passed over for its cap: due when the cap has room, or
 		 * now if it has already (an admission grants it). */
-		if (!m->cap_wait)
-			continue;
-		d = sched_class_capped(s, m, now) ? cap_free_at(s, m, now) : now;
-		best = d < best ? d : best;
+		if (m->cap_wait) {
+			d = sched_class_capped(s, m, now) ?
+			    cap_free_at(s, m, now) : now;
+			best = d < best ? d : best;
+		}
+		/* Waiting as batch past its budget: due when the budget is
+		 * back, to go first and preempt then, not at the holders'
+		 * next event (a quantum away). */
+		if (m->c->klass == VS_CLASS_INTERACTIVE && m->c->cp.interactive &&
+		    u != NULL && u->over) {
+			d = budget_back_at(s, m, now);
+			best = d < best ? d : best;
+		}
 	}
 	return best;
 }
