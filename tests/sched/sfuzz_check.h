@@ -8,8 +8,9 @@
 #define SF_EACH(head, it) \
 	for (const struct dlink *it = (head)->next; it != (head); it = it->next)
 
-/* The lock page: an open slot promises the next asker the GPU at once,
- * so nobody holds or waits while it is open, its number is the policy's
+/* The lock page: an open slot promises the next asker the GPU at once
+ * with nothing to swap in, so nobody holds or waits while it is open,
+ * the memory used fits every member's view, its number is the policy's
  * and never 0; a closed slot's word may hold anything (the harness
  * writes any value there), and takes nothing. */
 static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
@@ -23,9 +24,16 @@ static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
 	open = __atomic_load_n(&f->s->lock->slot[g->lslot - 1].open,
 			       __ATOMIC_SEQ_CST);
 	SF_CHECK(open == g->opening);
-	if (open != 0)
+	if (open != 0) {
 		SF_CHECK((open & VS_LOCK_OPEN_BIT) && g->n_holders == 0 &&
 			 g->n_waiting == 0);
+		SF_EACH(&g->members, it) {
+			const struct sched_member *m =
+				dl_entry(it, const struct sched_member, m_link);
+
+			SF_CHECK(m->cap == 0 || g->total_fp <= m->cap);
+		}
+	}
 	SF_CHECK(memcmp(f->s->lock->slot[g->lslot - 1].uuid, g->uuid,
 			VS_UUID_LEN) == 0 || open == 0);
 }

@@ -237,6 +237,31 @@ static void test_when_free(void **state)
 	sched_free(s);
 }
 
+/* A client whose view of the GPU is smaller than the memory its members
+ * use (it reported a smaller GPU) shuts an open word by its attach,
+ * before any other message: a take would start it with nothing swapped
+ * in where its GRANT would say to. It opens again once that client
+ * left. */
+static void test_small_view_attach(void **state)
+{
+	struct sched *s = mk(VS_MODE_AUTO, 10 * GiB);
+	struct sched_client *a = client(s, GPU_A, 4), *small;
+	struct sched_cred cred = { 101, 1001, 1001 };
+	(void)state;
+
+	assert_true(opening(s, GPU_A) != 0);
+	small = sched_client_new(s, &cred, "small", NULL);
+	assert_non_null(small);
+	sched_client_set_token(small, VS_LOCK_TOKEN_BIT | next_token++);
+	assert_int_equal(sched_attach(s, small, GPU_A, 2 * GiB), 0);
+	assert_true(opening(s, GPU_A) == 0);
+	assert_true(*word(s, GPU_A) == VS_LOCK_CLOSED);
+	sched_client_del(s, small);
+	assert_true(opening(s, GPU_A) != 0);
+	(void)a;
+	sched_free(s);
+}
+
 /* A taker that exits before its TOOK is adopted as it goes; junk or a
  * token nobody has in an open word is counted, adopts nobody, and the
  * slot opens again for the others. */
@@ -492,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_request_before_took),
 		cmocka_unit_test(test_close_under_take),
 		cmocka_unit_test(test_when_free),
+		cmocka_unit_test(test_small_view_attach),
 		cmocka_unit_test(test_dead_taker_and_junk),
 		cmocka_unit_test(test_bare_took),
 		cmocka_unit_test(test_forged_over_held),

@@ -279,11 +279,13 @@ int sched_attach(struct sched *s, struct sched_client *c,
 				     g->cap_cfg);
 	/* A capped user takes through REQUEST only (its cap is checked at
 	 * each grant), and so does everyone beside an interactive program
-	 * (their grants carry VS_GRANTF_PACE): a word opened before it
-	 * attached is closed now, and admission keeps it closed while it is
-	 * a member. */
+	 * (their grants carry VS_GRANTF_PACE) or beside a member in whose
+	 * view the memory used does not fit (a grant then asks for a
+	 * swap-in): a word opened before it attached is closed now, and
+	 * admission keeps it closed while that holds. */
 	if (g->opening != 0 &&
-	    (c->cp.cap_pct != 0 || sched_class_paced(s, g)))
+	    (c->cp.cap_pct != 0 || sched_class_paced(s, g) ||
+	     (m->cap != 0 && g->total_fp > m->cap)))
 		sched_admit(s, g);
 	return 0;
 }
