@@ -48,7 +48,8 @@ find_package(Threads REQUIRED)
 
 # The Kubernetes device plugin (src/k8s) is the one C++ program: gRPC's
 # C++ library and the protobuf compiler with its gRPC plugin (Debian:
-# libgrpc++-dev, protobuf-compiler-grpc). Without them it is not built.
+# libgrpc++-dev, libprotobuf-dev, protobuf-compiler-grpc). Without them it
+# is not built.
 pkg_check_modules(GRPCPP QUIET IMPORTED_TARGET grpc++ protobuf)
 find_program(VSHARE_PROTOC protoc)
 find_program(VSHARE_GRPC_CPP_PLUGIN grpc_cpp_plugin)
