@@ -328,7 +328,7 @@ def mode_infer(args):
         due += period
     span = time.monotonic() - t0
     return {"mode": "infer", "requests": len(lat), "span_s": span,
-            "due": int(span / period), "period_ms": args.period_ms,
+            "due": int(span / period) + 1, "period_ms": args.period_ms,
             "layers": args.layers, "batch": args.batch,
             "p50_ms": statistics.median(lat) if lat else None,
             "p99_ms": nearest_rank(lat, 99), "max_ms": max(lat) if lat else None,
