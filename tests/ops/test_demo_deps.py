@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What scripts/demo installs: debian/control's Build-Depends under the
-nocheck build profile plus install-deps' demo_extra. The list must hold
-everything the default build needs and none of the test stack, whose
-packages start services on the host (Prometheus, Slurm, munge, podman) or
-are large (clang). Reads the files only: no network, no root. As root,
+build profiles install-deps --demo names (nocheck, pkg.vshare.nok8s)
+plus install-deps' demo_extra. The list must hold everything the default
+build needs and none of the test stack, whose packages start services on
+the host (Prometheus, Slurm, munge, podman) or are large (clang, the
+Kubernetes device plugin's gRPC). Reads the files only: no network, no root. As root,
 also runs install-deps against a stand-in apt-get in a mount namespace of
 its own, to see that no service can start during the install."""
 
@@ -18,7 +19,9 @@ from opsutil import SOURCE, main
 
 # Packages the demo must never install: services, or the test stack.
 FORBIDDEN = {"prometheus", "slurmctld", "slurmd", "munge", "podman",
-             "clang", "systemd-sysv"}
+             "clang", "systemd-sysv", "libgrpc++-dev", "libprotobuf-dev",
+             "protobuf-compiler-grpc"}
+DEMO_PROFILES = "nocheck,pkg.vshare.nok8s"
 
 
 def control_field(text, name):
@@ -80,7 +83,11 @@ class DemoDeps(unittest.TestCase):
         m = re.search(r"^demo_extra=\(([^)]*)\)$", script, re.M)
         self.assertIsNotNone(m, "install-deps has no demo_extra=(...) line")
         self.extra = set(m.group(1).split())
-        self.demo = build_depends(self.control, {"nocheck"}) | self.extra
+        m = re.search(r"^demo_profiles=(\S+)$", script, re.M)
+        self.assertIsNotNone(m, "install-deps has no demo_profiles= line")
+        self.assertEqual(m.group(1), DEMO_PROFILES)
+        self.demo = (build_depends(self.control, set(m.group(1).split(",")))
+                     | self.extra)
 
     def test_parser(self):
         # The profile logic itself, on a made-up field, so that a parser
@@ -95,8 +102,9 @@ class DemoDeps(unittest.TestCase):
         self.assertEqual(self.demo & FORBIDDEN, set(),
                          "the demo would install these")
         full = build_depends(self.control, set())
-        # The full list does have them: the profile is what keeps them out.
-        self.assertTrue({"prometheus", "slurmd", "munge"} <= full, full)
+        # The full list does have them: the profiles are what keep them out.
+        self.assertTrue({"prometheus", "slurmd", "munge",
+                         "libgrpc++-dev"} <= full, full)
 
     def test_build_needs_present(self):
         deps = read("cmake", "VshareDeps.cmake")
@@ -109,7 +117,7 @@ class DemoDeps(unittest.TestCase):
         self.assertRegex(read("scripts", "demo"),
                          r'(?m)^\s*"\$root/scripts/install-deps" --demo$')
         script = read("scripts", "install-deps")
-        self.assertIn("--demo) profile=(-P nocheck)", script)
+        self.assertIn('--demo) profile=(-P "$demo_profiles")', script)
         self.assertRegex(script, r'build-dep [^\n]*"\$\{profile\[@\]\}"')
         self.assertIn("DPkg::Lock::Timeout=120", script)
 
@@ -161,7 +169,7 @@ class InstallNoServices(unittest.TestCase):
         self.assertEqual(out.split("rc 100", 1)[1].strip(), "",
                          "left in /usr/sbin: " + out)
         self.assertIn("apt-get -o DPkg::Lock::Timeout=120 build-dep -y -qq "
-                      "--no-install-recommends -P nocheck ./", calls)
+                      "--no-install-recommends -P %s ./" % DEMO_PROFILES, calls)
         self.assertEqual(calls.count("policy-rc.d 101"), 2, calls)
         self.assertNotIn("no policy-rc.d", calls)
 
