@@ -29,7 +29,7 @@ def main():
     if mode == "auto":
         ok = pairs > 0
         print("   %s: they ran side by side" % ("yes" if ok else "NO"))
-    else:
+    else:  # exclusive, interactive: mode on
         ok = pairs == 0 and handoffs > 0
         print("   %s: never two programs' kernels at once, and the GPU changed"
               " hands %d times" % ("yes" if ok else "NO", handoffs))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""scripts/demo's core, on the CUDA test driver: both rounds behave as
-their mode promises, the output says which driver it used, and nothing is
+"""scripts/demo's core, on the CUDA test driver: the three rounds behave
+as their mode promises (round 3 with the interactive class), the output says which driver it used, and nothing is
 left behind (scheduler, programs, temporary directory)."""
 
 import glob
@@ -22,9 +22,15 @@ class Demo(unittest.TestCase):
             self.assertEqual(r.returncode, 0, out)
             self.assertIn("the CUDA test driver", out)
             self.assertIn("yes: they ran side by side", out)
-            self.assertIn("yes: never two programs' kernels at once", out)
+            # Rounds 2 and 3, each in its report and in the summary.
+            self.assertEqual(
+                out.count("yes: never two programs' kernels at once"), 4, out)
             self.assertIn("set mode on for all GPUs", out)  # vsharectl enable, in the log
-            self.assertEqual(out.count("PASS"), 2, out)
+            # Round 3: vs-bursty asked for and got the interactive class.
+            self.assertRegex(out, r'"bursty" registered: pid \d+, uid \d+, '
+                                  r'protocol \d+, class interactive;')
+            self.assertIn("class interactive: interactive budget used", out)
+            self.assertEqual(out.count("PASS"), 3, out)
             self.assertEqual(glob.glob(os.path.join(tmp, "vshare-demo.*")), [],
                              "temporary directory left behind")
 
