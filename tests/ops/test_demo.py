@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/demo's core, on the CUDA test driver: the three rounds behave
-as their mode promises (round 3 with the interactive class), the output says which driver it used, and nothing is
-left behind (scheduler, programs, temporary directory)."""
+as their mode promises (round 3 with the interactive class), the output
+says which driver it used, and nothing is left behind (scheduler,
+programs, temporary directory)."""
 
 import glob
 import os

@@ -4,9 +4,10 @@ build profiles install-deps --demo names (nocheck, pkg.vshare.nok8s)
 plus install-deps' demo_extra. The list must hold everything the default
 build needs and none of the test stack, whose packages start services on
 the host (Prometheus, Slurm, munge, podman) or are large (clang, the
-Kubernetes device plugin's gRPC). Reads the files only: no network, no root. As root,
-also runs install-deps against a stand-in apt-get in a mount namespace of
-its own, to see that no service can start during the install."""
+Kubernetes device plugin's gRPC). Reads the files only: no network, no
+root. As root, also runs install-deps against a stand-in apt-get in a
+mount namespace of its own, to see that no service can start during the
+install."""
 
 import os
 import re
