@@ -23,12 +23,12 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
  * buffers) goes first, while the context still exists; once the driver
  * destroyed it, its memory stops counting (mem_state.h). */
 
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev)
 {
 	CUcontext primary;
+	CUresult r;
 	int last;
 
-	HOOK_ENTER(cuDevicePrimaryCtxRelease_v2, (dev));
 	/* The last release destroys the context, and with it its memory, the
 	 * cached stream-ordered blocks and the pinned staging buffers; its
 	 * handle may come back with the next retain, so what the shim keeps
@@ -37,29 +37,58 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	last = primary != NULL && ctx_primary_refs(primary) <= 1;
 	if (last)
 		mem_ctx_closing(primary, (int)dev);
-	r_ = real_(dev);
-	if (r_ == CUDA_SUCCESS) {
+	r = real(dev);
+	if (r == CUDA_SUCCESS) {
 		ctx_primary_release((int)dev);
 		/* Unless another thread retained it meanwhile. */
 		if (last && ctx_primary_refs(primary) == 0)
 			mem_ctx_gone(primary, (int)dev);
 	}
-	HOOK_LEAVE();
+	return r;
 }
 
 /* A reset destroys the primary context and every allocation in it. */
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+static CUresult primary_reset(CUresult (*real)(CUdevice), CUdevice dev)
 {
-	CUcontext primary;
+	CUcontext primary = ctx_primary_of((int)dev);
+	CUresult r;
 
-	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
-	primary = ctx_primary_of((int)dev);
 	mem_ctx_closing(primary, (int)dev);
-	r_ = real_(dev);
-	if (r_ == CUDA_SUCCESS) {
+	r = real(dev);
+	if (r == CUDA_SUCCESS) {
 		ctx_primary_reset((int)dev);
 		mem_ctx_gone(primary, (int)dev);
 	}
+	return r;
+}
+
+/* Both variants of release and of reset end a context the same way (the
+ * CUDA runtime asks for the older ones). */
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxRelease_v2, (dev));
+	r_ = primary_release(real_, dev);
+	HOOK_LEAVE();
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxRelease, (dev));
+	r_ = primary_release(real_, dev);
+	HOOK_LEAVE();
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxReset_v2, (dev));
+	r_ = primary_reset(real_, dev);
+	HOOK_LEAVE();
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	HOOK_ENTER(cuDevicePrimaryCtxReset, (dev));
+	r_ = primary_reset(real_, dev);
 	HOOK_LEAVE();
 }
 

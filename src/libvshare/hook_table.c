@@ -4,6 +4,8 @@
  * cuGetProcAddress interposers themselves: they are in the table they
  * read, so they share its object (no circle between two files).
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -110,10 +112,20 @@ static int pick_variant(int first, int end, int cuda_version, int want_pt)
 	return best;
 }
 
+/* Whether a variant of this kind that the shim did not hook would go
+ * around it: an allocation outside the memory limit, work outside the GPU
+ * lock. Any other call (a context's retain or release, a free, a query)
+ * only reaches the driver past the shim's bookkeeping. */
+static int escapes(unsigned char kind)
+{
+	return kind == HOOK_ALLOC || kind == HOOK_PIN || kind == HOOK_SUBMIT ||
+	       kind == HOOK_COPY;
+}
+
 void *hook_for_proc(const char *base, void *fn, int cuda_version,
 		    unsigned long long flags)
 {
-	int first, end, id, hooked = 0;
+	int first, end, id, guarded = 0;
 
 	if (fn == NULL || base == NULL)
 		return fn;
@@ -127,7 +139,7 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 			return fn;
 		if (h->kind != HOOK_REAL && fn == hook_real_load(by_base[end]))
 			return h->hook;
-		hooked |= h->kind != HOOK_REAL;
+		guarded |= escapes(h->kind);
 	}
 	if (first == end)
 		return fn;
@@ -137,8 +149,11 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 			  (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
 	/* A variant older than every one the shim hooks (the 32-bit
 	 * cuMemAlloc of CUDA before 3.2, ...) would be a way around it. */
-	if (id < 0 && hooked)
+	if (id < 0 && guarded)
 		return NULL;
+	if (id < 0)
+		log_debug("%s (CUDA %d): older than every variant hooked, the "
+			  "driver's own", base, cuda_version);
 	if (id < 0 || hook_infos[id].kind == HOOK_REAL)
 		return fn;
 	hook_real_claim(id, fn);
@@ -147,15 +162,47 @@ void *hook_for_proc(const char *base, void *fn, int cuda_version,
 	return hook_infos[id].hook;
 }
 
+/* The oldest variant of base that the shim hooks (for the line that
+ * says why a request was refused). */
+static const struct hook_info *oldest_hook(const char *base)
+{
+	const struct hook_info *best = NULL;
+
+	for (int pos = lower_bound(by_base, 1, base); pos < HK_COUNT &&
+	     strcmp(hook_infos[by_base[pos]].base, base) == 0; pos++) {
+		const struct hook_info *h = &hook_infos[by_base[pos]];
+
+		if (escapes(h->kind) && (best == NULL || h->since < best->since))
+			best = h;
+	}
+	return best;
+}
+
+/* The object the request came from, by the caller's return address:
+ * the library that would have to ask for a newer variant. */
+static const char *caller_object(const void *ret)
+{
+	Dl_info info;
+
+	if (ret != NULL && dladdr(ret, &info) && info.dli_fname != NULL &&
+	    info.dli_fname[0] != '\0')
+		return info.dli_fname;
+	return program_invocation_name;
+}
+
 /*
  * The cuGetProcAddress interposers: the CUDA runtime gets every driver
  * entry point through them since CUDA 11.3. The driver chooses the
- * variant; the shim hands out that variant's hook (hook_for_proc), and
- * refuses a variant of a hooked function older than every one it hooks.
+ * variant; the shim hands out that variant's hook (hook_for_proc), the
+ * driver's own function for a call that cannot escape the shim, and
+ * refuses an allocation or submission variant older than every one it
+ * hooks.
  */
 static CUresult map_proc(const char *symbol, void **pfn, int version,
-			 cuuint64_t flags, CUdriverProcAddressQueryResult *st)
+			 cuuint64_t flags, CUdriverProcAddressQueryResult *st,
+			 const void *caller)
 {
+	const struct hook_info *h;
 	void *fn;
 
 	if (pfn == NULL || *pfn == NULL)
@@ -167,11 +214,15 @@ static CUresult map_proc(const char *symbol, void **pfn, int version,
 	}
 	/* Answered as the driver answers for a name that exists only in
 	 * newer versions, which is what it is under the shim. */
-	log_once(LOG_LVL_ERROR, "cuGetProcAddress(\"%s\", CUDA %d): refused: "
-		 "vshare does not intercept a variant that old, and it would "
-		 "go around the memory limit and the GPU lock; ask for CUDA "
-		 "3.2 or later (further such requests are refused without a "
-		 "line)", symbol, version);
+	h = oldest_hook(symbol);
+	log_once(LOG_LVL_ERROR, "cuGetProcAddress(\"%s\", CUDA %d) from %s: "
+		 "refused: vshare intercepts %s from CUDA %d on, and the "
+		 "older variant would %s; it must ask for CUDA %d or later "
+		 "(further such requests are refused without a line)", symbol, version, caller_object(caller), symbol,
+		 h ? h->since : 0,
+		 h && (h->kind == HOOK_ALLOC || h->kind == HOOK_PIN) ?
+		 "allocate outside the memory limit" :
+		 "run work outside the GPU lock", h ? h->since : 0);
 	*pfn = NULL;
 	if (st != NULL)
 		*st = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
@@ -190,7 +241,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
 		return real(symbol, pfn, cudaVersion, flags);
 	r = real(symbol, pfn, cudaVersion, flags);
 	if (r == CUDA_SUCCESS)
-		r = map_proc(symbol, pfn, cudaVersion, flags, NULL);
+		r = map_proc(symbol, pfn, cudaVersion, flags, NULL,
+			     __builtin_return_address(0));
 	shim_guard_leave();
 	return r;
 }
@@ -208,7 +260,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 		return real(symbol, pfn, cudaVersion, flags, symbolStatus);
 	r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
 	if (r == CUDA_SUCCESS)
-		r = map_proc(symbol, pfn, cudaVersion, flags, symbolStatus);
+		r = map_proc(symbol, pfn, cudaVersion, flags, symbolStatus,
+			     __builtin_return_address(0));
 	shim_guard_leave();
 	return r;
 }

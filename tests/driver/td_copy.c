@@ -298,6 +298,87 @@ TWIN(CUresult, cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D *p),
 TWIN(CUresult, cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D *p, CUstream h),
      copy_3d(p, h, 0, 0), copy_3d(p, h, TD_PTDS, 0))
 
+/* Peer copies: one address space here, so a 3D copy between contexts is
+ * a 3D copy. */
+static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream h, int ptds,
+			     int wait)
+{
+	CUDA_MEMCPY3D c;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(&c, 0, sizeof(c));
+	c.srcXInBytes = p->srcXInBytes;
+	c.srcY = p->srcY;
+	c.srcZ = p->srcZ;
+	c.srcMemoryType = p->srcMemoryType;
+	c.srcHost = p->srcHost;
+	c.srcDevice = p->srcDevice;
+	c.srcArray = p->srcArray;
+	c.srcPitch = p->srcPitch;
+	c.srcHeight = p->srcHeight;
+	c.dstXInBytes = p->dstXInBytes;
+	c.dstY = p->dstY;
+	c.dstZ = p->dstZ;
+	c.dstMemoryType = p->dstMemoryType;
+	c.dstHost = p->dstHost;
+	c.dstDevice = p->dstDevice;
+	c.dstArray = p->dstArray;
+	c.dstPitch = p->dstPitch;
+	c.dstHeight = p->dstHeight;
+	c.WidthInBytes = p->WidthInBytes;
+	c.Height = p->Height;
+	c.Depth = p->Depth;
+	return copy_3d(&c, h, ptds, wait);
+}
+
+TWIN(CUresult, cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER *p),
+     copy_3d_peer(p, NULL, 0, 1), copy_3d_peer(p, NULL, TD_PTDS, 1))
+TWIN(CUresult, cuMemcpy3DPeerAsync, _ptsz,
+     (const CUDA_MEMCPY3D_PEER *p, CUstream h),
+     copy_3d_peer(p, h, 0, 0), copy_3d_peer(p, h, TD_PTDS, 0))
+
+/* cuMemcpy3DBatchAsync is not modelled: the entry points exist (the CUDA
+ * runtime asks for them at its start) and refuse. */
+static CUresult batch_3d(const char *name)
+{
+	CUresult rc = td_check_init();
+
+	(void)name;
+	return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+			      size_t *failIdx, unsigned long long flags,
+			      CUstream hStream)
+{
+	(void)numOps, (void)opList, (void)failIdx, (void)flags, (void)hStream;
+	return batch_3d("cuMemcpy3DBatchAsync");
+}
+
+CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+				   size_t *failIdx, unsigned long long flags,
+				   CUstream hStream)
+{
+	(void)numOps, (void)opList, (void)failIdx, (void)flags, (void)hStream;
+	return batch_3d("cuMemcpy3DBatchAsync_ptsz");
+}
+
+CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+				 unsigned long long flags, CUstream hStream)
+{
+	(void)numOps, (void)opList, (void)flags, (void)hStream;
+	return batch_3d("cuMemcpy3DBatchAsync_v2");
+}
+
+CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps,
+				      CUDA_MEMCPY3D_BATCH_OP *opList,
+				      unsigned long long flags, CUstream hStream)
+{
+	(void)numOps, (void)opList, (void)flags, (void)hStream;
+	return batch_3d("cuMemcpy3DBatchAsync_v2_ptsz");
+}
+
 /* cuMemcpyBatchAsync: independent copies, queued in order; attributes
  * (access order, source location hints) change nothing here. */
 static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,

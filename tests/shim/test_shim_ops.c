@@ -516,11 +516,29 @@ static void test_proc_rule(void **state)
 	assert_ptr_equal(proc("cuGetProcAddress", 12000, 1),
 			 HOOK_OF(cuGetProcAddress_v2));
 	assert_ptr_equal(proc("cuCtxCreate", 12050, 0), HOOK_OF(cuCtxCreate_v4));
-	/* Older than every hooked variant: refused (NULL), not handed out
-	 * around the shim. Not hooked, or unknown: left as the driver's. */
+	/* An allocation or a submission older than every hooked variant:
+	 * refused (NULL), not handed out around the shim. */
 	assert_null(proc("cuMemAlloc", 3000, 0));
 	assert_null(proc("cuMemAlloc", 2000, 0));
-	assert_null(proc("cuDevicePrimaryCtxRelease", 10000, 0));
+	assert_null(proc("cuMemcpyPeer", 3000, 0));
+	assert_null(proc("cuMemCreate", 10010, 0));
+	/* The variants of a context's end that the CUDA runtime asks for
+	 * (7000) have hooks of their own. */
+	assert_ptr_equal(proc("cuDevicePrimaryCtxRelease", 10000, 0),
+			 HOOK_OF(cuDevicePrimaryCtxRelease));
+	assert_ptr_equal(proc("cuDevicePrimaryCtxRelease", 7000, 0),
+			 HOOK_OF(cuDevicePrimaryCtxRelease));
+	assert_ptr_equal(proc("cuDevicePrimaryCtxRelease", 11000, 0),
+			 HOOK_OF(cuDevicePrimaryCtxRelease_v2));
+	assert_ptr_equal(proc("cuDevicePrimaryCtxReset", 7000, 0),
+			 HOOK_OF(cuDevicePrimaryCtxReset));
+	/* Any other call older than every hooked variant cannot escape the
+	 * limit or the lock: the driver's own function. Not hooked, or
+	 * unknown: left as the driver's too. */
+	assert_ptr_equal(proc("cuMemFree", 2000, 0), (void *)not_an_export);
+	assert_ptr_equal(proc("cuMemGetInfo", 2000, 0), (void *)not_an_export);
+	assert_ptr_equal(proc("cuCtxDestroy", 3000, 0), (void *)not_an_export);
+	assert_ptr_equal(proc("cuMemRelease", 10010, 0), (void *)not_an_export);
 	assert_ptr_equal(proc("cuCtxGetCurrent", 13000, 0), (void *)not_an_export);
 	assert_ptr_equal(proc("cuNoSuchThing", 13000, 0), (void *)not_an_export);
 	/* The driver's own export and the hook itself map to the hook. */
@@ -688,6 +706,17 @@ static void test_context_goes(void **state)
 	CK(cuMemFreeAsync(q, s));
 	CK(cuStreamSynchronize(s));
 	CK(cuStreamDestroy_v2(s));
+	CK(cuCtxSetCurrent(ctx0));
+
+	/* The same through the older variant, which the CUDA runtime asks
+	 * for (tests/shim/cuda13_procaddr.txt). */
+	assert_int_equal(mem_cache_bytes(1), 1 << 20);
+	do {
+		CK(cuDevicePrimaryCtxRelease(1));
+		CK(cuDevicePrimaryCtxGetState(1, &flags, &active));
+	} while (active);
+	assert_int_equal(mem_cache_bytes(1), 0);
+	CK(cuDevicePrimaryCtxRetain(&ctx1, 1));
 	CK(cuCtxSetCurrent(ctx0));
 }
 
