@@ -14,7 +14,8 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from opsutil import SOURCE, VSHARECTL, Scheduler, need, run  # noqa: E402
+from opsutil import (BIN, SAN_PRELOAD, SHIM, SOURCE, TESTDRIVER_DIR,  # noqa: E402
+                     VSHARECTL, Scheduler, base_env, need, run)
 
 MON = os.path.join(SOURCE, "packaging", "monitoring")
 RULES = os.path.join(MON, "vshare-alerts.yml")
@@ -100,8 +101,45 @@ class Monitoring(unittest.TestCase):
             exprs = re.findall(r"expr: >-\n((?:\s{10}.*\n)+)|expr: (.*)",
                                f.read())
         exprs = [a or b for a, b in exprs]
-        self.assertEqual(len(exprs), 4)
+        self.assertEqual(len(exprs), 5)
         self.assertEqual(unknown_names(exprs, self.families), set())
+
+    def test_scheduler_down_says_what_the_shim_does(self):
+        """VshareSchedulerDown's description against the shim: without a
+        scheduler a program runs unshared (and says so), and with
+        require_scheduler its GPU work waits."""
+        need("shim", "driver")
+        with open(RULES) as f:
+            m = re.search(r"alert: VshareSchedulerDown\n(?:.*\n)*?\s+"
+                          r"description: >-\n((?:\s{12}.*\n)+)", f.read())
+        desc = " ".join(m.group(1).split())
+        self.assertIn("programs under the shim run unshared", desc)
+        self.assertIn("require_scheduler", desc)
+        self.assertIn("VSHARE_REQUIRE_SCHEDULER=1) wait", desc)
+        with tempfile.TemporaryDirectory() as tmp:
+            env = base_env(
+                LD_PRELOAD=":".join(p for p in (SAN_PRELOAD, SHIM) if p),
+                LD_LIBRARY_PATH=TESTDRIVER_DIR,
+                VSHARE_SOCKET=os.path.join(tmp, "no-scheduler.sock"))
+            prog = [os.path.join(BIN, "vs-vecadd")]
+            r = run(prog, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("running unshared", r.stderr)
+            env["VSHARE_REQUIRE_SCHEDULER"] = "1"
+            p = subprocess.Popen(prog, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True)
+            try:
+                line = ""
+                while "no scheduler" not in line:
+                    line = p.stderr.readline()
+                    self.assertTrue(line, "no line about the scheduler")
+                self.assertIn("GPU work waits for it", line)
+                # It waits: with no scheduler it cannot end.
+                with self.assertRaises(subprocess.TimeoutExpired):
+                    p.wait(timeout=3)
+            finally:
+                p.kill()
+                p.wait()
 
     def test_promtool(self):
         promtool = shutil.which("promtool")
