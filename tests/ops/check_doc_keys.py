@@ -19,7 +19,8 @@ SRCDIR) holds the pages checked against them:
   none other, with its default; the per-GPU keys in the `gpus` entry;
   "Needs a restart" in the entries of exactly the keys that need one, and
   those keys under RELOADING.
-- man/vshare-scheduler.8.scd: the keys that need a restart under SIGHUP.
+- man/vshare-scheduler.8.scd: the default policy in the description of
+  the queue; the keys that need a restart under SIGHUP.
 - man/vsharectl.1.scd: an entry under COMMANDS for every command and none
   other, each in the synopsis; every option of `cdi generate`.
 - packaging/scheduler.json: every key at its default, and no other.
@@ -231,10 +232,19 @@ def check_conf_man(errors, docs, table, defaults):
                 "does not need a restart")
 
 
-def check_daemon_man(errors, docs, table):
+def check_daemon_man(errors, docs, table, defaults):
     where = "man/vshare-scheduler.8.scd"
-    names = sentence_names(section(read(os.path.join(docs, where)),
-                                   "SIGNALS"), "only at the next start",
+    text = read(os.path.join(docs, where))
+    # The queue's order the page describes is the default policy's.
+    m = re.search(r"\*policy\*: by\s+default \(\*(\w+)\*\)",
+                  section(text, "DESCRIPTION"))
+    if m is None:
+        errors.append(where + ": DESCRIPTION: no sentence says the queue's "
+                      "order by default (*policy*: by default (*...*))")
+    elif m.group(1) != defaults["policy"]:
+        errors.append("%s: DESCRIPTION: the default policy is %s, not %s" %
+                      (where, defaults["policy"], m.group(1)))
+    names = sentence_names(section(text, "SIGNALS"), "only at the next start",
                            SCD_NAME)
     if names is None:
         errors.append(where + ": SIGHUP: no sentence says what changes only "
@@ -286,7 +296,7 @@ def main():
     cmds = ctl_commands(bindir)
     check_md(errors, docs, table, defaults, cmds)
     check_conf_man(errors, docs, table, defaults)
-    check_daemon_man(errors, docs, table)
+    check_daemon_man(errors, docs, table, defaults)
     check_packaged(errors, docs, table, defaults)
     check_ctl_man(errors, docs, cmds, cdi_options(bindir))
     for e in errors:
