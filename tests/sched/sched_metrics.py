@@ -280,14 +280,16 @@ def t_bad_listen(b):
     busy.listen(1)
     port = busy.getsockname()[1]
     for addr, want in (("localhost:9464", "not a numeric IPv4 address"),
-                       ("127.0.0.1:%d" % port, "Address already in use")):
+                       ("127.0.0.1:%d" % port, "metrics_listen 127.0.0.1:%d: "
+                        "cannot listen there: Address already in use "
+                        "(another program has that port)" % port)):
         with Daemon(b, {"metrics_listen": addr}, start=False) as d:
             r = subprocess.run([d.bin("vshare-scheduler"), "--socket", d.sock,
                                 "--config", d.conf], capture_output=True,
                                text=True, timeout=20)
             check(r.returncode == 1 and "metrics_listen" in r.stderr and
-                  want in r.stderr, "%s: exit %d: %s" % (addr, r.returncode,
-                                                        r.stderr))
+                  want in r.stderr and "port 0" not in r.stderr,
+                  "%s: exit %d: %s" % (addr, r.returncode, r.stderr))
             check(not os.path.exists(d.sock), "no socket left behind")
     busy.close()
     with Daemon(b, {"metrics_listen": "[::1]:%d" % free_port()},

@@ -28,12 +28,16 @@
  * whose peer hung up; the descriptor stays MHD's to close.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -290,7 +294,35 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
 	return answer(con, MHD_HTTP_OK, text, len);
 }
 
-static struct MHD_Daemon *mhd_start(struct http *h, const struct sockaddr *sa)
+/* The listening socket is the daemon's own, so that a failure to bind
+ * is told with the address asked for: MHD, given only the address, says
+ * "Failed to bind to port 0" whatever the port. */
+static int listen_on(const struct sockaddr *sa, socklen_t salen, char *err,
+		     size_t errlen)
+{
+	int one = 1, e;
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC |
+			SOCK_NONBLOCK, 0);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (sa->sa_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				 sizeof(one));
+	if (bind(fd, sa, salen) == 0 && listen(fd, SOMAXCONN) == 0)
+		return fd;
+	e = errno;
+	close(fd);
+	snprintf(err, errlen, "cannot listen there: %s%s", strerror(e),
+		 e == EADDRINUSE ? " (another program has that port)" : "");
+	return -1;
+}
+
+static struct MHD_Daemon *mhd_start(struct http *h, const struct sockaddr *sa,
+				    int fd)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 
@@ -299,7 +331,7 @@ static struct MHD_Daemon *mhd_start(struct http *h, const struct sockaddr *sa)
 	/* The logger first: MHD logs its options' errors as it reads them. */
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-		MHD_OPTION_SOCK_ADDR, sa,
+		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNS,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_CONNS_PER_IP,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
@@ -314,22 +346,31 @@ int http_start(struct http **out, uv_loop_t *loop, const struct sockaddr *sa,
 {
 	struct http *h = calloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *di;
+	int fd;
 
-	(void)salen; /* MHD takes the length from the family */
 	if (h == NULL) {
 		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	fd = listen_on(sa, salen, err, errlen);
+	if (fd < 0) {
+		free(h);
 		return -1;
 	}
 	h->render = render;
 	h->arg = arg;
 	errno = 0;
-	h->d = mhd_start(h, sa);
+	h->d = mhd_start(h, sa, fd);
 	di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
 	if (di == NULL || uv_poll_init(loop, &h->poll, di->epoll_fd) != 0) {
 		snprintf(err, errlen, "%s", errno ? strerror(errno) :
 			 "the HTTP server did not start");
+		/* MHD closes the socket it was given when it stops, and
+		 * may have closed it already when it failed to start. */
 		if (h->d != NULL)
 			MHD_stop_daemon(h->d);
+		else if (fcntl(fd, F_GETFD) != -1)
+			close(fd);
 		free(h);
 		return -1;
 	}
