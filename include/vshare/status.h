@@ -45,7 +45,7 @@
 	X(index, NUM, "", "nvidia-smi's index (NVML's), else the order of first attach; as vsharectl --gpu takes") \
 	X(mode, STR, "", "\"auto\", \"on\" or \"off\"")                      \
 	X(tq_s, NUM, "s", "time quantum")                                    \
-	X(capacity, NUM, "bytes", "memory that co-runners may use together") \
+	X(capacity, NUM, "bytes", "memory that co-runners may use together, 0 while not known") \
 	X(total_mem, NUM, "bytes", "memory the driver reports")              \
 	X(footprint, NUM, "bytes", "footprints of every client, summed")     \
 	X(held, NUM, "bytes", "footprints of the holders, summed")           \

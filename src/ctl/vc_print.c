@@ -124,7 +124,11 @@ static void print_gpu(const cJSON *o, const struct doc *d)
 	char cap[32], fp[32], held[32];
 
 	vs_status_get(o, &vs_status_gpu, g);
-	fmt_bytes(g[VS_SG_capacity].num, cap, sizeof(cap));
+	/* 0: neither configured nor reported by NVML or a client yet. */
+	if (g[VS_SG_capacity].num > 0)
+		fmt_bytes(g[VS_SG_capacity].num, cap, sizeof(cap));
+	else
+		snprintf(cap, sizeof(cap), "unknown");
 	fmt_bytes(g[VS_SG_footprint].num, fp, sizeof(fp));
 	fmt_bytes(g[VS_SG_held].num, held, sizeof(held));
 	/* A daemon before status version 3 numbers GPUs by attach order and

@@ -192,6 +192,25 @@ def t_unverified(b):
               "the configured GPU's grant")
 
 
+def t_capacity_unknown(b):
+    """A GPU whose capacity nothing gives (no NVML, none configured, its
+    last client gone) says so: "capacity unknown" in the status, and no
+    capacity series, where it said 0 B and exported 0."""
+    with Daemon(b, {"mode": "on"}) as d:
+        a = d.client("--label", "A", "--hold-ms", 10, "--cycles", 1)
+        finish(a, "A")
+        wait_for(lambda: not d.status().get("clients"), 5, "A gone")
+        g = d.status()["gpus"]
+        check(len(g) == 1 and g[0]["capacity"] == 0, "capacity: %s" % g)
+        rc, out, err = d.ctl("status")
+        check(rc == 0 and "capacity unknown," in out and "0 B," not in
+              out.split("capacity")[1].split(",")[0], "status: %s" % out)
+        rc, out, err = d.ctl("metrics")
+        check(rc == 0 and "# TYPE vshare_gpu_capacity_bytes gauge" in out and
+              "vshare_gpu_capacity_bytes{" not in out and
+              "vshare_gpu_clients{" in out, "metrics: %s" % out)
+
+
 def t_log_flood(b):
     """A peer cannot flood the log through the HTTP server: connections
     past the 4 per address that libmicrohttpd refuses make one line, not

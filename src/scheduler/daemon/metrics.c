@@ -136,7 +136,8 @@ static const struct gauge gauges[] = {
 	  "preemption (min_slice_ms, or longer by measured costs).",
 	  g_slice, 1000 },
 	{ "vshare_gpu_capacity_bytes", "Memory that co-runners must fit in "
-	  "(configured, or the GPU's reported memory).", g_cap, 1 },
+	  "(configured, or the GPU's reported memory); no series while "
+	  "neither is known.", g_cap, 1 },
 	{ "vshare_gpu_footprint_bytes", "Footprint reported by every client "
 	  "attached to the GPU.", g_fp, 1 },
 	{ "vshare_gpu_held_footprint_bytes", "Footprint of the clients "
@@ -168,9 +169,15 @@ static void gpu_gauges(struct render *r)
 	for (size_t f = 0; f < sizeof(gauges) / sizeof(gauges[0]); f++) {
 		family(&r->b, gauges[f].name, "gauge", gauges[f].help);
 		for (size_t i = 0; i < r->n; i++) {
+			uint64_t v = gauges[f].get(&r->rows[i].gi);
+
+			/* A capacity of 0 is one not known yet (no NVML, none
+			 * configured, no client's report): no series, since 0
+			 * would read as a GPU with no room. */
+			if (v == 0 && gauges[f].get == g_cap)
+				continue;
 			gpu_labels(&r->b, gauges[f].name, &r->rows[i]);
-			close_value(&r->b, gauges[f].get(&r->rows[i].gi),
-				    gauges[f].per_unit);
+			close_value(&r->b, v, gauges[f].per_unit);
 		}
 	}
 }
