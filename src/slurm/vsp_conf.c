@@ -70,7 +70,10 @@ static int set_option(struct vsp_conf *c, const struct vsp_option *o,
 		strcpy(field, v);
 		return 0;
 	case VSP_T_SIZE:
-		return vs_parse_size(v, 0, (uint64_t *)(void *)field);
+		/* GPU memory, in the shim's grammar (-2: no unit, below
+		 * 1 MiB). */
+		return vs_parse_size(v, VS_SIZE_NEED_UNIT,
+				     (uint64_t *)(void *)field);
 	case VSP_T_BOOL:
 		return parse_bool(v, (int *)(void *)field);
 	case VSP_T_STEPS:
@@ -102,6 +105,7 @@ int vsp_conf_parse(struct vsp_conf *c, int argc, char **argv,
 		const char *eq = strchr(argv[i], '=');
 		const struct vsp_option *o =
 			eq ? find_option(argv[i], (size_t)(eq - argv[i])) : NULL;
+		int rc;
 
 		if (o == NULL) {
 			snprintf(err, errlen, "unknown option '%s' (want KEY=VALUE "
@@ -110,7 +114,14 @@ int vsp_conf_parse(struct vsp_conf *c, int argc, char **argv,
 				 "steps)", argv[i]);
 			return -1;
 		}
-		if (set_option(c, o, eq + 1) != 0) {
+		rc = set_option(c, o, eq + 1);
+		if (rc == -2) {
+			snprintf(err, errlen, "bad value in '%s' (no unit, and "
+				 "below 1 MiB: add one, like %sG or %sM; bytes "
+				 "as %sB)", argv[i], eq + 1, eq + 1, eq + 1);
+			return -1;
+		}
+		if (rc != 0) {
 			snprintf(err, errlen, "bad value in '%s' (%s)", argv[i],
 				 o->type == VSP_T_PATH ? "an absolute path" :
 				 o->type == VSP_T_SIZE ? "a size like 8G" :
@@ -146,7 +157,7 @@ int vsp_limit_wins(const char *cur, uint64_t limit)
 	uint64_t have;
 
 	if (cur == NULL || cur[0] == '\0' ||
-	    vs_parse_size(cur, VS_SIZE_LOWER_B, &have) != 0)
+	    vs_parse_size(cur, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, &have) != 0)
 		return 1;
 	/* The shim takes 0 as "no limit": it is not lower than ours. */
 	return have == 0 || have > limit;

@@ -56,7 +56,7 @@ static void test_every_key(void **state)
 		" \"status_public\": false, \"log_level\": \"debug\","
 		" \"max_clients\": 5,"
 		" \"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\":"
-		"   {\"tq_s\": 2, \"mode\": \"off\", \"capacity\": 4096}}}";
+		"   {\"tq_s\": 2, \"mode\": \"off\", \"capacity\": 4194304}}}";
 	(void)state;
 
 	conf_defaults(&c);
@@ -82,7 +82,7 @@ static void test_every_key(void **state)
 				    sizeof(err)), 0);
 	assert_string_equal(c.admin_group, CONF_GROUP_AUTO);
 	assert_int_equal(c.gpus[0].mode, VS_MODE_OFF);
-	assert_true(c.gpus[0].capacity == 4096);
+	assert_true(c.gpus[0].capacity == 4194304);
 	conf_free(&c);
 }
 
@@ -95,6 +95,35 @@ static void bad(const char *text, const char *key)
 	assert_int_equal(conf_parse(&c, text, err, sizeof(err)), -1);
 	if (strstr(err, key) == NULL)
 		fail_msg("error for %s does not name %s: %s", text, key, err);
+	conf_free(&c);
+}
+
+/* GPU memory with its unit, or bytes said so or of 1 MiB and more. */
+static void test_mem_units(void **state)
+{
+	static const struct { const char *text; uint64_t bytes; } ok[] = {
+		{ "{\"capacity\": \"40B\"}", 40 },
+		{ "{\"capacity\": \"40G\"}", 40ull << 30 },
+		{ "{\"capacity\": 1048576}", 1048576 },
+		{ "{\"capacity\": \"1048576\"}", 1048576 },
+		{ "{\"capacity\": 0}", 0 },
+		{ "{\"capacity\": \"0\"}", 0 },
+	};
+	char err[256];
+	struct conf c;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		conf_defaults(&c);
+		assert_int_equal(conf_parse(&c, ok[i].text, err, sizeof(err)), 0);
+		assert_true(c.capacity == ok[i].bytes);
+		conf_free(&c);
+	}
+	/* The queue's byte counts are not GPU memory: no unit needed. */
+	conf_defaults(&c);
+	assert_int_equal(conf_parse(&c, "{\"outq_pause\": \"16384\"}", err,
+				    sizeof(err)), 0);
+	assert_int_equal(c.outq_pause, 16384);
 	conf_free(&c);
 }
 
@@ -140,6 +169,14 @@ static void test_bad_values(void **state)
 	    "{\"tq_s\": 5, \"tq_s\": 6}}}", "tq_s: given twice");
 	bad("{\"capacity\": \"0x10\"}", "capacity");
 	bad("{\"capacity\": \"1e3\"}", "capacity");
+	/* GPU memory in the shim's grammar: no unit below 1 MiB is a unit
+	 * left out, as a number or a string, globally or per GPU. */
+	bad("{\"capacity\": \"40\"}", "capacity: \"40\" has no unit and is "
+	    "below 1 MiB: add one (\"40G\" or \"40M\"; bytes as \"40B\")");
+	bad("{\"capacity\": 40}", "capacity: 40 has no unit");
+	bad("{\"capacity\": 1048575}", "capacity: 1048575 has no unit");
+	bad("{\"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\": "
+	    "{\"capacity\": \"12\"}}}", "capacity: \"12\" has no unit");
 	/* The metrics' listen address: numbers and a port, nothing else. */
 	bad("{\"metrics_listen\": \"localhost:9464\"}", "metrics_listen: ");
 	bad("{\"metrics_listen\": \"127.0.0.1\"}", "not ADDRESS:PORT");
@@ -322,7 +359,7 @@ static void test_table_fields(void **state)
 
 	assert_true(n > 0);
 	for (size_t i = 0; i < n; i++, k++) {
-		size_t w = k->type == CONF_T_SIZE ? 8 :
+		size_t w = k->type == CONF_T_SIZE || k->type == CONF_T_MEM ? 8 :
 			   k->type == CONF_T_BOOL || k->type == CONF_T_LEVEL ?
 			   sizeof(int) : 4;
 
@@ -345,6 +382,7 @@ static void other_value(const struct conf_key *k, char *out, size_t n)
 	switch (k->type) {
 	case CONF_T_UINT:
 	case CONF_T_SIZE:
+	case CONF_T_MEM:
 		snprintf(out, n, "%llu", (unsigned long long)
 			 (k->dnum == k->hi ? k->lo : k->hi));
 		break;
@@ -491,7 +529,7 @@ static void test_table_ranges(void **state)
 
 	for (size_t i = 0; i < n; i++, k++) {
 		if (k->type != CONF_T_UINT && k->type != CONF_T_SIZE &&
-		    k->type != CONF_T_OCTAL)
+		    k->type != CONF_T_MEM && k->type != CONF_T_OCTAL)
 			continue;
 		ranged(k, (double)k->lo, v, sizeof(v));
 		try_value(k, v, 1);
@@ -543,6 +581,10 @@ static void test_policy_bad(void **state)
 	    "policy_users.0.mem_limit: must be bytes");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": 1.5}}}",
 	    "policy_users.0.mem_limit");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"8\"}}}",
+	    "policy_users.0.mem_limit: 8 has no unit and is below 1 MiB");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": 8}}}",
+	    "policy_users.0.mem_limit: 8 has no unit and is below 1 MiB");
 	bad("{\"policy_users\": {\"0\": {\"require\": 1}}}",
 	    "policy_users.0.require: must be true or false");
 	bad("{\"policy_users\": {\"0\": {\"weight\": 0}}}",
@@ -704,6 +746,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_mem_units),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_trailing_data),
 		cmocka_unit_test(test_sizes),

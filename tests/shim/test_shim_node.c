@@ -114,6 +114,18 @@ static void test_bad_values(void **state)
 	assert_int_equal(shim_node_load(path, getuid(), &n), 0);
 	assert_int_equal(n.require, 0);
 	assert_int_equal(n.mem_limit, 0);
+	/* VSHARE_MEM_LIMIT's grammar: no unit below 1 MiB is a unit left
+	 * out, which binds as the strictest too; bytes said so, or 1 MiB
+	 * and more, stay bytes. */
+	write_file(path, "mem_limit = 8\n", 0644);
+	assert_int_equal(shim_node_load(path, getuid(), &n), 0);
+	assert_int_equal(n.mem_limit, SHIM_NODE_MEM_REFUSE);
+	write_file(path, "mem_limit = 8B\n", 0644);
+	assert_int_equal(shim_node_load(path, getuid(), &n), 0);
+	assert_int_equal(n.mem_limit, 8);
+	write_file(path, "mem_limit = 1048576\n", 0644);
+	assert_int_equal(shim_node_load(path, getuid(), &n), 0);
+	assert_int_equal(n.mem_limit, 1048576);
 }
 
 static void test_untrusted_owner_mode(void **state)

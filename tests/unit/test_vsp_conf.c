@@ -65,6 +65,28 @@ static void test_bad_options(void **state)
 		assert_int_equal(parse(&c, &bad[i], 1), -1);
 }
 
+/* shard_mem in the shim's grammar: no unit below 1 MiB is a unit left
+ * out, said so; bytes said so, and 1 MiB and more, stay bytes. */
+static void test_shard_mem_unit(void **state)
+{
+	char *no_unit[] = { "shard_mem=40" }, *bytes[] = { "shard_mem=40B" };
+	char *plain[] = { "shard_mem=1048576" };
+	char err[256];
+	struct vsp_conf c;
+	(void)state;
+
+	assert_int_equal(vsp_conf_parse(&c, 1, no_unit, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "bad value in 'shard_mem=40' (no unit, and "
+			       "below 1 MiB: add one, like 40G or 40M"));
+	assert_int_equal(parse(&c, bytes, 1), 0);
+	assert_int_equal(c.shard_mem, 40);
+	assert_int_equal(parse(&c, plain, 1), 0);
+	assert_int_equal(c.shard_mem, 1048576);
+	/* The user's VSHARE_MEM_LIMIT=8, which the shim refuses, is no
+	 * limit that could win over the shards'. */
+	assert_int_equal(vsp_limit_wins("8", 1ull << 30), 1);
+}
+
 static void test_limit(void **state)
 {
 	uint64_t out, n;
@@ -248,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_shard_mem_unit),
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_user_may_only_lower),
 		cmocka_unit_test(test_label),

@@ -62,8 +62,11 @@ static int set_key(struct shim_node *n, const char *k, const char *v)
 	}
 	if (!strcmp(k, "require_scheduler"))
 		return parse_bool(v, &n->require);
+	/* The grammar of VSHARE_MEM_LIMIT: -2 for a number with no unit
+	 * below 1 MiB ("8" for "8G"). */
 	if (!strcmp(k, "mem_limit"))
-		return vs_parse_size(v, VS_SIZE_LOWER_B, &n->mem_limit);
+		return vs_parse_size(v, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT,
+				     &n->mem_limit);
 	return -1;
 }
 
@@ -83,6 +86,7 @@ static void parse_line(struct shim_node *n, const char *path, int no,
 		       char *line)
 {
 	char *eq, *k = NULL, *v;
+	int rc;
 
 	line = trim(line);
 	if (line[0] == '\0' || line[0] == '#')
@@ -92,9 +96,17 @@ static void parse_line(struct shim_node *n, const char *path, int no,
 		*eq = '\0';
 		k = trim(line);
 		v = trim(eq + 1);
-		if (set_key(n, k, v) == 0)
+		rc = set_key(n, k, v);
+		if (rc == 0)
 			return;
 		set_strict(n, k);
+		if (rc == -2) {
+			log_error("%s, line %d: mem_limit = %s has no unit and "
+				  "is below 1 MiB: add one (%sG or %sM; bytes "
+				  "as %sB); until then every allocation is "
+				  "refused", path, no, v, v, v, v);
+			return;
+		}
 	}
 	log_error("%s, line %d: not \"socket\", \"require_scheduler\" or "
 		  "\"mem_limit\" = a valid value; a bad require_scheduler "

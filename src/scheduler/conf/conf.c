@@ -65,7 +65,7 @@
 #define CONF_KEYS(X) \
 X(tq_s,              UINT,  NUM(30),                    VS_TQ_MIN_S, VS_TQ_MAX_S,  "s",       GPU(tq_ms, SCHED_GCFG_TQ, 1000),  LIVE)    \
 X(mode,              MODE,  NUM(VS_MODE_AUTO),          0,           0,            "",        GPU(mode, SCHED_GCFG_MODE, 1),    LIVE)    \
-X(capacity,          SIZE,  NUM(0),                     0,           JSON_INT_MAX, "bytes",   GPU(capacity, SCHED_GCFG_CAP, 1), LIVE)    \
+X(capacity,          MEM,   NUM(0),                     0,           JSON_INT_MAX, "bytes",   GPU(capacity, SCHED_GCFG_CAP, 1), LIVE)    \
 X(grace_ms,          UINT,  NUM(5000),                  0,           3600000,      "ms",      GLOBAL,                           LIVE)    \
 X(skip_unresponsive, BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
 X(socket,            PATH,  STR(""),                    0,           0,            "",        GLOBAL,                           RESTART) \
@@ -128,7 +128,7 @@ const struct conf_key *conf_key_find(const char *name)
 /* A number-like field (every type but the strings) by its type's width. */
 static uint64_t num_get(int type, const void *f)
 {
-	if (type == CONF_T_SIZE)
+	if (type == CONF_T_SIZE || type == CONF_T_MEM)
 		return *(const uint64_t *)f;
 	if (type == CONF_T_BOOL || type == CONF_T_LEVEL)
 		return (uint64_t)*(const int *)f;
@@ -137,7 +137,7 @@ static uint64_t num_get(int type, const void *f)
 
 void conf_num_set(int type, void *f, uint64_t v)
 {
-	if (type == CONF_T_SIZE)
+	if (type == CONF_T_SIZE || type == CONF_T_MEM)
 		*(uint64_t *)f = v;
 	else if (type == CONF_T_BOOL || type == CONF_T_LEVEL)
 		*(int *)f = (int)v;
@@ -230,6 +230,7 @@ static cJSON *field_json(const struct conf_key *k, const void *f)
 	case CONF_T_LEVEL:
 		return cJSON_CreateString(level_names[v < 4 ? v : 2]);
 	case CONF_T_SIZE:
+	case CONF_T_MEM:
 		/* cJSON writes 15 significant digits: a byte count from 10^15
 		 * up would not read back the same. Below, the text is the
 		 * same as cJSON's. */

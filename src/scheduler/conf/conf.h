@@ -118,6 +118,8 @@ struct conf {
 #define CONF_T_LEVEL 8  /* "error", "warn", "info", "debug" (int) */
 #define CONF_T_POLICY 9 /* "fair", "fcfs" (uint32_t SCHED_POLICY_*) */
 #define CONF_T_ADDR  10 /* "IPv4:port", "[IPv6]:port" or "" (char[]) */
+#define CONF_T_MEM   11 /* GPU memory: a CONF_T_SIZE that must have a unit
+			 * below 1 MiB, as the shim's limits (uint64_t) */
 
 /* One row of the table. */
 struct conf_key {

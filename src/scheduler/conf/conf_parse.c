@@ -52,13 +52,32 @@ static int get_str(const cJSON *it, const char *key, char *out, size_t n,
 	return 0;
 }
 
-/* Bytes: a number, or a string like "8G". */
-static int get_size(const cJSON *it, const char *key, uint64_t lo,
+/* Bytes: a number, or a string like "8G". GPU memory (mem) is read as
+ * the shim reads its limits: a number with no unit below 1 MiB is a unit
+ * left out ("40" for "40G"), refused, where 40 bytes would leave every
+ * program out of memory. */
+static int get_size(const cJSON *it, const char *key, int mem, uint64_t lo,
 		    uint64_t hi, uint64_t *out, char *err, size_t errlen)
 {
-	if (!cJSON_IsString(it))
-		return get_int(it, key, lo, hi, out, err, errlen);
-	if (vs_parse_size(it->valuestring, 0, out) != 0)
+	char num[32];
+	int rc;
+
+	if (!cJSON_IsString(it)) {
+		if (get_int(it, key, lo, hi, out, err, errlen) != 0)
+			return -1;
+		if (!mem || *out == 0 || *out >= VS_SIZE_MIN_PLAIN)
+			return 0;
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)*out);
+		ERR("%s: %s has no unit and is below 1 MiB: add one (\"%sG\" "
+		    "or \"%sM\"; bytes as \"%sB\")", key, num, num, num, num);
+	}
+	rc = vs_parse_size(it->valuestring, mem ? VS_SIZE_NEED_UNIT : 0, out);
+	if (rc == -2)
+		ERR("%s: \"%s\" has no unit and is below 1 MiB: add one "
+		    "(\"%sG\" or \"%sM\"; bytes as \"%sB\")", key,
+		    it->valuestring, it->valuestring, it->valuestring,
+		    it->valuestring);
+	if (rc != 0)
 		ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
 		    it->valuestring);
 	if (*out < lo || *out > hi)
@@ -123,7 +142,9 @@ static int parse_num(const struct conf_key *k, const cJSON *it,
 	case CONF_T_UINT:
 		return get_int(it, key, k->lo, k->hi, v, err, errlen);
 	case CONF_T_SIZE:
-		return get_size(it, key, k->lo, k->hi, v, err, errlen);
+	case CONF_T_MEM:
+		return get_size(it, key, k->type == CONF_T_MEM, k->lo, k->hi, v,
+				err, errlen);
 	case CONF_T_OCTAL:
 		return get_octal(it, k, key, v, err, errlen);
 	case CONF_T_BOOL:

@@ -45,13 +45,20 @@ void conf_policy_free(struct conf *c)
 static int get_limit(struct conf_pol *p, const cJSON *v, const char *key,
 		     char *err, size_t errlen)
 {
+	char num[32];
+	const char *text = num;
 	double d;
+	int rc;
 
+	/* The shim's grammar for a limit: a number with no unit below 1 MiB
+	 * is a unit left out ("8" for "8G"), which as bytes would leave every
+	 * program of the user out of memory. */
 	if (cJSON_IsString(v)) {
-		if (vs_parse_size(v->valuestring, 0, &p->mem_limit) != 0 ||
-		    p->mem_limit > POL_LIMIT_MAX)
+		text = v->valuestring;
+		rc = vs_parse_size(text, VS_SIZE_NEED_UNIT, &p->mem_limit);
+		if (rc == -1 || (rc == 0 && p->mem_limit > POL_LIMIT_MAX))
 			ERR("%s.mem_limit: bad size \"%s\" (bytes, or like "
-			    "\"8G\")", key, v->valuestring);
+			    "\"8G\")", key, text);
 	} else {
 		d = cJSON_IsNumber(v) ? v->valuedouble : -1;
 		if (d < 0 || d > (double)POL_LIMIT_MAX ||
@@ -59,7 +66,15 @@ static int get_limit(struct conf_pol *p, const cJSON *v, const char *key,
 			ERR("%s.mem_limit: must be bytes (a whole number, 0 "
 			    "for none) or a size like \"8G\"", key);
 		p->mem_limit = (uint64_t)d;
+		snprintf(num, sizeof(num), "%llu",
+			 (unsigned long long)p->mem_limit);
+		rc = p->mem_limit != 0 && p->mem_limit < VS_SIZE_MIN_PLAIN ?
+		     -2 : 0;
 	}
+	if (rc == -2)
+		ERR("%s.mem_limit: %s has no unit and is below 1 MiB: add one "
+		    "(\"%sG\" or \"%sM\"; bytes as \"%sB\")", key, text, text,
+		    text, text);
 	p->has_limit = 1;
 	return 0;
 }
