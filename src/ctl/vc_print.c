@@ -216,10 +216,19 @@ static void print_wait(const struct vs_st_val *m, const struct doc *d)
 		fmt_ms(m[VS_SM_eta_ms].num, eta, sizeof(eta));
 	fmt_ms(m[VS_SM_recent_ms].num, rec, sizeof(rec));
 	fmt_ms(m[VS_SM_user_recent_ms].num, urec, sizeof(urec));
-	printf("%24swaiting %s, #%.0f in line: %s; %s%s\n", "", waited,
-	       m[VS_SM_position].num, why, m[VS_SM_eta_ms].num >= 0 ?
-	       "about " : "time to grant unknown",
-	       m[VS_SM_eta_ms].num >= 0 ? eta : "");
+	/* Asked to release (a preemption, a mode change), a holder lets go
+	 * as soon as its work in flight is done, usually in milliseconds:
+	 * the eta is then the grace it has, a bound and no estimate. */
+	if (m[VS_SM_eta_ms].num >= 0 &&
+	    strcmp(m[VS_SM_wait_why].str, "release") == 0)
+		printf("%24swaiting %s, #%.0f in line: %s; once its work in "
+		       "flight is done, %s at the latest (its grace)\n", "",
+		       waited, m[VS_SM_position].num, why, eta);
+	else
+		printf("%24swaiting %s, #%.0f in line: %s; %s%s\n", "", waited,
+		       m[VS_SM_position].num, why, m[VS_SM_eta_ms].num >= 0 ?
+		       "about " : "time to grant unknown",
+		       m[VS_SM_eta_ms].num >= 0 ? eta : "");
 	printf("%24srecent GPU time %s (its user %s, weight %.0f)\n", "", rec,
 	       urec, m[VS_SM_weight].num);
 }

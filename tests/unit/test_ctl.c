@@ -242,6 +242,60 @@ static void test_gpu_target(void **state)
 	assert_int_equal(m.value, VS_MODE_AUTO);
 }
 
+/* What vc_print_status prints for a document, as one string. */
+static char *printed(const char *json)
+{
+	FILE *t = tmpfile();
+	int saved = dup(1);
+	char *out = calloc(1, 8192);
+
+	assert_non_null(t);
+	assert_non_null(out);
+	fflush(stdout);
+	dup2(fileno(t), 1);
+	assert_int_equal(vc_print_status(json, 0), VC_EXIT_OK);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	rewind(t);
+	assert_true(fread(out, 1, 8191, t) > 0);
+	fclose(t);
+	return out;
+}
+
+/* The status says what is known: a capacity nothing gave is unknown,
+ * not 0 B; a waiter whose holder was asked to release waits for the
+ * holder's work in flight, the grace only bounding it. */
+static void test_status_words(void **state)
+{
+	char *t;
+	(void)state;
+
+	t = printed("{\"gpus\": [{\"uuid\": \"GPU-a\", \"index\": 0, "
+		    "\"mode\": \"on\", \"tq_s\": 30, \"capacity\": 0, "
+		    "\"policy\": \"fair\"}], \"clients\": [{\"id\": 7, "
+		    "\"pid\": 100, \"uid\": 0, \"label\": \"nb\", \"gpus\": "
+		    "[{\"uuid\": \"GPU-a\", \"state\": \"waiting\", "
+		    "\"waited_ms\": 3, \"wait_why\": \"release\", "
+		    "\"position\": 1, \"eta_ms\": 4990}]}]}");
+	assert_non_null(strstr(t, "capacity unknown,"));
+	assert_null(strstr(t, "capacity 0 B"));
+	assert_non_null(strstr(t, "next, the holder was asked to release; "
+			       "once its work in flight is done, 5.0 s at "
+			       "the latest (its grace)"));
+	assert_null(strstr(t, "about 5.0 s"));
+	free(t);
+	/* Behind a quantum, the eta is an estimate. */
+	t = printed("{\"gpus\": [{\"uuid\": \"GPU-a\", \"index\": 0, "
+		    "\"capacity\": 1073741824}], \"clients\": [{\"id\": 7, "
+		    "\"gpus\": [{\"uuid\": \"GPU-a\", \"state\": \"waiting\", "
+		    "\"wait_why\": \"quantum\", \"position\": 1, "
+		    "\"eta_ms\": 12000}]}]}");
+	assert_non_null(strstr(t, "capacity 1.0 GiB,"));
+	assert_non_null(strstr(t, "quantum ends; about 12.0 s"));
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +306,7 @@ int main(void)
 		cmocka_unit_test(test_wide),
 		cmocka_unit_test(test_gpu_target),
 		cmocka_unit_test(test_local_command),
+		cmocka_unit_test(test_status_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
