@@ -97,6 +97,37 @@ class Install(unittest.TestCase):
                     "monitoring/vshare-grafana.json"):
             self.assert_file(os.path.join(DATADIR, "vshare", rel))
 
+    def test_readme_lists_what_is_installed(self):
+        """The README's list of what `cmake --install` writes (its
+        "This installs" block) has a line for every file installed, and
+        every line of it matches a file, but for the parts this build
+        leaves out (its conditions in parentheses)."""
+        with open(os.path.join(SOURCE, "README.md")) as f:
+            readme = f.read()
+        block = re.search(r"This installs (?s:.*?)\n\n((?:    [^\n]*\n)+)",
+                          readme).group(1)
+        pats = []
+        for line in block.splitlines():
+            for word in re.sub(r"\([^)]*\)", " ", line).split():
+                rx = re.escape(word.lstrip("/"))
+                rx = rx.replace(r"\.\.\.", ".+").replace(r"\*", "[^/]*")
+                rx = rx.replace("LIBDIR", "lib(/[^/]+)?")
+                rx = re.sub(r"\\\{(.*?)\\\}",
+                            lambda m: "(%s)" % m.group(1).replace(",", "|"),
+                            rx)
+                pats.append((word, re.compile("(^|/)" + rx + "$"),
+                             "(when" in line))
+        files = [os.path.join(d, f)[len(self.dest):]
+                 for d, _, fs in os.walk(self.dest) for f in fs]
+        for f in files:
+            self.assertTrue(any(p.search(f) for _, p, _ in pats),
+                            f + " is installed, not in the README's list")
+        for word, p, conditional in pats:
+            if not conditional:
+                self.assertTrue(any(p.search(f) for f in files),
+                                word + " is in the README's list, not "
+                                "installed")
+
     def test_docs_installed_with_working_links(self):
         """README and every page of docs/, in the source layout, so that
         the README's links work in the installed DOCDIR."""
