@@ -33,7 +33,7 @@ void *__wrap_realloc(void *p, size_t n)
 #define MiB (1ull << 20)
 
 /* GPU_A is in the configuration's "gpus": it has series of its own. */
-static const struct sched_gpu_cfg gpu_a_cfg = { { 0xa }, 0, 0, 0, 0, 0 };
+static const struct sched_gpu_cfg gpu_a_cfg = { { 0xa }, 0, 0, 0, 0, 0, 0 };
 
 /* A driver (NVML) that knows GPU_B only. */
 static uint64_t nvml_b(void *arg, const uint8_t uuid[VS_UUID_LEN])
