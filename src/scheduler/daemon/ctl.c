@@ -409,13 +409,16 @@ static void on_status(struct conn *c)
 	free(json);
 }
 
-char *ctl_metrics_text(struct srv *s, size_t *len)
+char *ctl_metrics_text(struct srv *s, int http, size_t *len)
 {
+	int totals = http && !s->conf->status_public;
+
 	s->mx.conns = s->n_conns;
 	s->mx.gpus_max = s->conf->metrics_gpus;
 	s->mx.names = s->names;
-	return metrics_cached(&s->mcache, s->sched, &s->mx, uv_now(s->loop),
-			      len);
+	s->mx.totals_only = totals;
+	return metrics_cached(totals ? &s->mcache_pub : &s->mcache, s->sched,
+			      &s->mx, uv_now(s->loop), len);
 }
 
 /* The metrics, for node_exporter's textfile collector: the same text as
@@ -423,7 +426,7 @@ char *ctl_metrics_text(struct srv *s, size_t *len)
 static void on_metrics(struct conn *c)
 {
 	size_t len = 0;
-	char *text = ctl_metrics_text(c->srv, &len);
+	char *text = ctl_metrics_text(c->srv, 0, &len);
 
 	if (text == NULL)
 		reply_msg(c, VS_E_INVAL, "out of memory");

@@ -486,9 +486,11 @@ char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
 	class_total(&r);
 	gpu_counters(&r);
 	gpu_hists(&r);
-	gpu_users(&r);
-	user_classes(&r);
-	named(&r.b, s, d->names);
+	if (!d->totals_only) {
+		gpu_users(&r);
+		user_classes(&r);
+		named(&r.b, s, d->names);
+	}
 	free(r.rows);
 	if (r.b.oom || metrics_grow(&r.b, 0) != 0) {
 		free(r.b.p);
