@@ -18,6 +18,10 @@
  *      class (asked for); a member's class
  *      (in force), budget_pct, budget_used_pct, cap_pct and
  *      cap_used_pct; wait_why "cap".
+ *   5  the interactive class as a whole: a GPU's interactive_total_pct,
+ *      interactive_used_pct and interactive_over, and each member's
+ *      total_pct and total_used_pct beside its user's budget; a GPU's
+ *      slice_max_ms and preempt_cost_class_ms.
  *
  * Each table row is X(name, type, unit, meaning); the JSON key is the
  * name as written. Keys appear in the document in table order.
@@ -27,7 +31,7 @@
 
 #include <stddef.h>
 
-#define VS_STATUS_VERSION 4
+#define VS_STATUS_VERSION 5
 
 /* The top-level object. */
 #define VS_STATUS_DOC_KEYS(X)                                                \
@@ -57,7 +61,12 @@
 	X(slice_ms, NUM, "ms", "slice in force: min_slice_ms, or longer to keep preemptions within their budget") \
 	X(swap_us, NUM, "us", "average swap-in of a grant, measured by the clients; 0: none") \
 	X(preempt_cost_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU; 0: none yet") \
-	X(index_from, STR, "", "where index comes from: \"nvml\" (the driver's, as nvidia-smi shows) or \"attach order\" (no NVML, or NVML does not know the GPU)")
+	X(index_from, STR, "", "where index comes from: \"nvml\" (the driver's, as nvidia-smi shows) or \"attach order\" (no NVML, or NVML does not know the GPU)") \
+	X(interactive_total_pct, NUM, "%", "the share of the GPU the interactive class as a whole may hold while others wait (over the half-life)") \
+	X(interactive_used_pct, NUM, "%", "what every user's interactive programs held of the GPU over that window") \
+	X(interactive_over, BOOL, "", "the class used its share: every program on this GPU is batch until it falls below nine tenths of it") \
+	X(slice_max_ms, NUM, "ms", "the most the slice may grow to (four times min_slice_ms)") \
+	X(preempt_cost_class_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU when interactive turns were in it; counted apart, not in the slice; 0: none yet")
 
 /* One client (one connection of the shim), in "clients". */
 #define VS_STATUS_CLIENT_KEYS(X)                                             \
@@ -89,7 +98,9 @@
 	X(budget_pct, NUM, "%", "the user's interactive budget: the share of the GPU its interactive programs may hold while others wait (half-life)") \
 	X(budget_used_pct, NUM, "%", "what the user's interactive programs held of it, decayed") \
 	X(cap_pct, NUM, "%", "the user's cap (max_share_pct) of the GPU's wall time; 0: none") \
-	X(cap_used_pct, NUM, "%", "what the user's programs held over the cap window; 0 without a cap")
+	X(cap_used_pct, NUM, "%", "what the user's programs held over the cap window; 0 without a cap") \
+	X(total_pct, NUM, "%", "the GPU's interactive_total_pct: the class as a whole, beside the user's budget") \
+	X(total_used_pct, NUM, "%", "what the whole interactive class held of the GPU over the budget's window")
 
 /* Values of a GPU's "index_from". */
 #define VS_STATUS_INDEX_NVML   "nvml"

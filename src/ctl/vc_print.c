@@ -116,6 +116,15 @@ static void print_policy(const struct vs_st_val *g)
 	else if (g[VS_SG_swap_us].num > 0)
 		printf(" (swap-ins take %s)", swap);
 	printf("\n");
+	/* Document version 5 on, once the class has been here. */
+	if (g[VS_SG_interactive_total_pct].num > 0 &&
+	    (g[VS_SG_interactive_used_pct].num > 0 ||
+	     g[VS_SG_interactive_over].bool_))
+		printf("  interactive class %.1f%% of %.0f%%%s\n",
+		       g[VS_SG_interactive_used_pct].num,
+		       g[VS_SG_interactive_total_pct].num,
+		       g[VS_SG_interactive_over].bool_ ?
+		       " (used: its programs run as batch here)" : "");
 }
 
 static void print_gpu(const cJSON *o, const struct doc *d)
@@ -292,12 +301,19 @@ static void print_class(const struct client *c, const struct vs_st_val *m)
 	/* A daemon older than document version 4 says none of this. */
 	if (strcmp(got, "?") == 0 || strcmp(want, "?") == 0)
 		return;
-	if (strcmp(want, "interactive") == 0)
+	if (strcmp(want, "interactive") == 0) {
 		printf("%24sclass %s%s: interactive budget used %.1f%% of "
-		       "%.0f%%\n", "", got, strcmp(got, want) ?
+		       "%.0f%%", "", got, strcmp(got, want) ?
 		       " (asked for interactive: not allowed, or past the "
-		       "budget)" : "", m[VS_SM_budget_used_pct].num,
-		       m[VS_SM_budget_pct].num);
+		       "budget or the class's share)" : "",
+		       m[VS_SM_budget_used_pct].num, m[VS_SM_budget_pct].num);
+		/* Document version 5 on: the GPU's bound on the class. */
+		if (m[VS_SM_total_pct].num > 0)
+			printf("; the class %.1f%% of %.0f%%",
+			       m[VS_SM_total_used_pct].num,
+			       m[VS_SM_total_pct].num);
+		printf("\n");
+	}
 	if (m[VS_SM_cap_pct].num > 0)
 		printf("%24scap %.0f%% of the GPU's time: used %.1f%% of the "
 		       "window\n", "", m[VS_SM_cap_pct].num,

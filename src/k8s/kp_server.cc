@@ -5,10 +5,13 @@
  * with the main loop is the GPUs' health, under one mutex, with a
  * condition variable that wakes the ListAndWatch streams when it changes.
  */
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -16,6 +19,10 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "kp.h"
+
+/* The device plugin socket's mode: only the kubelet (root, as the plugin
+ * runs) talks to it. */
+#define KP_SOCKET_MODE 0600u
 
 namespace dp = v1beta1;
 using grpc::ServerContext;
@@ -164,6 +171,28 @@ std::string endpoint_path(const kp_conf &c)
 	return c.plugin_dir + "/" + c.endpoint;
 }
 
+/* The socket just bound is ours, a socket, and of KP_SOCKET_MODE: 0, or
+ * -1 (logged). Read without following a link. */
+int check_socket(const std::string &path)
+{
+	struct stat sb;
+
+	if (lstat(path.c_str(), &sb) != 0) {
+		log_error("%s: %s", path.c_str(), strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(sb.st_mode) || sb.st_uid != geteuid() ||
+	    (sb.st_mode & 07777) != KP_SOCKET_MODE) {
+		log_error("%s is not the socket just bound with mode %04o "
+			  "(a %s of uid %u, mode %04o): not serving on it",
+			  path.c_str(), (unsigned)KP_SOCKET_MODE,
+			  S_ISSOCK(sb.st_mode) ? "socket" : "file",
+			  (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
 } // namespace
 
 int kp_server_start(const kp_conf &c)
@@ -180,13 +209,25 @@ int kp_server_start(const kp_conf &c)
 	service = std::make_unique<plugin>(c);
 	b.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
 	b.RegisterService(service.get());
+	/* gRPC binds the socket itself, with the process's umask: the mode
+	 * is set through the umask around its bind (the plugin creates no
+	 * other file, and its other threads create none), and checked on
+	 * the socket afterwards, so that it is never open to others
+	 * whatever umask the plugin was started with. */
+	mode_t old = umask(0777 & ~KP_SOCKET_MODE);
 	server = b.BuildAndStart();
+	umask(old);
 	if (server == nullptr) {
 		log_error("cannot serve on %s", path.c_str());
 		service.reset();
 		return -1;
 	}
-	log_info("serving the device plugin API on %s", path.c_str());
+	if (check_socket(path) != 0) {
+		kp_server_stop();
+		return -1;
+	}
+	log_info("serving the device plugin API on %s (mode %04o)", path.c_str(),
+		 (unsigned)KP_SOCKET_MODE);
 	return 0;
 }
 

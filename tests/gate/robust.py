@@ -211,6 +211,44 @@ def t_connect_flood():
     s.stop()
 
 
+def t_table_full():
+    """A table that others' connections fill (max_clients 1 and the
+    admins' 64 beyond it, all held by another process): a program that
+    starts then is refused with VS_E_FULL, and its GPU work waits, said
+    once, until a place is free; it then registers and finishes, never
+    running unshared. Before, it ran unshared at once."""
+    s = Scheduler(SCHED, TMP, mode="on", max_clients=1)
+    s.start()
+    peer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        "sched", "hostile_peer.py")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    holder = subprocess.Popen([sys.executable, peer, s.sock, "hold", "65"],
+                              env=env, text=True, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
+    run.procs.append(holder)
+    held = holder.stdout.readline()
+    check('"welcomed": 65' in held, "the table is full: %s" % held.strip())
+    p = run.start([PROG, "work"])
+    # It waits: still running well past what its work takes alone.
+    time.sleep(2)
+    if p.poll() is not None:
+        run.finish(p)
+        fail("the program finished while the table was full:\n%s\n%s" %
+             (p.err, s.logtext()[-3000:]))
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    run.finish(p, 30)
+    check(p.returncode == 0, "the program exited %d:\n%s" % (p.returncode,
+                                                           p.err))
+    told = [l for l in p.err.splitlines() if "scheduler" in l]
+    check(len([l for l in told if "is full" in l and "waits" in l]) == 1 and
+          not [l for l in told if "unshared" in l],
+          "said once that it waits, never unshared: %r" % told)
+    check("registered" in s.logtext() and "robust_prog" in s.logtext(),
+          "the program registered once a place was free")
+    s.stop()
+
+
 def t_flaky():
     """A scheduler that welcomes each client and then sends a frame of a
     type the client does not know: the client must not reconnect in a

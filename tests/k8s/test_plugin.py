@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 
@@ -158,6 +159,37 @@ def t_register(bindir):
         r.registered()
         check(next_list(r.client.watch()) == shares([3], 10),
               "10 shares per GPU by default")
+
+
+def t_socket_mode(bindir):
+    """The plugin's socket has mode 0600 and is the plugin's, whatever
+    umask the plugin starts with (0 here, which left it 0777 to every
+    local user before), and so again after it serves anew for a
+    restarted kubelet."""
+    if need_grpc():
+        return SKIP
+    old = os.umask(0)
+    try:
+        r = Run(bindir, "--shares", "2")
+    finally:
+        os.umask(old)
+    with r:
+        r.registered()
+        sock = os.path.join(r.plugin_dir, "vshare.sock")
+
+        def mode():
+            st = os.lstat(sock)
+            check(stat.S_ISSOCK(st.st_mode) and st.st_uid == os.geteuid(),
+                  "%s is the plugin's socket" % sock)
+            return stat.S_IMODE(st.st_mode)
+
+        check(mode() == 0o600, "socket mode %04o, not 0600" % mode())
+        r.client.close()
+        r.kubelet.restart()
+        r.registered(2)
+        check(mode() == 0o600, "after the kubelet's restart: mode %04o"
+              % mode())
+        check("(mode 0600)" in r.logtext(), "the log says the mode")
 
 
 def t_reregister(bindir):

@@ -20,6 +20,9 @@ connections open until its stdin closes (or --hold seconds pass).
                                              and SET_TQ, their answers, close
   hostile_peer.py SOCKET tagged N TAG        one connection attaches N made-up GPUs
                                              (GPU-ee<TAG>...)
+  hostile_peer.py SOCKET hold N              N connections that register (HELLO) and
+                                             stay: the count welcomed, refused and
+                                             closed
 
 The frames come from vsproto.py, copied beside it.
 """
@@ -318,6 +321,29 @@ def tagged(path, n, tag):
     return {"refused": len(errs), "closed": eof}, [s]
 
 
+def hold(path, n):
+    """n connections, each registered, kept open: how many the daemon
+    welcomed; those it refused (an ERROR) or closed are closed here."""
+    socks = []
+    for _ in range(int(n)):
+        try:
+            s = connect(path)
+            s.sendall(hello(b"holder"))
+        except OSError:
+            continue
+        socks.append(s)
+    out, kept = {"welcomed": 0, "refused": 0, "lost": 0}, []
+    for s in socks:
+        f = frames(s, 1, 30)
+        if f and f[0][0] == WELCOME:
+            out["welcomed"] += 1
+            kept.append(s)
+        else:
+            out["refused" if f else "lost"] += 1
+            s.close()
+    return out, kept
+
+
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -331,7 +357,7 @@ def main():
         return
     fn = {"lie": lie, "label": label, "fill": fill, "conns": conns,
           "flood": flood, "register": register, "settq": settq,
-          "hellos": hellos, "tagged": tagged}[cmd]
+          "hellos": hellos, "tagged": tagged, "hold": hold}[cmd]
     result, keep = fn(path, *args)
     print(json.dumps(result), flush=True)
     sys.stdin.read()  # hold the connections until told to stop

@@ -583,13 +583,18 @@ def t_ctl(b):
                            text=True, env=env)
         check(r.returncode == 0, "VSHARE_SOCKET not used")
         st = json.loads(r.stdout)
-        check(st["version"] == 4, "version")
+        check(st["version"] == 5, "version")
         g = st["gpus"][0]
         for k in ("uuid", "index", "mode", "tq_s", "capacity", "footprint",
-                  "oversubscribed", "holders", "queue", "index_from"):
+                  "oversubscribed", "holders", "queue", "index_from",
+                  "interactive_total_pct", "interactive_used_pct"):
             check(k in g, "gpu key " + k)
         # No NVML in the tests' environment: the attach order, said so.
         check(g["index_from"] == "attach order", "index_from %s" % g)
+        # The class's bound at its default, the slice's at four times
+        # min_slice_ms.
+        check(g["interactive_total_pct"] == 50 and
+              g["slice_max_ms"] == 4 * g["min_slice_ms"], "class %s" % g)
         check(g["uuid"] == uuid and g["mode"] == "auto" and g["tq_s"] == 7,
               "gpu values %s" % g)
         cl = st["clients"][0]

@@ -138,12 +138,17 @@ static void sf_cfg(struct sf *f, struct sched_cfg *cfg,
 	 * varies them further. */
 	cfg->budget_pct = cfg->tq_ms / 1000u % 2 ? 20 : 100;
 	cfg->cap_window_ms = 1000u * (1 + 3 * cfg->uid_gpus);
+	cfg->total_pct = cfg->uid_requests % 2 ? 30 : 0;
 	memset(gc, 0, sizeof(*gc));
 	gc->uuid[0] = 1;
 	gc->set = sf_byte(f) % 8;
 	gc->tq_ms = 2000;
 	gc->mode = sf_byte(f) % 3;
 	gc->capacity = sf_size(f);
+	/* The class's bound of its own where the entry sets a mode. */
+	gc->total_pct = 15;
+	if (gc->set & SCHED_GCFG_MODE)
+		gc->set |= SCHED_GCFG_TOTAL;
 	cfg->gpus = gc;
 	cfg->n_gpus = 1;
 }

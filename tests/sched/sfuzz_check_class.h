@@ -10,6 +10,10 @@
  *     drop pending (beyond the shortest recheck of a cap), nor an
  *     interactive holder past its budget (over the half-life) while
  *     others wait;
+ *   - the class as a whole: no member is interactive in force on a GPU
+ *     whose interactive class is past its interactive_total_pct, and
+ *     once time is handled no interactive holder holds past that total
+ *     while others wait without a drop pending;
  *   - budgets and caps used, as status shows them, are numbers within
  *     their bounds;
  *   - while an interactive waiter that its cap does not hold back
@@ -105,7 +109,20 @@ static void sf_check_member(const struct sf *f, const struct sched_member *m)
 	if (mi.klass == VS_CLASS_INTERACTIVE) {
 		SF_CHECK(sf_allowed(f, m->c));
 		SF_CHECK(u == NULL || !u->over);
+		SF_CHECK(!m->g->total_over);
 	}
+	SF_CHECK(mi.total_pct == m->g->total_pct && mi.total_pct >= 1 &&
+		 mi.total_pct <= 100);
+	SF_CHECK(isfinite(mi.total_used_pct) && mi.total_used_pct >= 0.0);
+	/* Past the class's total while others wait: asked to release, or
+	 * batch, once time was handled (each interactive holder's share
+	 * may pass it by a recheck). */
+	if (f->ticked && m->state == SCHED_ST_HOLDING &&
+	    m->klass == VS_CLASS_INTERACTIVE && m->g->contended && !m->hard)
+		SF_CHECK(mi.total_used_pct * f->s->cfg.halflife_ms / 100.0 <
+			 (double)((uint64_t)f->s->cfg.halflife_ms *
+				  mi.total_pct / 100u +
+				  SF_RECHECK_MS * m->g->n_holders));
 	if (m->state == SCHED_ST_HOLDING && m->klass == VS_CLASS_INTERACTIVE)
 		SF_CHECK(sf_allowed(f, m->c));
 	/* Shares of a GPU's time: the budget is charged once per holder, so
@@ -214,6 +231,12 @@ static void sf_check_drop(const struct sf *f, const struct sched_out *o,
 		 * budget after the drop (budget-drop-repolicy). */
 		SF_CHECK(u != NULL && m->klass == VS_CLASS_BATCH);
 		SF_CHECK(u->over || f->repol);
+		break;
+	case SCHED_DROP_TOTAL:
+		/* Past the class's total when it was dropped; a reload in
+		 * the step may have raised it since. */
+		SF_CHECK(m->klass == VS_CLASS_BATCH);
+		SF_CHECK(m->g->total_over || f->repol);
 		break;
 	case SCHED_DROP_CAP:
 		SF_CHECK(m->c->cp.cap_pct != 0);

@@ -100,13 +100,14 @@ static void sf_entry(struct sf_ent *e, uint8_t p)
 	e->cap = cap[(p >> 4) % 4];
 }
 
-/* A reload that changes the node's interactive_budget_pct, cap_window_s
- * and halflife_s only. */
+/* A reload that changes the node's interactive_budget_pct, cap_window_s,
+ * halflife_s and interactive_total_pct only. */
 static void sf_node(struct sf *f, uint8_t p)
 {
 	static const uint32_t budget[4] = { 1, 10, 20, 100 };
 	static const uint32_t win_s[4] = { 1, 3, 10, 60 };
 	static const uint32_t half_ms[4] = { 0, 500, 5000, 60000 };
+	static const uint32_t total[4] = { 0, 10, 30, 100 };
 	struct sched_cfg old = f->s->cfg, cfg;
 	struct sched_gpu_cfg ogc[1];
 
@@ -119,6 +120,7 @@ static void sf_node(struct sf *f, uint8_t p)
 	cfg.cap_window_ms = 1000u * win_s[(p >> 2) % 4];
 	cfg.halflife_ms = half_ms[(p >> 4) % 4] ? half_ms[(p >> 4) % 4] :
 			  2 * cfg.tq_ms;
+	cfg.total_pct = total[(p >> 6) % 4];
 	SF_CHECK(sched_reconfigure(f->s, &old, &cfg) == 0);
 	sf_policy_all(f);
 }

@@ -14,6 +14,16 @@
 
 #include "sched_world.h"
 
+/* The drops of one reason on g, from the counters. */
+static uint64_t sched_drops_of(const struct sched *s, const struct sched_gpu *g,
+			       uint32_t why)
+{
+	struct sched_gpu_stats st;
+
+	sched_gpu_stats(s, g, &st);
+	return st.drops[why];
+}
+
 /* Notebook bursts every second beside a training job of another user:
  * interactive, every burst waits for the training job's drain alone (no
  * slice); batch, some wait for the slice. The training job keeps what the
@@ -227,6 +237,143 @@ static void test_cap(void **state)
 	sched_free(w.s);
 }
 
+/* Five users, each a non-stop interactive claimer within its own budget,
+ * and a batch job of a sixth: budgets are per user, so without a bound
+ * on the class the five take five budgets, all of the GPU (the job got
+ * 1% of it). The class as a whole holds at most interactive_total_pct
+ * (50%) of every window while batch waits, past it the claimers compete
+ * as batch, and the job keeps at least its fair share of what the class
+ * leaves: a sixth of the other half, 8%. */
+static void test_class_total(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct world w;
+	struct prog *victim, *hog[5];
+	struct sched_member_info mi;
+	struct sched_gpu_info gi;
+	uint64_t minute = 60000, t = 60000, held_int;
+	(void)state;
+
+	cfg.total_pct = 50;
+	world_init(&w, &cfg);
+	victim = add(&w, TRAIN, 2000);
+	for (int i = 0; i < 5; i++) {
+		hog[i] = add(&w, TRAIN, 3000 + (uint32_t)i);
+		add_class(&w, hog[i], VS_CLASS_INTERACTIVE, 1, 20, 0);
+	}
+	run(&w, t);
+	for (int k = 0; k < 5; k++) {
+		reset_counts(&w);
+		t += minute;
+		run(&w, t);
+		held_int = 0;
+		for (int i = 0; i < 5; i++)
+			held_int += hog[i]->held_int_ms;
+		print_message("minute %d: victim %.1f%%, class %.1f%%\n", k + 2,
+			      (double)victim->held_ms * 100.0 / (double)minute,
+			      (double)held_int * 100.0 / (double)minute);
+		assert_true(victim->held_ms * 100 >= 8 * minute);
+		/* The class's bound, and the drain that ends it. */
+		assert_true(held_int * 100 <= 52 * minute);
+	}
+	/* Status: the GPU's total beside each user's budget. */
+	assert_int_equal(sched_client_gpu(w.s, hog[0]->c, 0, &mi), 0);
+	assert_int_equal(mi.total_pct, 50);
+	assert_true(mi.total_used_pct > 40.0 && mi.total_used_pct <= 52.0);
+	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
+	assert_int_equal(gi.total_pct, 50);
+	sched_free(w.s);
+}
+
+/* A program that claims interactive beside two batch jobs: each fair
+ * preemption of the training job (by the other batch job, a short one)
+ * leaves it off the GPU through an interactive turn of 2 s too. Counted
+ * as what the preemption cost, those turns made the slice 18 s (26 s
+ * with the defaults), and the short job then waited that long. They are
+ * the class's, counted apart, and the slice stays under its cap after
+ * 100 of them; once the claimer has left, the short job preempts again
+ * within a slice. */
+static void test_slice_capped(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct sched_gpu_info gi;
+	struct sched_client *v, *b, *ic;
+	struct sched_cred cv = { 1, 2000, 2000 }, cb = { 2, 3000, 3000 };
+	struct sched_cred ci = { 3, 4000, 4000 };
+	struct sched_class_pol pol = { 1, 100, 0 };
+	const struct sched_gpu *g;
+	uint64_t fair0, asked;
+	(void)state;
+
+	fake_now = 1;
+	struct sched *s = sched_new(&cfg, fake_clock, NULL);
+	assert_non_null(s);
+	v = sched_client_new(s, &cv, "train", NULL);
+	b = sched_client_new(s, &cb, "short", NULL);
+	ic = sched_client_new(s, &ci, "claimer", NULL);
+	sched_client_set_class(ic, VS_CLASS_INTERACTIVE);
+	sched_client_set_policy(s, ic, &pol);
+	assert_int_equal(sched_attach(s, v, GPU_A, 80 * GiB), 0);
+	assert_int_equal(sched_attach(s, b, GPU_A, 80 * GiB), 0);
+	assert_int_equal(sched_attach(s, ic, GPU_A, 80 * GiB), 0);
+	g = sched_gpu_find(s, GPU_A);
+	assert_int_equal(sched_request(s, v, GPU_A), 0);
+	for (int i = 0; i < 100; i++) {
+		sched_gpu_info(g, &gi);
+		/* The training job holds past its slice; the short job asks
+		 * and preempts it; the claimer asks during its drain. */
+		fake_now += gi.slice_ms + 10;
+		sched_tick(s);
+		sched_out_clear(s);
+		assert_int_equal(sched_request(s, b, GPU_A), 0);
+		assert_int_equal(sched_state_of(v, GPU_A), SCHED_ST_HOLDING);
+		assert_non_null(out_msg(s, VS_MSG_DROP, v));
+		sched_out_clear(s);
+		fake_now += 20;
+		assert_int_equal(sched_request(s, ic, GPU_A), 0);
+		fake_now += 30;
+		assert_int_equal(sched_released(s, v, GPU_A), 0);
+		assert_int_equal(sched_request(s, v, GPU_A), 0);
+		assert_int_equal(sched_state_of(ic, GPU_A), SCHED_ST_HOLDING);
+		/* Its turn, ended by itself; then the short job's. */
+		fake_now += 2000;
+		sched_tick(s);
+		assert_int_equal(sched_released(s, ic, GPU_A), 0);
+		assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
+		fake_now += 20;
+		assert_int_equal(sched_released(s, b, GPU_A), 0);
+		assert_int_equal(sched_state_of(v, GPU_A), SCHED_ST_HOLDING);
+		sched_out_clear(s);
+	}
+	sched_gpu_info(g, &gi);
+	print_message("slice %u ms (cap %u), cost %llu ms, the class's %llu "
+		      "ms\n", gi.slice_ms, gi.slice_max_ms,
+		      (unsigned long long)gi.cost_ms,
+		      (unsigned long long)gi.class_cost_ms);
+	assert_int_equal(gi.slice_max_ms, SCHED_SLICE_CAP_MULT * 1000);
+	assert_true(gi.slice_ms <= gi.slice_max_ms);
+	assert_true(gi.class_cost_ms >= 2000);
+	/* The claimer leaves: the short job preempts the training job
+	 * within a slice of its request, as fair share says. */
+	sched_client_del(s, ic);
+	sched_out_clear(s);
+	fake_now += 5000;
+	sched_tick(s);
+	sched_out_clear(s);
+	fair0 = sched_drops_of(s, g, SCHED_DROP_FAIR);
+	asked = fake_now;
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	while (sched_drops_of(s, g, SCHED_DROP_FAIR) == fair0 &&
+	       fake_now < asked + 60000) {
+		fake_now += 5;
+		sched_tick(s);
+		sched_out_clear(s);
+	}
+	assert_true(sched_drops_of(s, g, SCHED_DROP_FAIR) > fair0);
+	assert_true(fake_now <= asked + SCHED_SLICE_CAP_MULT * 1000 + 100);
+	sched_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +382,8 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_budget_back_on_time),
 		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_class_total),
+		cmocka_unit_test(test_slice_capped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -472,7 +472,7 @@ static void test_table_round_trip(void **state)
 	assert_int_equal(b.n_gpus, 1);
 	assert_memory_equal(a.gpus, b.gpus, sizeof(*a.gpus));
 	assert_int_equal(a.gpus[0].set, SCHED_GCFG_TQ | SCHED_GCFG_MODE |
-			 SCHED_GCFG_CAP | SCHED_GCFG_SLICE);
+			 SCHED_GCFG_CAP | SCHED_GCFG_SLICE | SCHED_GCFG_TOTAL);
 	/* The weights come back too, and give each peer its weight: the
 	 * user's own, else its groups' (by uid), else 1. */
 	assert_int_equal(b.n_weights, 2);

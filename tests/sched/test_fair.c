@@ -412,11 +412,11 @@ static void test_swap_budget(void **state)
 	ask(&w, t);
 	deliver(&w);
 	assert_int_equal(sched_swapped(w.s, nb->c, GPU_A, 1000, GiB), VS_E_STATE);
-	/* 500 ms a swap-in: 90% of the time is 4.5 s of slice. */
-	assert_int_equal(sched_swapped(w.s, t->c, GPU_A, 500000, 8 * GiB), 0);
+	/* 200 ms a swap-in: 90% of the time is 1.8 s of slice. */
+	assert_int_equal(sched_swapped(w.s, t->c, GPU_A, 200000, 8 * GiB), 0);
 	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
-	assert_int_equal(gi.slice_ms, 4500);
-	assert_int_equal(gi.swap_us, 500000);
+	assert_int_equal(gi.slice_ms, 1800);
+	assert_int_equal(gi.swap_us, 200000);
 	assert_int_equal(gi.min_slice_ms, 1000);
 	run(&w, 20000);
 	/* nb's bursts preempted t, each costing t nb's turn: that and the
@@ -425,8 +425,8 @@ static void test_swap_budget(void **state)
 	print_message("preemption cost %llu ms, slice %u ms\n",
 		      (unsigned long long)gi.cost_ms, gi.slice_ms);
 	assert_true(gi.cost_ms >= 100 && gi.cost_ms <= 200);
-	assert_true(gi.slice_ms >= 9 * (gi.cost_ms + 500) &&
-		    gi.slice_ms <= 9 * (gi.cost_ms + 501));
+	assert_true(gi.slice_ms >= 9 * (gi.cost_ms + 200) &&
+		    gi.slice_ms <= 9 * (gi.cost_ms + 201));
 	release(&w, t);
 	ask(&w, t);
 	deliver(&w);
@@ -442,7 +442,8 @@ static void test_swap_budget(void **state)
 	assert_int_equal(sched_footprint(w.s, nb->c, GPU_A, GiB, 0), 0);
 	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
 	assert_true(gi.slice_ms >= 9 * gi.cost_ms && gi.slice_ms < 9 * gi.cost_ms + 10);
-	/* A report beyond the quantum counts as the quantum. */
+	/* A report beyond the quantum counts as the quantum, and the
+	 * slice it asks for is capped at four times the minimum. */
 	if (sched_state_of(t->c, GPU_A) != SCHED_ST_HOLDING) {
 		release(&w, nb);
 		ask(&w, t);
@@ -451,6 +452,9 @@ static void test_swap_budget(void **state)
 	assert_int_equal(sched_swapped(w.s, t->c, GPU_A, 1ull << 40, GiB), 0);
 	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
 	assert_true(gi.swap_us <= 30000000ull);
+	assert_int_equal(sched_footprint(w.s, nb->c, GPU_A, 4 * GiB, 0), 0);
+	sched_gpu_info(sched_gpu_find(w.s, GPU_A), &gi);
+	assert_int_equal(gi.slice_ms, SCHED_SLICE_CAP_MULT * 1000);
 	sched_free(w.s);
 }
 

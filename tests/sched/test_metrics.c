@@ -33,7 +33,7 @@ void *__wrap_realloc(void *p, size_t n)
 #define MiB (1ull << 20)
 
 /* GPU_A is in the configuration's "gpus": it has series of its own. */
-static const struct sched_gpu_cfg gpu_a_cfg = { { 0xa }, 0, 0, 0, 0, 0 };
+static const struct sched_gpu_cfg gpu_a_cfg = { { 0xa }, 0, 0, 0, 0, 0, 0 };
 
 /* A driver (NVML) that knows GPU_B only. */
 static uint64_t nvml_b(void *arg, const uint8_t uuid[VS_UUID_LEN])
@@ -85,7 +85,7 @@ static struct sched_client *client(struct sched *s, uint32_t uid)
 
 static char *render(const struct sched *s, const struct metrics_daemon *d)
 {
-	static const struct metrics_daemon none = { "1.0", 0, 0, { 0 }, 0, NULL };
+	static const struct metrics_daemon none = { "1.0", 0, 0, { 0 }, 0, NULL, 0 };
 	size_t len = 0;
 	char *t = metrics_render(s, d ? d : &none, &len);
 
@@ -280,7 +280,22 @@ static void test_classes(void **state)
 	has_line(t, "vshare_class_held_seconds_total{" GA ",class=\"batch\"} 1.000");
 	has_line(t, "vshare_class_held_seconds_total{" GA
 		 ",class=\"interactive\"} 0.500");
+	/* The class as a whole: its bound (none configured: the whole
+	 * GPU) and its use, nothing while nobody waited. */
+	has_line(t, "vshare_interactive_total_ratio{" GA "} 1.000");
+	has_line(t, "vshare_interactive_total_used_ratio{" GA "} 0.000");
 	free(t);
+	/* What the HTTP endpoint serves when the status is private: the
+	 * GPU's totals, and no series by uid. */
+	{
+		struct metrics_daemon d = { "1.0", 0, 0, { 0 }, 0, NULL, 1 };
+
+		t = render(s, &d);
+		has_line(t, "vshare_class_held_seconds_total{" GA
+			 ",class=\"batch\"} 1.000");
+		assert_null(strstr(t, "uid=\""));
+		free(t);
+	}
 	sched_free(s);
 }
 
@@ -430,7 +445,7 @@ static void test_user_fold(void **state)
 static void test_daemon(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
-	struct metrics_daemon d = { "1.0\"x", 3, 7, { 0 }, 0, NULL };
+	struct metrics_daemon d = { "1.0\"x", 3, 7, { 0 }, 0, NULL, 0 };
 	char *t;
 	(void)state;
 
@@ -467,7 +482,7 @@ static void test_unverified(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
 	struct sched_client *a = client(s, 1000);
-	struct metrics_daemon d = { "1.0", 0, 0, { 0 }, 3, NULL };
+	struct metrics_daemon d = { "1.0", 0, 0, { 0 }, 3, NULL, 0 };
 	char *t;
 	size_t lines;
 	(void)state;
@@ -570,7 +585,7 @@ static void test_swap_once(void **state)
 static void test_cache(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
-	struct metrics_daemon d = { "1.0", 1, 1, { 0 }, 0, NULL };
+	struct metrics_daemon d = { "1.0", 1, 1, { 0 }, 0, NULL, 0 };
 	struct metrics_cache mc = { NULL, 0, 0 };
 	size_t n1 = 0, n2 = 0, n3 = 0;
 	char *t1, *t2, *t3;

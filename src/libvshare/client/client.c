@@ -135,7 +135,7 @@ static void forget_attached(void)
 
 void client_lost(const char *why)
 {
-	int held[GATE_MAX_GPUS], quiet;
+	int held[GATE_MAX_GPUS], quiet, full;
 	char told[VS_ERRMSG_MAX];
 
 	/* An older scheduler refused our HELLO's version (nothing else was
@@ -167,11 +167,16 @@ void client_lost(const char *why)
 	quiet = client_c.warned;
 	/* The scheduler said why before it closed (max_clients, uid_conns):
 	 * that is the reason to tell. */
+	/* Once refused for a full table, a later attempt that fails
+	 * otherwise (no answer in time from a loaded scheduler) still
+	 * waits: the scheduler is there. */
+	full = client_c.refusal_code == VS_E_FULL || client_c.full;
 	if (client_c.refusal[0] != '\0') {
 		snprintf(told, sizeof(told), "%s", client_c.refusal);
 		client_c.refusal[0] = '\0';
 		why = told;
 	}
+	client_c.refusal_code = 0;
 	client_set_sock(-1);
 	client_c.rlen = 0;
 	client_c.refusals = 0;
@@ -202,6 +207,23 @@ void client_lost(const char *why)
 	if (client_stopping())
 		return;
 	client_c.warned = 1;
+	/* The scheduler is there and its table is full: other programs'
+	 * connections (its admins', or a uid with as many as any) must not
+	 * push this one to run unshared. GPU work waits while it asks again
+	 * with its backoff, as through a busy listen queue, and says so
+	 * once. */
+	if (full) {
+		if (!client_c.full)
+			log_warn("the scheduler at %s is full (%s): GPU work "
+				 "waits for a place, asking again every %u s at "
+				 "most", client_g.conf.socket_path, why,
+				 CLIENT_BACKOFF_MAX_MS / 1000u);
+		client_c.full = 1;
+		for (int i = 0; i < GATE_MAX_GPUS; i++)
+			if (held[i])
+				(void)client_take(i);
+		return;
+	}
 	if (!client_g.conf.require_sched) {
 		if (!client_c.version_seen && !quiet)
 			log_warn("lost the scheduler (%s): running unshared until "
@@ -221,6 +243,12 @@ static void connect_failed(const char *why)
 {
 	client_settle_mark();
 	schedule_retry();
+	/* The scheduler that said it was full has gone: an outage like any
+	 * other, told as such. */
+	if (client_c.full) {
+		client_c.full = 0;
+		client_c.warned = 0;
+	}
 	if (client_c.warned)
 		return;
 	client_c.warned = 1;
@@ -272,6 +300,10 @@ static void try_connect(void)
 	client_set_sock(fd);
 	client_c.welcome_by_ms = gate_now_ms() + CLIENT_WELCOME_MS;
 	if (client_hello() != 0) {
+		/* A scheduler that refused the connection (max_clients) may
+		 * have closed it before the HELLO went out: its ERROR, which
+		 * says why, waits to be read. */
+		(void)client_read();
 		client_lost("sending hello failed");
 		return;
 	}
@@ -292,6 +324,7 @@ static void client_welcomed(void)
 		log_info("connected to the scheduler at %s", client_g.conf.socket_path);
 	client_c.back_told = client_c.warned;
 	client_c.version_seen = 0;
+	client_c.full = 0;
 	client_c.welcomed = 1;
 	client_c.welcome_ms = gate_now_ms();
 	/* A scheduler older than version 3 has no policy to send. */

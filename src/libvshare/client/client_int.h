@@ -78,6 +78,10 @@ struct client_conn {
 	char     refusal[VS_ERRMSG_MAX]; /* the scheduler's refusal of the
 				   * connection itself (max_clients,
 				   * uid_conns), told when it closes */
+	int32_t  refusal_code;    /* its code, VS_E_FULL or VS_E_LIMIT */
+	int      full;            /* refused for a full table (VS_E_FULL)
+				   * since the last WELCOME: GPU work
+				   * waits, said once */
 	struct vs_lock_page *lock; /* the connection's state page (read
 				   * only), or NULL (client_lock.c) */
 	struct vs_lock_words *lock_words; /* its words, set before lock */

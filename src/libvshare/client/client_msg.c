@@ -338,6 +338,7 @@ static void on_error(const struct vs_error *m)
 		}
 		snprintf(client_c.refusal, sizeof(client_c.refusal), "%s",
 			 m->msg);
+		client_c.refusal_code = m->code;
 		return;
 	}
 	if (m->code == VS_E_STATE && (dev = refused_dev(m)) >= 0) {

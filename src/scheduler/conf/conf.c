@@ -53,6 +53,11 @@
  * a fifth of the GPU with priority, and then its fair share), and the
  * window over which a user's max_share_pct is counted (10 s: short
  * enough that a capped user waits seconds, not minutes).
+ * interactive_total_pct bounds the class as a whole on a GPU, every
+ * user together, over the budget's window (50%: batch work that waits
+ * keeps at least half of the GPU, however many users or uids claim the
+ * class, while two users at their whole budget, or notebooks by the
+ * dozen at a few percent each, never reach it).
  *
  * metrics_listen is off ("") by default: an HTTP listener is a network
  * service, which the systemd unit does not allow until the admin says
@@ -91,6 +96,7 @@ X(preempt_pct,       UINT,  NUM(67),                    1,           100,       
 X(preempt_budget_pct, UINT, NUM(8),                     1,           50,           "%",       GLOBAL,                           LIVE)    \
 X(interactive,       BOOL,  NUM(1),                     0,           0,            "",        GLOBAL,                           LIVE)    \
 X(interactive_budget_pct, UINT, NUM(20),                1,           100,          "%",       GLOBAL,                           LIVE)    \
+X(interactive_total_pct, UINT, NUM(50),                 1,           100,          "%",       GPU(total_pct, SCHED_GCFG_TOTAL, 1), LIVE) \
 X(cap_window_s,      UINT,  NUM(10),                    1,           3600,         "s",       GLOBAL,                           LIVE)    \
 X(metrics_listen,    ADDR,  STR(""),                    0,           0,            "",        GLOBAL,                           RESTART) \
 X(metrics_gpus,      UINT,  NUM(16),                    0,           SCHED_MAX_GPUS, "GPUs",  GLOBAL,                           LIVE)
@@ -332,5 +338,6 @@ void conf_sched_cfg(const struct conf *c, struct sched_cfg *out)
 	out->preempt_pct = c->preempt_pct;
 	out->preempt_budget_pct = c->preempt_budget_pct;
 	out->budget_pct = c->interactive_budget_pct;
+	out->total_pct = c->interactive_total_pct;
 	out->cap_window_ms = c->cap_window_s * 1000u;
 }

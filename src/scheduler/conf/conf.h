@@ -96,6 +96,7 @@ struct conf {
 	uint32_t preempt_budget_pct;
 	int      interactive;       /* users may be interactive by default */
 	uint32_t interactive_budget_pct;
+	uint32_t interactive_total_pct; /* the class's share of a GPU */
 	uint32_t cap_window_s;
 	char     metrics_listen[CONF_ADDR_MAX]; /* "" : no metrics over HTTP */
 	uint32_t metrics_gpus;      /* series of GPUs nobody vouches for */

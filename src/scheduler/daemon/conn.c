@@ -450,24 +450,82 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	c->srv->events->read_done(c->srv);
 }
 
-/* Refuse a new peer with a reason it can print: 0 if it may stay. */
+/* The uid (not an admin) with the most connections, NULL if none. */
+static struct srv_uid *heaviest(struct srv *s)
+{
+	struct srv_uid *h = NULL;
+
+	for (size_t i = 0; i < s->n_uids; i++)
+		if (h == NULL || s->uids[i].n > h->n)
+			h = &s->uids[i];
+	return h;
+}
+
+/* A full table makes room for a newcomer whose uid has fewer connections
+ * than the uid with the most, h, has beyond one more: one connection of
+ * h goes, one that has not registered if h has one (the newest of
+ * those), else h's newest. So the table is shared out evenly between
+ * the uids that want it, and a flood of many uids can keep no uid with
+ * few connections out: the refused side is the uid with the most. 0 if
+ * a connection was closed for c. */
+static int make_room(struct conn *c, const struct srv_uid *u)
+{
+	struct srv *s = c->srv;
+	struct srv_uid *h = heaviest(s);
+	struct conn *v = NULL, *it;
+	uint32_t huid, hn;
+
+	if (h == NULL || h->n <= (u != NULL ? u->n : 0) + 1)
+		return -1;
+	huid = h->uid;
+	hn = h->n;
+	for (it = s->conns; it != NULL; it = it->next) {
+		if (it == c || it->closing || !it->counted ||
+		    it->cred.uid != huid)
+			continue;
+		if (it->client == NULL) {
+			v = it;
+			break;
+		}
+		if (v == NULL)
+			v = it;
+	}
+	if (v == NULL)
+		return -1;
+	s->mx.refused[METRICS_REFUSE_evicted]++;
+	plog_info(v, "connections full (max_clients %u): closing one of uid "
+		  "%u's %u, the most of any uid, for uid %u", s->conf->max_clients,
+		  huid, hn, c->cred.uid);
+	conn_send_error(v, VS_E_FULL, s->conf->max_clients, "too many "
+			"connections (max_clients %u): uid %u holds the most "
+			"(%u), one of them closed for another uid", s->conf->max_clients,
+			huid, hn);
+	conn_close(v);
+	return 0;
+}
+
+/* Refuse a new peer with a reason it can print: 0 if it may stay.
+ * Connections of every peer count in max_clients; admins (root,
+ * admin_group) have CONN_ADMIN_RESERVE connections beyond it that
+ * nobody else can take, so vsharectl answers however full the table
+ * is. */
 static int admit_peer(struct conn *c)
 {
 	struct srv *s = c->srv;
 	uint32_t max = s->conf->max_clients;
-	struct srv_uid *u;
+	struct srv_uid *u = NULL;
 
-	if (s->n_conns > max) {
-		plog_warn(c, "more than max_clients (%u) connections: refusing "
-			  "pid %d", max, c->cred.pid);
+	if (c->is_admin) {
+		if (s->n_conns <= (size_t)max + CONN_ADMIN_RESERVE)
+			return 0;
+		plog_warn(c, "more than max_clients (%u) and the admins' %u "
+			  "connections: refusing pid %d", max,
+			  CONN_ADMIN_RESERVE, c->cred.pid);
 		s->mx.refused[METRICS_REFUSE_max_clients]++;
 		conn_send_error(c, VS_E_FULL, max, "too many connections "
 				"(max_clients %u): try again later", max);
 		return -1;
 	}
-	/* Root and the admin group may always connect, up to max_clients. */
-	if (c->is_admin)
-		return 0;
 	u = uid_slot(s, c->cred.uid, 1);
 	if (u == NULL)
 		return -1;
@@ -480,6 +538,16 @@ static int admit_peer(struct conn *c)
 		conn_send_error(c, VS_E_LIMIT, s->conf->uid_conns,
 				"uid %u has too many connections (uid_conns "
 				"%u)", c->cred.uid, s->conf->uid_conns);
+		return -1;
+	}
+	if (s->n_conns > max && make_room(c, u) != 0) {
+		/* Once per connection: the uid's own log bucket bounds it. */
+		plog_info(c, "more than max_clients (%u) connections and uid "
+			  "%u has as many as any: refusing pid %d", max,
+			  c->cred.uid, c->cred.pid);
+		s->mx.refused[METRICS_REFUSE_max_clients]++;
+		conn_send_error(c, VS_E_FULL, max, "too many connections "
+				"(max_clients %u): try again later", max);
 		return -1;
 	}
 	u->n++;

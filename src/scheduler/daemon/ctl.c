@@ -90,7 +90,13 @@ static cJSON *id_array(const struct sched_gpu *g, int waiters)
 	return a;
 }
 
-static cJSON *gpu_json(const struct sched_gpu *g)
+/* A percentage to one decimal: enough for a person, stable for a diff. */
+static double round1(double v)
+{
+	return (double)(int64_t)(v * 10.0 + 0.5) / 10.0;
+}
+
+static cJSON *gpu_json(const struct sched *s, const struct sched_gpu *g)
 {
 	struct sched_gpu_info gi;
 	char uuid[VS_UUID_STR_LEN];
@@ -116,13 +122,12 @@ static cJSON *gpu_json(const struct sched_gpu *g)
 	v[VS_SG_preempt_cost_ms].num = (double)gi.cost_ms;
 	v[VS_SG_index_from].str = gi.index_nvml ? VS_STATUS_INDEX_NVML :
 				  VS_STATUS_INDEX_ATTACH;
+	v[VS_SG_interactive_total_pct].num = gi.total_pct;
+	v[VS_SG_interactive_used_pct].num = round1(sched_gpu_total_used(s, g));
+	v[VS_SG_interactive_over].bool_ = gi.total_over;
+	v[VS_SG_slice_max_ms].num = gi.slice_max_ms;
+	v[VS_SG_preempt_cost_class_ms].num = (double)gi.class_cost_ms;
 	return st_object(&vs_status_gpu, v);
-}
-
-/* A percentage to one decimal: enough for a person, stable for a diff. */
-static double round1(double v)
-{
-	return (double)(int64_t)(v * 10.0 + 0.5) / 10.0;
 }
 
 static cJSON *member_json(const struct sched_member_info *mi)
@@ -150,6 +155,8 @@ static cJSON *member_json(const struct sched_member_info *mi)
 	v[VS_SM_budget_used_pct].num = round1(mi->budget_used_pct);
 	v[VS_SM_cap_pct].num = mi->cap_pct;
 	v[VS_SM_cap_used_pct].num = round1(mi->cap_used_pct);
+	v[VS_SM_total_pct].num = mi->total_pct;
+	v[VS_SM_total_used_pct].num = round1(mi->total_used_pct);
 	return st_object(&vs_status_member, v);
 }
 
@@ -187,7 +194,7 @@ static char *status_text(const struct sched *s, const struct names *names,
 	char *text;
 
 	for (size_t i = 0; gpus && i < sched_gpu_count(s); i++)
-		cJSON_AddItemToArray(gpus, gpu_json(sched_gpu_at(s, i)));
+		cJSON_AddItemToArray(gpus, gpu_json(s, sched_gpu_at(s, i)));
 	for (c = sched_client_first(s); clients && c; c = sched_client_next(s, c))
 		if (n++ < max_clients)
 			cJSON_AddItemToArray(clients, client_json(s, names, c));
@@ -402,13 +409,16 @@ static void on_status(struct conn *c)
 	free(json);
 }
 
-char *ctl_metrics_text(struct srv *s, size_t *len)
+char *ctl_metrics_text(struct srv *s, int http, size_t *len)
 {
+	int totals = http && !s->conf->status_public;
+
 	s->mx.conns = s->n_conns;
 	s->mx.gpus_max = s->conf->metrics_gpus;
 	s->mx.names = s->names;
-	return metrics_cached(&s->mcache, s->sched, &s->mx, uv_now(s->loop),
-			      len);
+	s->mx.totals_only = totals;
+	return metrics_cached(totals ? &s->mcache_pub : &s->mcache, s->sched,
+			      &s->mx, uv_now(s->loop), len);
 }
 
 /* The metrics, for node_exporter's textfile collector: the same text as
@@ -416,7 +426,7 @@ char *ctl_metrics_text(struct srv *s, size_t *len)
 static void on_metrics(struct conn *c)
 {
 	size_t len = 0;
-	char *text = ctl_metrics_text(c->srv, &len);
+	char *text = ctl_metrics_text(c->srv, 0, &len);
 
 	if (text == NULL)
 		reply_msg(c, VS_E_INVAL, "out of memory");

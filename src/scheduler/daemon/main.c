@@ -194,6 +194,7 @@ int main(int argc, char **argv)
 	sched_free(s.sched);
 	lockpage_destroy(&s);
 	metrics_cache_free(&s.mcache);
+	metrics_cache_free(&s.mcache_pub);
 	names_unref(s.names);
 	free(s.batch);
 	free(s.uids);

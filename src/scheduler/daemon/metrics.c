@@ -62,6 +62,7 @@ static void value(struct metrics_buf *b, uint64_t v, uint64_t per_unit)
 struct row {
 	struct sched_gpu_info gi;
 	struct sched_gpu_stats st;
+	uint64_t total_used_pm;     /* the interactive class's use, per mille */
 	char lab[96];
 	size_t lab_len;
 };
@@ -82,6 +83,7 @@ static void row_init(struct row *r, const struct sched *s,
 
 	sched_gpu_info(g, &r->gi);
 	sched_gpu_stats(s, g, &r->st);
+	r->total_used_pm = (uint64_t)(sched_gpu_total_used(s, g) * 10.0 + 0.5);
 	/* Hex digits and dashes: nothing to escape. */
 	vs_uuid_format(r->gi.uuid, uuid);
 	n = snprintf(r->lab, sizeof(r->lab), "{gpu=\"%s\",index=\"%u\"",
@@ -182,6 +184,29 @@ static void gpu_gauges(struct render *r)
 	}
 }
 
+/* The interactive class as a whole on each GPU: its bound and its use,
+ * beside each user's budget (vshare_interactive_budget_used_ratio). */
+static void class_total(struct render *r)
+{
+	family(&r->b, "vshare_interactive_total_ratio", "gauge", "The share "
+	       "of the GPU the interactive class as a whole may hold while "
+	       "others wait (interactive_total_pct).");
+	for (size_t i = 0; i < r->n; i++) {
+		gpu_labels(&r->b, "vshare_interactive_total_ratio", &r->rows[i]);
+		close_value(&r->b, r->rows[i].gi.total_pct * 10u, 1000);
+	}
+	family(&r->b, "vshare_interactive_total_used_ratio", "gauge", "The "
+	       "share of the GPU every user's interactive programs held while "
+	       "others waited, over the half-life (a sliding window), summed "
+	       "over the holders; at vshare_interactive_total_ratio they count "
+	       "as batch.");
+	for (size_t i = 0; i < r->n; i++) {
+		gpu_labels(&r->b, "vshare_interactive_total_used_ratio",
+			   &r->rows[i]);
+		close_value(&r->b, r->rows[i].total_used_pm, 1000);
+	}
+}
+
 /* ---- per-GPU counters, from the policy's counters ---- */
 
 /* A counter family with an optional label whose values are the indices
@@ -197,7 +222,7 @@ struct counter {
 
 _Static_assert(VS_GRANT_SHARED == 0 && VS_GRANT_EXCLUSIVE == 1 &&
 	       VS_DROP_CAPACITY + 1 == SCHED_DROP_FAIR &&
-	       SCHED_DROP_CAP + 1 == SCHED_DROP_N,
+	       SCHED_DROP_TOTAL + 1 == SCHED_DROP_N,
 	       "the label tables below follow the protocol's numbers");
 /* The HELP text of vshare_gpu_held_seconds_total says it. */
 _Static_assert(SCHED_STAT_USERS == 64, "users with a series of their own");
@@ -207,7 +232,7 @@ static const char *const class_names[SCHED_CLASS_N] = { "batch",
 							 "interactive" };
 static const char *const drop_names[SCHED_DROP_N] = {
 	NULL, "quantum", "idle", "mode", "capacity", "fair", "class", "budget",
-	"cap",
+	"cap", "class_total",
 };
 
 #define ST(f) offsetof(struct sched_gpu_stats, f)
@@ -465,11 +490,14 @@ char *metrics_render(const struct sched *s, const struct metrics_daemon *d,
 		return NULL;
 	daemon_part(&r, d);
 	gpu_gauges(&r);
+	class_total(&r);
 	gpu_counters(&r);
 	gpu_hists(&r);
-	gpu_users(&r);
-	user_classes(&r);
-	named(&r.b, s, d->names);
+	if (!d->totals_only) {
+		gpu_users(&r);
+		user_classes(&r);
+		named(&r.b, s, d->names);
+	}
 	free(r.rows);
 	if (r.b.oom || metrics_grow(&r.b, 0) != 0) {
 		free(r.b.p);

@@ -28,7 +28,10 @@
 	X(deadline,     "a peer past hello_ms or frame_ms") \
 	X(not_admin,    "an admin request from a peer that is not an admin") \
 	X(cooldown,     "a connection of a uid cooling down after a burst " \
-			"of refusals (closed at once)")
+			"of refusals (closed at once)") \
+	X(evicted,      "a connection of the uid with the most connections, " \
+			"closed so that another uid's connection fits in " \
+			"max_clients")
 
 #define METRICS_ENUM(name, help) METRICS_REFUSE_##name,
 enum metrics_refusal { METRICS_REFUSALS(METRICS_ENUM) METRICS_REFUSE__N };
@@ -44,6 +47,9 @@ struct metrics_daemon {
 	uint32_t gpus_max;          /* metrics_gpus: series of GPUs that are
 				     * not vouched for, first attached first */
 	const struct names *names;  /* labels' names (names.h), or NULL */
+	int totals_only;            /* leave out the series by uid and by
+				     * client (named labels): what anyone
+				     * may read when the status is private */
 };
 
 /* The whole exposition text, NUL-terminated, malloc'd (*len without the

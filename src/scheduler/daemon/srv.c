@@ -469,7 +469,7 @@ static char *metrics_text(void *arg, size_t *len)
 {
 	/* A render reads the policy's state and changes nothing (a take
 	 * not yet told shows as such), so there is nothing to flush. */
-	return ctl_metrics_text(arg, len);
+	return ctl_metrics_text(arg, 1, len);
 }
 
 /* The metrics over HTTP, when metrics_listen asks for them: 0, or -1

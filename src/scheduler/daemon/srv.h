@@ -81,6 +81,10 @@ struct conn {
 };
 
 /* Connections per uid, for the uid_conns limit. */
+/* Connections that only root and the admin group may have beyond
+ * max_clients (conn.c): vsharectl is served when others filled it. */
+#define CONN_ADMIN_RESERVE 64u
+
 struct srv_uid {
 	uint32_t uid;
 	uint32_t n;
@@ -142,6 +146,9 @@ struct srv {
 	struct names *names;         /* labels' names (names.c), or NULL */
 	struct names *st_names;      /* the rendering's reference to them */
 	struct metrics_cache mcache; /* the text every metrics reader gets */
+	struct metrics_cache mcache_pub; /* the same less the series by uid
+				      * and by client: HTTP's while
+				      * status_public is false */
 	struct http *http;           /* metrics_listen's server, or NULL */
 	int lock_fd;                 /* the lock's state page, -1: none */
 	struct vs_lock_page *lock;   /* its mapping */
@@ -237,6 +244,10 @@ char *ctl_status_json(const struct sched *sched, const struct names *names,
 		      size_t max, size_t *len);
 /* The metrics text (metrics.c) of the daemon, at most METRICS_CACHE_MS
  * old, malloc'd; NULL when out of memory. */
-char *ctl_metrics_text(struct srv *s, size_t *len);
+/* The metrics text; `http`: for the HTTP endpoint, which anyone who
+ * reaches its address reads, so that without status_public it has no
+ * series by uid or by client (the socket's METRICS has them, for
+ * admins only then). */
+char *ctl_metrics_text(struct srv *s, int http, size_t *len);
 
 #endif

@@ -204,6 +204,7 @@ static struct sched_gpu *gpu_new(struct sched *s,
 	g->min_slice_ms = s->cfg.min_slice_ms;
 	g->slice_ms = g->min_slice_ms;
 	g->policy = s->cfg.policy;
+	g->total_pct = sched_class_total_cfg(&s->cfg, uuid);
 	for (size_t i = 0; i < s->cfg.n_gpus; i++) {
 		const struct sched_gpu_cfg *gc = &s->gcfg[i];
 

@@ -20,6 +20,14 @@
  * budget, so that a program at the edge does not flip at every
  * decision.
  *
+ * The class as a whole is bounded too: the interactive time of every user
+ * on a GPU while others waited, over the same window, may reach the
+ * GPU's total_pct (interactive_total_pct); past it every program there
+ * counts as batch, by fair share, until the class's share falls below
+ * nine tenths of it. Budgets are per user, so without it N users (or one
+ * user with N uids) each within its budget would take N budgets, all of
+ * the GPU, from a batch job.
+ *
  * A capped user's programs hold the GPU at most cap_pct of its wall time
  * over the last cap_window_ms, counted once however many of them hold at
  * once, and whether others wait or not.
@@ -73,6 +81,26 @@ static uint64_t budget_ms(const struct sched *s, const struct sched_client *c)
 	uint32_t pct = c->cp.budget_pct ? c->cp.budget_pct : 100;
 
 	return budget_window_ms(s) * pct / 100u;
+}
+
+/* The class's bound on g over the budget's window. */
+static uint64_t total_ms(const struct sched *s, const struct sched_gpu *g)
+{
+	uint32_t pct = g->total_pct ? g->total_pct : 100;
+
+	return budget_window_ms(s) * pct / 100u;
+}
+
+uint32_t sched_class_total_cfg(const struct sched_cfg *cfg,
+			       const uint8_t uuid[VS_UUID_LEN])
+{
+	uint32_t pct = cfg->total_pct;
+
+	for (size_t i = 0; i < cfg->n_gpus; i++)
+		if ((cfg->gpus[i].set & SCHED_GCFG_TOTAL) &&
+		    memcmp(cfg->gpus[i].uuid, uuid, VS_UUID_LEN) == 0)
+			pct = cfg->gpus[i].total_pct;
+	return pct ? pct : 100;
 }
 
 /* The window as of slot k: slots past its head are empty. A window of
@@ -160,6 +188,28 @@ static uint64_t budget_now_ms(const struct sched *s,
 	return v;
 }
 
+/* The same for the whole class on g: its window, with the open part of
+ * each of its holders' interactive time, each up to the window. */
+static uint64_t total_now_ms(const struct sched *s, const struct sched_gpu *g,
+			     uint64_t now)
+{
+	uint64_t v = win_sum(&g->ciwin, iwin_width(s), now), open;
+
+	if (!g->contended)
+		return v;
+	for (const struct dlink *it = g->holders.next; it != &g->holders;
+	     it = it->next) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+
+		if (h->klass != VS_CLASS_INTERACTIVE || now <= h->charged_at)
+			continue;
+		open = now - h->charged_at;
+		v += open < budget_window_ms(s) ? open : budget_window_ms(s);
+	}
+	return v;
+}
+
 /* What the user of u held over the window, the open grant included. */
 static uint64_t cap_used_ms(const struct sched *s, const struct sched_usage *u,
 			    uint64_t now)
@@ -209,7 +259,8 @@ uint32_t sched_class_of(const struct sched *s, const struct sched_member *m)
 	const struct sched_usage *u;
 
 	(void)s;
-	if (m->c->klass != VS_CLASS_INTERACTIVE || !m->c->cp.interactive)
+	if (m->c->klass != VS_CLASS_INTERACTIVE || !m->c->cp.interactive ||
+	    m->g->total_over)
 		return VS_CLASS_BATCH;
 	u = usage_of(m);
 	return u != NULL && u->over ? VS_CLASS_BATCH : VS_CLASS_INTERACTIVE;
@@ -309,8 +360,10 @@ void sched_class_unheld(struct sched *s, struct sched_member *m, uint64_t now)
 void sched_class_charge(const struct sched *s, struct sched_member *m,
 			struct sched_usage *u, uint64_t dt, uint64_t now)
 {
-	if (m->klass == VS_CLASS_INTERACTIVE)
-		win_add(&u->iwin, iwin_width(s), now > dt ? now - dt : 0, now);
+	if (m->klass != VS_CLASS_INTERACTIVE)
+		return;
+	win_add(&u->iwin, iwin_width(s), now > dt ? now - dt : 0, now);
+	win_add(&m->g->ciwin, iwin_width(s), now > dt ? now - dt : 0, now);
 }
 
 void sched_class_member(struct sched_gpu *g, const struct sched_client *c,
@@ -326,10 +379,18 @@ void sched_class_member(struct sched_gpu *g, const struct sched_client *c,
 
 /* ---- decisions ---- */
 
-/* Budgets of the GPU's interactive members, as of now (charged). */
+/* Budgets of the GPU's interactive members and the class's total, as
+ * of now (charged). */
 void sched_class_budgets(const struct sched *s, struct sched_gpu *g,
 			 uint64_t now)
 {
+	uint64_t tused = win_sum(&g->ciwin, iwin_width(s), now);
+	uint64_t t = total_ms(s, g);
+
+	if (tused >= t)
+		g->total_over = 1;
+	else if ((double)tused < (double)t * BUDGET_RESUME)
+		g->total_over = 0;
 	for (struct dlink *it = g->members.next; it != &g->members;
 	     it = it->next) {
 		const struct sched_member *m =
@@ -364,6 +425,13 @@ uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,
 		h->klass = VS_CLASS_BATCH;
 		if (waiters)
 			return SCHED_DROP_BUDGET;
+	}
+	/* The class as a whole used the GPU's share: the same, for every
+	 * user's interactive holder. */
+	if (h->klass == VS_CLASS_INTERACTIVE && h->g->total_over) {
+		h->klass = VS_CLASS_BATCH;
+		if (waiters)
+			return SCHED_DROP_TOTAL;
 	}
 	/* Counted in a cap at its grant, but a cap lifted since (cap_ms 0)
 	 * is no reason to drop it. */
@@ -408,24 +476,20 @@ static uint64_t cap_free_at(const struct sched *s, const struct sched_member *m,
 	return at_least(now, u->win.width);
 }
 
-/* When the user of a waiter past its budget has it back (its share
- * under BUDGET_RESUME of it): its oldest slots leave the window in turn.
- * Nothing is charged while it waits, so this is when, not a bound. */
-static uint64_t budget_back_at(const struct sched *s,
-			       const struct sched_member *m, uint64_t now)
+/* When a window's share is back under `resume` ms: its oldest slots
+ * leave it in turn. Nothing is charged to it while its programs wait as
+ * batch, so this is when, not a bound. */
+static uint64_t back_at(const struct sched *s, const struct sched_win *w,
+			double resume, uint64_t now)
 {
-	const struct sched_usage *u = usage_of(m);
 	uint64_t width = iwin_width(s), used, k, out;
-	double resume = (double)budget_ms(s, m->c) * BUDGET_RESUME;
 
-	if (u == NULL)
-		return now;
-	used = budget_used_ms(s, u, now);
-	if ((double)used < resume || u->iwin.width != width)
+	used = win_sum(w, width, now);
+	if ((double)used < resume || w->width != width)
 		return now; /* back already: the admission says so */
-	k = u->iwin.head >= SCHED_WIN_N - 1 ? u->iwin.head - (SCHED_WIN_N - 1) : 0;
-	for (; k <= u->iwin.head; k++) {
-		out = u->iwin.ms[k % SCHED_WIN_N];
+	k = w->head >= SCHED_WIN_N - 1 ? w->head - (SCHED_WIN_N - 1) : 0;
+	for (; k <= w->head; k++) {
+		out = w->ms[k % SCHED_WIN_N];
 		if (k + SCHED_WIN_N <= now / width)
 			continue; /* already out */
 		used -= out < used ? out : used;
@@ -433,6 +497,19 @@ static uint64_t budget_back_at(const struct sched *s,
 			return (k + SCHED_WIN_N) * width;
 	}
 	return at_least(now, width);
+}
+
+/* When the user of a waiter past its budget has it back (its share
+ * under BUDGET_RESUME of it). */
+static uint64_t budget_back_at(const struct sched *s,
+			       const struct sched_member *m, uint64_t now)
+{
+	const struct sched_usage *u = usage_of(m);
+
+	if (u == NULL)
+		return now;
+	return back_at(s, &u->iwin, (double)budget_ms(s, m->c) * BUDGET_RESUME,
+		       now);
 }
 
 uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
@@ -466,6 +543,10 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 
 			d = at_least(now, used < b ? b - used : 0);
 			best = d < best ? d : best;
+			used = total_now_ms(s, g, now);
+			b = total_ms(s, g);
+			d = at_least(now, used < b ? b - used : 0);
+			best = d < best ? d : best;
 		}
 	}
 	for (it = g->queue.next; it != &g->queue; it = it->next) {
@@ -487,6 +568,13 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 		if (m->c->klass == VS_CLASS_INTERACTIVE && m->c->cp.interactive &&
 		    u != NULL && u->over) {
 			d = budget_back_at(s, m, now);
+			best = d < best ? d : best;
+		}
+		/* The same past the class's total: due when it is back. */
+		if (m->c->klass == VS_CLASS_INTERACTIVE && m->c->cp.interactive &&
+		    g->total_over) {
+			d = back_at(s, &g->ciwin,
+				    (double)total_ms(s, g) * BUDGET_RESUME, now);
 			best = d < best ? d : best;
 		}
 	}
@@ -511,4 +599,11 @@ double sched_class_cap_used(const struct sched *s,
 		return 0.0;
 	return (double)cap_used_ms(s, u, now) * 100.0 /
 	       (double)s->cfg.cap_window_ms;
+}
+
+double sched_class_total_used(const struct sched *s, const struct sched_gpu *g,
+			      uint64_t now)
+{
+	return (double)total_now_ms(s, g, now) * 100.0 /
+	       (double)budget_window_ms(s);
 }

@@ -60,6 +60,7 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 	s->cfg.preempt_pct = cfg->preempt_pct;
 	s->cfg.preempt_budget_pct = cfg->preempt_budget_pct;
 	s->cfg.budget_pct = cfg->budget_pct;
+	s->cfg.total_pct = cfg->total_pct;
 	s->cfg.cap_window_ms = cfg->cap_window_ms;
 	for (size_t i = 0; i < s->n_gpus; i++) {
 		struct sched_gpu *g = s->gpus[i];
@@ -71,6 +72,8 @@ static void apply(struct sched *s, const struct sched_cfg *old,
 			g->tq_ms = n.tq_ms;
 		if (n.slice_ms != o.slice_ms)
 			g->min_slice_ms = n.slice_ms;
+		/* No admin changes it at run time: the file's value. */
+		g->total_pct = sched_class_total_cfg(cfg, g->uuid);
 		if (cfg->policy != old->policy)
 			g->policy = cfg->policy;
 		if (n.mode != o.mode)

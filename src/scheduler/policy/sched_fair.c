@@ -215,6 +215,19 @@ void sched_fair_granted(const struct sched *s, struct sched_gpu *g,
 		g->cost_ms = (double)g->min_slice_ms *
 			     (double)s->cfg.preempt_budget_pct /
 			     (double)(100 - s->cfg.preempt_budget_pct);
+	/* Interactive turns in that time (an interactive program went
+	 * first while the holder was off the GPU) are the class's, which
+	 * its budgets and interactive_total_pct bound: counted apart, they
+	 * never lengthen the slice. Counted in, a program that claims the
+	 * class and holds for seconds would stretch the slice of every
+	 * batch holder, and a batch job of its user would then keep the
+	 * GPU that long against any waiter. */
+	if (g->st.class_grants[VS_CLASS_INTERACTIVE] != m->out_igrants) {
+		g->icost_ms = g->icosts == 0 ? cost :
+			      g->icost_ms + (cost - g->icost_ms) / 3;
+		g->icosts++;
+		return;
+	}
 	g->cost_ms += (cost - g->cost_ms) / 3;
 	g->costs++;
 }
@@ -242,7 +255,17 @@ uint64_t sched_fair_slice(const struct sched *s, const struct sched_gpu *g)
 		if (need > slice)
 			slice = need;
 	}
-	return slice;
+	return slice < sched_fair_slice_max(g) ? slice : sched_fair_slice_max(g);
+}
+
+/* A short job waits a slice at most before it preempts: past a few times
+ * min_slice_ms, what preemptions cost (turns, swap-ins: time the holder
+ * was kept off the GPU, which the preempting programs decide) may take
+ * more than preempt_budget_pct of the holder's time, which is the price
+ * of a bounded wait. */
+uint64_t sched_fair_slice_max(const struct sched_gpu *g)
+{
+	return (uint64_t)g->min_slice_ms * SCHED_SLICE_CAP_MULT;
 }
 
 void sched_fair_swapped(struct sched_gpu *g, uint64_t us)

@@ -127,6 +127,7 @@ void sched_unhold(struct sched *s, struct sched_member *m)
 		m->out = 1;
 		m->out_at = sched_now(s);
 		m->out_hard = g->hard_seq;
+		m->out_igrants = g->st.class_grants[VS_CLASS_INTERACTIVE];
 	}
 	dl_remove(&m->h_link);
 	g->n_holders--;

@@ -79,6 +79,7 @@ struct sched_member {
 	int out;                  /* preempted and not yet granted again */
 	uint64_t out_at;          /* when that preemption took the GPU */
 	uint64_t out_hard;        /* g->hard_seq then */
+	uint64_t out_igrants;     /* g's interactive grants then */
 	uint64_t blk;             /* waiting: g->blocked at its request */
 	uint32_t klass;           /* holding: its class, VS_CLASS_* (from
 				   * the grant; batch once its budget ran
@@ -179,6 +180,16 @@ struct sched_gpu {
 	uint64_t swaps;           /* swap-ins measured */
 	double cost_ms;           /* average time a preemption cost its holder */
 	uint64_t costs;           /* preemptions measured */
+	double icost_ms;          /* the same for preemptions whose time off
+				   * the GPU had interactive turns in it:
+				   * the class's, not in the slice */
+	uint64_t icosts;
+	uint32_t total_pct;       /* interactive_total_pct here, 1..100 */
+	struct sched_win ciwin;   /* held as interactive while others
+				   * waited, every user, over the budget's
+				   * window */
+	int total_over;           /* the class is past total_pct: its
+				   * programs count as batch here */
 	uint64_t hard_seq;        /* hard drops sent, ever */
 	struct sched_usage *usage;
 	size_t n_usage, cap_usage;
@@ -279,6 +290,8 @@ int  sched_fair_much_less(const struct sched *s, const struct sched_gpu *g,
 			  const struct sched_member *h, uint64_t now);
 /* The slice in force on g, ms. */
 uint64_t sched_fair_slice(const struct sched *s, const struct sched_gpu *g);
+/* The most the slice may be on g, ms. */
+uint64_t sched_fair_slice_max(const struct sched_gpu *g);
 /* Recent time of a member and of its user on its GPU, ms, counting a
  * holder's time not yet charged. */
 double sched_fair_recent(const struct sched *s, const struct sched_member *m,
@@ -353,6 +366,12 @@ double sched_class_budget_used(const struct sched *s,
 			       const struct sched_member *m, uint64_t now);
 double sched_class_cap_used(const struct sched *s,
 			    const struct sched_member *m, uint64_t now);
+/* The share of g the interactive class used over the window, percent. */
+double sched_class_total_used(const struct sched *s, const struct sched_gpu *g,
+			      uint64_t now);
+/* interactive_total_pct for a GPU: its entry in gpus, else the default. */
+uint32_t sched_class_total_cfg(const struct sched_cfg *cfg,
+			       const uint8_t uuid[VS_UUID_LEN]);
 
 /* sched_id.c: a new client's id, never one a live client holds; 0 when
  * memory is short. */

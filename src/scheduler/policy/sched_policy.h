@@ -56,6 +56,7 @@
 #define SCHED_GCFG_MODE 0x2u
 #define SCHED_GCFG_CAP  0x4u
 #define SCHED_GCFG_SLICE 0x8u
+#define SCHED_GCFG_TOTAL 0x10u
 struct sched_gpu_cfg {
 	uint8_t  uuid[VS_UUID_LEN];
 	uint32_t set;
@@ -63,6 +64,7 @@ struct sched_gpu_cfg {
 	uint32_t mode;
 	uint32_t min_slice_ms;
 	uint64_t capacity;  /* bytes; 0: the reported memory */
+	uint32_t total_pct; /* interactive_total_pct */
 };
 
 /* Queue order, struct sched_cfg's policy. */
@@ -71,6 +73,11 @@ struct sched_gpu_cfg {
 /* The range of min_slice_ms (config and vsharectl set-slice). */
 #define SCHED_SLICE_MIN_MS 10u
 #define SCHED_SLICE_MAX_MS 3600000u
+/* The slice in force is at most this many times min_slice_ms, whatever
+ * preemptions measured: a long slice is a long wait for every short job,
+ * and what was measured (a holder's time off the GPU) is a claim of the
+ * programs that took it, not a fact of the card. */
+#define SCHED_SLICE_CAP_MULT 4u
 
 typedef uint64_t (*sched_clock_fn)(void *arg); /* monotonic milliseconds */
 /* The driver's own report of a GPU's memory in bytes (NVML), 0 if it
@@ -111,6 +118,10 @@ struct sched_cfg {
 	const struct sched_gpu_cfg *gpus; /* copied by sched_new */
 	size_t   n_gpus;
 	uint32_t budget_pct;        /* default interactive budget, 1..100 */
+	uint32_t total_pct;         /* the interactive class's share of a
+				     * GPU while others wait, all users
+				     * together, 1..100 (0: 100); per GPU
+				     * in gpus too */
 	uint32_t cap_window_ms;     /* of max_share_pct, > 0 */
 	sched_total_fn total_fn;    /* NULL: no driver report */
 	void    *total_arg;
@@ -326,8 +337,17 @@ struct sched_gpu_info {
 	uint32_t slice_ms;      /* in force: min_slice_ms or the budget's */
 	uint64_t cost_ms;       /* measured cost of a preemption (average) */
 	uint64_t swap_us;       /* measured swap-in per grant (average), 0: none */
+	uint32_t slice_max_ms;  /* the most the slice may grow to */
+	uint64_t class_cost_ms; /* measured cost of a fair preemption whose
+				 * holder's time off the GPU had interactive
+				 * turns in it (average; not in the slice) */
+	uint32_t total_pct;     /* interactive_total_pct in force here */
+	int      total_over;    /* past it: every program here is batch */
 };
 void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out);
+/* What the interactive class used of g over the budget's window, in
+ * percent of the GPU (all users, the open grants included). */
+double sched_gpu_total_used(const struct sched *s, const struct sched_gpu *g);
 /* Holders in grant order, waiters in queue order (the order of the
  * policy at the snapshot's or the call's time); NULL past the end. */
 const struct sched_client *sched_gpu_holder(const struct sched_gpu *g, size_t i);
@@ -363,7 +383,10 @@ struct sched_hist {
 #define SCHED_DROP_BUDGET 7u
 /* A capped user's holder reached its share of the window. */
 #define SCHED_DROP_CAP  8u
-#define SCHED_DROP_N    9u  /* drops[] index: VS_DROP_* or SCHED_DROP_* */
+/* An interactive holder past its GPU's interactive_total_pct (the class
+ * as a whole) while others waited. */
+#define SCHED_DROP_TOTAL 9u
+#define SCHED_DROP_N    10u /* drops[] index: VS_DROP_* or SCHED_DROP_* */
 struct sched_gpu_stats {
 	uint64_t grants[2];             /* by VS_GRANT_* kind */
 	uint64_t class_grants[SCHED_CLASS_N]; /* by class at the grant */
@@ -453,6 +476,10 @@ struct sched_member_info {
 	uint32_t budget_pct;
 	uint32_t cap_pct;
 	double   cap_used_pct;
+	/* The GPU's bound on the interactive class as a whole, and what the
+	 * class used of the window (the budget's), in percent of the GPU. */
+	uint32_t total_pct;
+	double   total_used_pct;
 	/* A waiter: why it waits (SCHED_WHY_*), its place in the queue
 	 * (1 first), and a rough bound on the time to its grant in ms
 	 * (SCHED_ETA_UNKNOWN when nothing bounds it). */

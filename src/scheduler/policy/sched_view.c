@@ -105,6 +105,15 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 	out->slice_ms = (uint32_t)(g->slice_ms ? g->slice_ms : g->min_slice_ms);
 	out->swap_us = (uint64_t)g->swap_us;
 	out->cost_ms = (uint64_t)g->cost_ms;
+	out->slice_max_ms = (uint32_t)sched_fair_slice_max(g);
+	out->class_cost_ms = (uint64_t)g->icost_ms;
+	out->total_pct = g->total_pct;
+	out->total_over = g->total_over;
+}
+
+double sched_gpu_total_used(const struct sched *s, const struct sched_gpu *g)
+{
+	return sched_class_total_used(s, g, sched_now(s));
 }
 
 const char *sched_why_name(uint32_t why)
@@ -132,6 +141,9 @@ const char *sched_drop_text(uint32_t why)
 		return "interactive budget spent, others wait (release now)";
 	case SCHED_DROP_CAP:
 		return "the user's cap of the GPU's time reached (release now)";
+	case SCHED_DROP_TOTAL:
+		return "the interactive class's share of the GPU spent "
+		       "(interactive_total_pct), others wait (release now)";
 	default:
 		return vs_drop_reason_name(why);
 	}
@@ -292,6 +304,8 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->budget_used_pct = sched_class_budget_used(s, m, now);
 	out->cap_pct = m->c->cp.cap_pct;
 	out->cap_used_pct = out->cap_pct ? sched_class_cap_used(s, m, now) : 0;
+	out->total_pct = m->g->total_pct;
+	out->total_used_pct = sched_class_total_used(s, m->g, now);
 	wait_view(s, m, now, out);
 	return 0;
 }
