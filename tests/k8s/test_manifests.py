@@ -36,6 +36,7 @@ HOST_PATHS = {
     "/dev": True,
     "/var/lib/kubelet/device-plugins": False,
     "/var/lib/kubelet/pod-resources": True,
+    "/etc/kubernetes/node-feature-discovery/features.d": False,
 }
 
 
@@ -240,7 +241,9 @@ def t_privilege():
     check(writers == {("install-shim", "/opt/vshare/lib"),
                       ("cdi-spec", "/var/run/cdi"),
                       ("scheduler", "/run/vshare"),
-                      ("device-plugin", "/var/lib/kubelet/device-plugins")},
+                      ("device-plugin", "/var/lib/kubelet/device-plugins"),
+                      ("device-plugin",
+                       "/etc/kubernetes/node-feature-discovery/features.d")},
           "each host path is writable in the one container that writes it")
 
 
