@@ -58,6 +58,7 @@ struct kp_gpu {
 	bool healthy;
 	uint64_t memory = 0;        /* bytes, from NVML; 0: not known */
 	std::string model;          /* NVML's name, or empty */
+	std::string uuid;           /* NVML's, or empty */
 	int numa = -1;              /* its PCI device's NUMA node, or -1 */
 	unsigned shares = 0;        /* kp_gpu_shares */
 	uint64_t shard_mem = 0;     /* bytes per share; 0: no limit */
@@ -82,6 +83,8 @@ int kp_numa_node(const std::string &root, const std::string &bus_id);
  * (c.feature_file; written whole through a temporary file and a rename).
  * 0, or -1 logged. */
 int kp_features_write(const kp_conf &c, const std::vector<kp_gpu> &gpus);
+/* The NVIDIA driver's version as NVML says it ("550.54.15"), or empty. */
+std::string kp_gpus_driver();
 /* Health again; true when any GPU changed. */
 bool kp_gpus_refresh(std::vector<kp_gpu> &gpus);
 void kp_gpus_close();

@@ -50,6 +50,8 @@ struct {
 	nvml_ret (*minor)(nvml_dev dev, unsigned int *n);
 	nvml_ret (*name)(nvml_dev dev, char *name, unsigned int len);
 	nvml_ret (*pci)(nvml_dev dev, nvml_pci *pci);
+	nvml_ret (*uuid)(nvml_dev dev, char *uuid, unsigned int len);
+	nvml_ret (*driver)(char *version, unsigned int len);
 	nvml_ret (*shutdown)();
 } nv;
 
@@ -78,6 +80,8 @@ bool nvml_open()
 	 * node. */
 	sym(nv.name, "nvmlDeviceGetName");
 	sym(nv.pci, "nvmlDeviceGetPciInfo_v3");
+	sym(nv.uuid, "nvmlDeviceGetUUID");
+	sym(nv.driver, "nvmlSystemGetDriverVersion");
 	if (init == nullptr || nv.count == nullptr || nv.by_index == nullptr ||
 	    nv.mem == nullptr || nv.minor == nullptr || nv.shutdown == nullptr ||
 	    init() != 0) {
@@ -113,6 +117,10 @@ void nvml_describe(const kp_conf &c, nvml_dev dev, kp_gpu &g)
 	if (nv.name != nullptr && nv.name(dev, name, sizeof(name)) == 0) {
 		name[sizeof(name) - 1] = '\0';
 		g.model = name;
+	}
+	if (nv.uuid != nullptr && nv.uuid(dev, name, sizeof(name)) == 0) {
+		name[sizeof(name) - 1] = '\0';
+		g.uuid = name;
 	}
 	if (nv.pci != nullptr && nv.pci(dev, &pci) == 0) {
 		pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
@@ -205,11 +213,9 @@ int kp_gpus_open(const kp_conf &c, std::vector<kp_gpu> &out)
 	for (kp_gpu &g : out) {
 		kp_gpu_shares(c, g);
 		if (g.memory != 0)
-			log_info("GPU %u: %s, %" PRIu64 " MiB, %u shares of %"
-				 PRIu64 " MiB, NUMA node %d", g.index,
-				 g.model.empty() ? "model not known" :
-				 g.model.c_str(), g.memory >> 20, g.shares,
-				 g.shard_mem >> 20, g.numa);
+			log_info("GPU %u: %s, %" PRIu64 " MiB, NUMA node %d",
+				 g.index, g.model.empty() ? "model not known" :
+				 g.model.c_str(), g.memory >> 20, g.numa);
 	}
 	return 0;
 }
@@ -255,6 +261,17 @@ int kp_numa_node(const std::string &root, const std::string &bus_id)
 	if (!(f >> node) || node < 0)
 		return -1;
 	return node;
+}
+
+std::string kp_gpus_driver()
+{
+	char v[96];
+
+	if (nv.lib == nullptr || nv.driver == nullptr ||
+	    nv.driver(v, sizeof(v)) != 0)
+		return "";
+	v[sizeof(v) - 1] = '\0';
+	return v;
 }
 
 bool kp_gpus_refresh(std::vector<kp_gpu> &gpus)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <chrono>
 #include <cstring>
 
@@ -150,6 +151,13 @@ int run(const kp_conf &c, int sfd, int ifd)
 	ls.c = &c;
 	if (kp_gpus_open(c, ls.gpus) != 0)
 		return 1;
+	for (const kp_gpu &g : ls.gpus)
+		if (g.shard_mem != 0)
+			log_info("GPU %u: %u shares of %" PRIu64 " MiB", g.index,
+				 g.shares, g.shard_mem >> 20);
+		else
+			log_info("GPU %u: %u shares, no memory limit", g.index,
+				 g.shares);
 	kp_server_update(ls.gpus);
 	if (!c.feature_file.empty())
 		kp_features_write(c, ls.gpus);

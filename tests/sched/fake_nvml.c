@@ -13,7 +13,8 @@
  * of VSHARE_FAKE_NVML_MINORS (numbers separated by commas) at its index.
  * A GPU's memory is 16 GiB, or the entry of VSHARE_FAKE_NVML_GIB at its
  * index; its name is "Fake GPU"; its PCI bus id is 0000:1N:00.0 for
- * index N (NVML writes it with an eight-digit domain, in capitals).
+ * index N (NVML writes it with an eight-digit domain, in capitals); the
+ * driver's version is 550.54.15.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev);
 int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor);
 int nvmlDeviceGetName(void *dev, char *name, unsigned int len);
 int nvmlDeviceGetUUID(void *dev, char *uuid, unsigned int len);
+int nvmlSystemGetDriverVersion(char *version, unsigned int len);
 
 /* nvml.h's nvmlPciInfo_t, as nvmlDeviceGetPciInfo_v3 fills it. */
 struct nvml_pci {
@@ -153,6 +155,14 @@ int nvmlDeviceGetUUID(void *dev, char *uuid, unsigned int len)
 		return NVML_ERROR_INVALID;
 	memcpy(uuid, p, n);
 	uuid[n] = '\0';
+	return NVML_SUCCESS;
+}
+
+int nvmlSystemGetDriverVersion(char *version, unsigned int len)
+{
+	if (version == NULL || len < sizeof("550.54.15"))
+		return NVML_ERROR_INVALID;
+	strcpy(version, "550.54.15");
 	return NVML_SUCCESS;
 }
 
