@@ -46,7 +46,7 @@ message(STATUS "vshare: CUDA headers in ${CUDAToolkit_INCLUDE_DIRS}")
 
 find_package(Threads REQUIRED)
 
-# The Kubernetes device plugin (src/k8s) is the one C++ program: gRPC's
+# The Kubernetes device plugin and DRA driver (src/k8s) are the C++ programs: gRPC's
 # C++ library and the protobuf compiler with its gRPC plugin (Debian:
 # libgrpc++-dev, libprotobuf-dev, protobuf-compiler-grpc). Without them it
 # is not built.
@@ -58,3 +58,8 @@ if(GRPCPP_FOUND AND VSHARE_PROTOC AND VSHARE_GRPC_CPP_PLUGIN)
 else()
   set(VSHARE_HAVE_GRPC OFF)
 endif()
+
+# The DRA driver (src/k8s, vshare-dra-driver) reaches the API server with
+# libcurl (Debian: libcurl4-openssl-dev); without it, only the device
+# plugin is built.
+pkg_check_modules(CURL QUIET IMPORTED_TARGET libcurl)

@@ -29,8 +29,8 @@ struct kp_conf {
 	std::string kubelet_sock = "kubelet.sock";  /* in plugin_dir */
 	std::string endpoint = "vshare.sock";       /* ours, in plugin_dir */
 	std::string resource = "vshare.dev/gpu";
-	unsigned shares = 10;                       /* per GPU */
-	uint64_t shard_mem = 0;                     /* per share; 0: no limit */
+	unsigned shares = 0;                        /* per GPU; 0: kp_gpu_shares */
+	uint64_t shard_mem = 0;                     /* per share; 0: kp_gpu_shares */
 	std::string cls;                            /* VSHARE_CLASS, or empty */
 	bool cdi = true;                            /* --mode cdi, or env */
 	std::string cdi_kind = "vshare.dev/gpu";
@@ -42,6 +42,9 @@ struct kp_conf {
 	unsigned health_ms = 5000;
 	unsigned pods_ms = 10000;
 	bool names = true;                          /* name pods to the scheduler */
+	std::string host_root = "/";                /* where /sys is found */
+	std::string feature_file =                  /* NFD's local features */
+		"/etc/kubernetes/node-feature-discovery/features.d/vshare";
 };
 
 /* 0 and c filled; 1 after --help or --version (exit 0); 2 on bad usage,
@@ -53,12 +56,35 @@ struct kp_gpu {
 	unsigned index;     /* N of /dev/nvidiaN: the CDI device's name */
 	unsigned nvml;      /* NVML's index, for its health */
 	bool healthy;
+	uint64_t memory = 0;        /* bytes, from NVML; 0: not known */
+	std::string model;          /* NVML's name, or empty */
+	std::string uuid;           /* NVML's, or empty */
+	int numa = -1;              /* its PCI device's NUMA node, or -1 */
+	unsigned shares = 0;        /* kp_gpu_shares */
+	uint64_t shard_mem = 0;     /* bytes per share; 0: no limit */
 };
 
 /* The node's GPUs: from NVML when it loads (health: NVML answers for the
- * GPU), else --gpus, else the CDI spec's devices (always healthy). 0, or
- * -1 with the reason logged. */
+ * GPU; memory, model and NUMA node), else --gpus, else the CDI spec's
+ * devices (always healthy, nothing more known). Each with its shares
+ * (kp_gpu_shares). 0, or -1 with the reason logged. */
 int kp_gpus_open(const kp_conf &c, std::vector<kp_gpu> &out);
+/* A GPU's shares and memory per share, from the options and its memory:
+ * both options given, as given; --shard-mem alone, as many shares as fit
+ * in the GPU's memory; --shares alone, the memory split among them (in
+ * whole MiB); neither, a share per GiB. 1 to 1000 shares; a GPU whose
+ * memory is not known gets --shares (else 10) and --shard-mem (else no
+ * limit). */
+void kp_gpu_shares(const kp_conf &c, kp_gpu &g);
+/* The NUMA node of PCI device `bus_id` (NVML's form, "00000000:3B:00.0")
+ * from ROOT/sys/bus/pci/devices/<bus>/numa_node; -1 when it has none. */
+int kp_numa_node(const std::string &root, const std::string &bus_id);
+/* Write the node's labels as a Node Feature Discovery local feature file
+ * (c.feature_file; written whole through a temporary file and a rename).
+ * 0, or -1 logged. */
+int kp_features_write(const kp_conf &c, const std::vector<kp_gpu> &gpus);
+/* The NVIDIA driver's version as NVML says it ("550.54.15"), or empty. */
+std::string kp_gpus_driver();
 /* Health again; true when any GPU changed. */
 bool kp_gpus_refresh(std::vector<kp_gpu> &gpus);
 void kp_gpus_close();
@@ -95,9 +121,10 @@ struct kp_grant {
 	std::vector<std::string> cdi_devices;
 };
 
-/* The answer for one container's share ids: "" and g filled, or why not. */
-std::string kp_allocate(const kp_conf &c, const std::vector<std::string> &ids,
-			kp_grant &g);
+/* The answer for one container's share ids, each one a share of one of
+ * `gpus` and none twice: "" and g filled, or why not. */
+std::string kp_allocate(const kp_conf &c, const std::vector<kp_gpu> &gpus,
+			const std::vector<std::string> &ids, kp_grant &g);
 
 /* The numeric device names of the CDI spec (its GPUs), or why not. */
 std::string kp_spec_gpus(const std::string &path, std::vector<unsigned> &out);
@@ -106,7 +133,9 @@ std::string kp_spec_gpus(const std::string &path, std::vector<unsigned> &out);
 /* Start serving on plugin_dir/endpoint; 0, or -1 logged. */
 int kp_server_start(const kp_conf &c);
 void kp_server_stop();
-/* Register with the kubelet; 0, or -1 logged. */
+/* Register with the kubelet, waiting up to a few seconds for it to
+ * listen: 0; -1 when it did not answer (logged, try again); -2 when it
+ * answered with a refusal (logged: the API says the plugin then ends). */
 int kp_register(const kp_conf &c);
 /* The GPUs' health changed: ListAndWatch streams send the new list. */
 void kp_server_update(const std::vector<kp_gpu> &gpus);

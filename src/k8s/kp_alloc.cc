@@ -4,8 +4,8 @@
  * answer names the GPUs behind the set: their CDI devices, or (--mode
  * env) what the CDI spec would have put in the container, read from the
  * spec itself so that both modes give the same container. The admin's
- * policy rides along in the environment: VSHARE_MEM_LIMIT (shares x
- * shard_mem, as the Slurm plugin does), VSHARE_CLASS, and VSHARE_LABEL,
+ * policy rides along in the environment: VSHARE_MEM_LIMIT (the sum of
+ * the shares' memory, as the Slurm plugin does), VSHARE_CLASS, and VSHARE_LABEL,
  * the token that lets the scheduler name the pod.
  */
 #include <algorithm>
@@ -218,35 +218,58 @@ std::string kp_spec_gpus(const std::string &path, std::vector<unsigned> &out)
 	return out.empty() ? "the CDI spec " + path + " names no GPU" : "";
 }
 
-std::string kp_allocate(const kp_conf &c, const std::vector<std::string> &ids,
-			kp_grant &g)
+/* The GPU of share s among `gpus`, or null when s is not one of its
+ * shares. */
+static const kp_gpu *gpu_of(const std::vector<kp_gpu> &gpus, const kp_share &s)
 {
-	std::set<unsigned> gpus;
+	for (const kp_gpu &g : gpus)
+		if (g.index == s.gpu)
+			return s.share < g.shares ? &g : nullptr;
+	return nullptr;
+}
+
+std::string kp_allocate(const kp_conf &c, const std::vector<kp_gpu> &gpus,
+			const std::vector<std::string> &ids, kp_grant &g)
+{
+	std::set<unsigned> used;
+	std::set<std::string> seen;
+	uint64_t limit = 0;
+	bool limited = true;
 	kp_share s;
 
 	if (ids.empty())
 		return "no share asked for";
+	/* Every id must be a share this plugin listed, once: the kubelet
+	 * never sends another, so anything else is a caller's mistake that
+	 * would name a CDI device no spec has, or multiply the limit. */
 	for (const std::string &id : ids) {
-		if (!kp_share_parse(id, s) || s.share >= c.shares)
+		const kp_gpu *gpu;
+
+		if (!kp_share_parse(id, s) || (gpu = gpu_of(gpus, s)) == nullptr)
 			return "not a share of this plugin: " + id;
-		gpus.insert(s.gpu);
+		if (!seen.insert(id).second)
+			return "share " + id + " asked for twice";
+		used.insert(s.gpu);
+		if (gpu->shard_mem == 0)
+			limited = false;
+		else if (limit > UINT64_MAX - gpu->shard_mem)
+			return "the shares' memory does not fit in 64 bits";
+		else
+			limit += gpu->shard_mem;
 	}
 	if (c.cdi) {
-		for (unsigned gpu : gpus)
+		for (unsigned gpu : used)
 			g.cdi_devices.push_back(c.cdi_kind + "=" +
 						std::to_string(gpu));
 	} else {
-		std::string why = from_spec(c, gpus, g);
+		std::string why = from_spec(c, used, g);
 		if (!why.empty())
 			return why;
 	}
-	/* The admin's policy after the spec's environment: it wins. */
-	if (c.shard_mem != 0) {
-		uint64_t n = ids.size();
-		if (n > UINT64_MAX / c.shard_mem)
-			return "shares x shard_mem does not fit in 64 bits";
-		g.envs["VSHARE_MEM_LIMIT"] = std::to_string(n * c.shard_mem);
-	}
+	/* The admin's policy after the spec's environment: it wins. A
+	 * share of a GPU without a limit leaves the container without one. */
+	if (limited)
+		g.envs["VSHARE_MEM_LIMIT"] = std::to_string(limit);
 	if (!c.cls.empty())
 		g.envs["VSHARE_CLASS"] = c.cls;
 	g.envs["VSHARE_LABEL"] = kp_token_label(ids);

@@ -30,16 +30,19 @@ static void usage(FILE *f)
 "The kubelet's device plugin for vshare: each GPU is --shares shares of\n"
 "--resource; a container gets its shares' GPU through CDI (or as mounts,\n"
 "device nodes and environment), with a memory limit of shares x --shard-mem.\n"
+"Without --shares and --shard-mem, a GPU whose memory NVML reports has a\n"
+"share per GiB; with one of them, the other follows from its memory.\n"
 "options:\n"
 "  --plugin-dir DIR        the kubelet's device plugin directory\n"
 "                          (default /var/lib/kubelet/device-plugins)\n"
 "  --kubelet-socket NAME   the kubelet's socket in it (default kubelet.sock)\n"
 "  --endpoint NAME         this plugin's socket in it (default vshare.sock)\n"
 "  --resource NAME         the resource advertised (default vshare.dev/gpu)\n"
-"  --shares N              shares per GPU, 1 to 1000 (default 10)\n"
+"  --shares N              shares per GPU, 1 to 1000 (default: from its\n"
+"                          memory, else 10)\n"
 "  --shard-mem SIZE        GPU memory per share (e.g. 4G): a container's\n"
-"                          VSHARE_MEM_LIMIT is its shares x SIZE (default 0:\n"
-"                          no limit)\n"
+"                          VSHARE_MEM_LIMIT is its shares x SIZE (default:\n"
+"                          from its memory, else no limit)\n"
 "  --class NAME            VSHARE_CLASS for every container (default none)\n"
 "  --mode cdi|env          cdi: answer with CDI device names (containerd 1.7\n"
 "                          with enable_cdi, containerd 2, CRI-O); env: the\n"
@@ -58,6 +61,11 @@ static void usage(FILE *f)
 "  --no-pod-names          do not name pods to the scheduler\n"
 "  --health-interval MS    how often GPU health is read (default 5000)\n"
 "  --pods-interval MS      how often PodResources is read (default 10000)\n"
+"  --feature-file PATH     the node's labels as a Node Feature Discovery\n"
+"                          local feature file, \"\" for none (default\n"
+"                          /etc/kubernetes/node-feature-discovery/\n"
+"                          features.d/vshare)\n"
+"  --host-root DIR         where the host's /sys is seen (default /)\n"
 "  --log-level LEVEL       error, warn, info (default) or debug\n"
 "  -h, --help, --version\n", kp_default_socket);
 }
@@ -108,9 +116,14 @@ static bool file_name(const std::string &s)
 static int check(const kp_conf &c)
 {
 	if (c.plugin_dir[0] != '/' || c.pod_resources[0] != '/' ||
-	    c.cdi_spec[0] != '/' || c.sched_socket[0] != '/')
-		return bad("--plugin-dir, --pod-resources, --cdi-spec and "
-			   "--socket take absolute paths", nullptr);
+	    c.cdi_spec[0] != '/' || c.sched_socket[0] != '/' ||
+	    c.host_root[0] != '/' ||
+	    (!c.feature_file.empty() && c.feature_file[0] != '/'))
+		return bad("--plugin-dir, --pod-resources, --cdi-spec, "
+			   "--socket, --feature-file and --host-root take "
+			   "absolute paths", nullptr);
+	if (!c.feature_file.empty() && c.feature_file.back() == '/')
+		return bad("--feature-file names a file", c.feature_file.c_str());
 	if (!file_name(c.kubelet_sock) || !file_name(c.endpoint))
 		return bad("--kubelet-socket and --endpoint are names in "
 			   "--plugin-dir, without a slash", nullptr);
@@ -137,7 +150,8 @@ static int take(int ch, const char *arg, kp_conf &c)
 			return bad("--shares takes 1 to 1000", arg);
 		break;
 	case 'M':
-		if (vs_parse_size(arg, VS_SIZE_NEED_UNIT, &c.shard_mem) != 0)
+		if (vs_parse_size(arg, VS_SIZE_NEED_UNIT, &c.shard_mem) != 0 ||
+		    c.shard_mem == 0)
 			return bad("--shard-mem takes a size such as 4G", arg);
 		break;
 	case 'C':
@@ -158,6 +172,8 @@ static int take(int ch, const char *arg, kp_conf &c)
 	case 'S': c.sched_socket = arg; break;
 	case 'V': c.vsharectl = arg; break;
 	case 'n': c.names = false; break;
+	case 'F': c.feature_file = arg; break;
+	case 'r': c.host_root = arg; break;
 	case 'H':
 		if (!number(arg, 10, 3600000, &c.health_ms))
 			return bad("--health-interval takes 10 to 3600000 ms", arg);
@@ -199,6 +215,8 @@ int kp_conf_parse(int argc, char **argv, kp_conf &c)
 		{ "health-interval", required_argument, nullptr, 'H' },
 		{ "pods-interval", required_argument, nullptr, 'p' },
 		{ "log-level", required_argument, nullptr, 'L' },
+		{ "feature-file", required_argument, nullptr, 'F' },
+		{ "host-root", required_argument, nullptr, 'r' },
 		{ "help", no_argument, nullptr, 'h' },
 		{ "version", no_argument, nullptr, 'v' },
 		{ nullptr, 0, nullptr, 0 },

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cinttypes>
 #include <chrono>
 #include <cstring>
 
@@ -27,6 +29,8 @@ struct loop_state {
 	const kp_conf *c;
 	std::vector<kp_gpu> gpus;
 	bool serving = false;      /* registered and serving */
+	bool refused = false;      /* the kubelet refused us: the end */
+	int backoff_ms = 100;      /* before the next try, after a failed one */
 	struct stat kubelet = {};  /* the kubelet socket we registered with */
 	clk::time_point next_health, next_pods, next_retry;
 };
@@ -51,20 +55,29 @@ bool new_kubelet(const loop_state &ls)
 	       sb.st_ctim.tv_nsec != ls.kubelet.st_ctim.tv_nsec;
 }
 
-/* Serve (again) and register. On failure the loop retries a few seconds
- * later: a kubelet that is starting may not answer yet. */
+/* Serve (again) and register. The registration itself waits a few
+ * seconds for a kubelet that is starting; when even that was not
+ * enough, the loop tries again soon, a little later each time (100 ms
+ * doubling to 5 s), and at once when the kubelet's socket is created
+ * anew. A kubelet that refuses the registration ends the plugin. */
 void serve(loop_state &ls)
 {
 	const kp_conf &c = *ls.c;
+	int rc;
 
 	ls.serving = false;
-	if (stat((c.plugin_dir + "/" + c.kubelet_sock).c_str(), &ls.kubelet) != 0)
-		return;
-	if (kp_server_start(c) == 0 && kp_register(c) == 0) {
-		ls.serving = true;
+	if (stat((c.plugin_dir + "/" + c.kubelet_sock).c_str(), &ls.kubelet) != 0) {
+		ls.next_retry = clk::now() + std::chrono::seconds(5);
 		return;
 	}
-	ls.next_retry = clk::now() + std::chrono::seconds(5);
+	if (kp_server_start(c) == 0 && (rc = kp_register(c)) != -1) {
+		ls.serving = rc == 0;
+		ls.refused = rc == -2;
+		ls.backoff_ms = 100;
+		return;
+	}
+	ls.next_retry = clk::now() + std::chrono::milliseconds(ls.backoff_ms);
+	ls.backoff_ms = std::min(ls.backoff_ms * 2, 5000);
 }
 
 /* The directory's events: true when we must serve and register again.
@@ -115,10 +128,8 @@ void ticks(loop_state &ls)
 			kp_pods_poll(c);
 		ls.next_pods = now + std::chrono::milliseconds(c.pods_ms);
 	}
-	if (!ls.serving && now >= ls.next_retry) {
+	if (!ls.serving && now >= ls.next_retry)
 		serve(ls);
-		ls.next_retry = now + std::chrono::seconds(5);
-	}
 }
 
 int wait_ms(const loop_state &ls)
@@ -140,13 +151,24 @@ int run(const kp_conf &c, int sfd, int ifd)
 	ls.c = &c;
 	if (kp_gpus_open(c, ls.gpus) != 0)
 		return 1;
+	for (const kp_gpu &g : ls.gpus)
+		if (g.shard_mem != 0)
+			log_info("GPU %u: %u shares of %" PRIu64 " MiB", g.index,
+				 g.shares, g.shard_mem >> 20);
+		else
+			log_info("GPU %u: %u shares, no memory limit", g.index,
+				 g.shares);
 	kp_server_update(ls.gpus);
+	if (!c.feature_file.empty())
+		kp_features_write(c, ls.gpus);
 	ls.next_health = ls.next_pods = ls.next_retry = clk::now();
 	serve(ls);
-	if (!ls.serving)
+	if (!ls.serving && !ls.refused)
 		log_info("waiting for the kubelet (%s/%s)", c.plugin_dir.c_str(),
 			 c.kubelet_sock.c_str());
 	for (;;) {
+		if (ls.refused)
+			return 1;
 		if (poll(pfd, 2, wait_ms(ls)) < 0 && errno != EINTR) {
 			log_error("poll: %s", strerror(errno));
 			return 1;

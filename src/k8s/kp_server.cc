@@ -77,10 +77,14 @@ dp::ListAndWatchResponse plugin::list(const std::vector<kp_gpu> &gpus) const
 	dp::ListAndWatchResponse r;
 
 	for (const kp_gpu &g : gpus)
-		for (unsigned s = 0; s < conf.shares; s++) {
+		for (unsigned s = 0; s < g.shares; s++) {
 			dp::Device *d = r.add_devices();
 			d->set_id(kp_share_id(g.index, s));
 			d->set_health(g.healthy ? "Healthy" : "Unhealthy");
+			/* The Topology Manager aligns the container's CPUs
+			 * with this node; none said, it places freely. */
+			if (g.numa >= 0)
+				d->mutable_topology()->add_nodes()->set_id(g.numa);
 		}
 	return r;
 }
@@ -130,11 +134,17 @@ Status plugin::GetPreferredAllocation(ServerContext *,
 Status plugin::Allocate(ServerContext *, const dp::AllocateRequest *req,
 			dp::AllocateResponse *out)
 {
+	std::vector<kp_gpu> gpus;
+
+	{
+		std::lock_guard<std::mutex> lk(st.mu);
+		gpus = st.gpus;
+	}
 	for (const auto &cr : req->container_requests()) {
 		std::vector<std::string> ids(cr.devices_ids().begin(),
 					     cr.devices_ids().end());
 		kp_grant g;
-		std::string why = kp_allocate(conf, ids, g);
+		std::string why = kp_allocate(conf, gpus, ids, g);
 
 		if (!why.empty()) {
 			log_warn("Allocate refused: %s", why.c_str());
@@ -260,12 +270,24 @@ void kp_server_update(const std::vector<kp_gpu> &gpus)
 int kp_register(const kp_conf &c)
 {
 	std::string kubelet = "unix:" + c.plugin_dir + "/" + c.kubelet_sock;
-	auto ch = grpc::CreateChannel(kubelet, grpc::InsecureChannelCredentials());
-	auto stub = dp::Registration::NewStub(ch);
-	grpc::ClientContext ctx;
+	grpc::ChannelArguments args;
 	dp::RegisterRequest req;
 	dp::Empty out;
 
+	/* A kubelet creates its socket a moment before it listens: the
+	 * call waits for it (wait_for_ready), with gRPC's reconnection
+	 * brought down from its default of a second and more to 100 ms, so
+	 * that a refused first connection costs a tenth of a second, not
+	 * a retry of ours. */
+	args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+	args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+	args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+	auto ch = grpc::CreateCustomChannel(kubelet,
+					    grpc::InsecureChannelCredentials(), args);
+	auto stub = dp::Registration::NewStub(ch);
+	grpc::ClientContext ctx;
+
+	ctx.set_wait_for_ready(true);
 	ctx.set_deadline(std::chrono::system_clock::now() +
 			 std::chrono::seconds(5));
 	req.set_version("v1beta1");
@@ -273,10 +295,20 @@ int kp_register(const kp_conf &c)
 	req.set_resource_name(c.resource);
 	req.mutable_options()->set_get_preferred_allocation_available(true);
 	Status s = stub->Register(&ctx, req, &out);
-	if (!s.ok()) {
-		log_error("registration with the kubelet (%s) failed: %s",
-			  kubelet.c_str(), s.error_message().c_str());
+	if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+	    s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+		log_warn("the kubelet (%s) did not answer the registration: %s",
+			 kubelet.c_str(), s.error_message().c_str());
 		return -1;
+	}
+	/* Any other answer came from the kubelet itself: a version it does
+	 * not speak, a resource name it refuses or another plugin holds.
+	 * The API says the plugin ends then; trying again would only be
+	 * refused again. */
+	if (!s.ok()) {
+		log_error("the kubelet refused to register %s: %s",
+			  c.resource.c_str(), s.error_message().c_str());
+		return -2;
 	}
 	log_info("registered %s with the kubelet", c.resource.c_str());
 	return 0;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Offline validation of Kubernetes manifests against the vendored API
-schemas (schemas/k8s-strict.json, see schemas/README.md), with Debian's
+schemas (schemas/k8s-strict.json, and schemas/k8s-1.36-dra.json for
+the kinds of Dynamic Resource Allocation; see schemas/README.md), with Debian's
 python3-jsonschema and python3-yaml. Strict: a field the API does not
 have fails, as a misspelt one would be dropped or refused by the API
 server.
@@ -14,18 +15,23 @@ import jsonschema
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCHEMAS = os.path.join(HERE, "schemas", "k8s-strict.json")
+SCHEMAS = [os.path.join(HERE, "schemas", n)
+           for n in ("k8s-strict.json", "k8s-1.36-dra.json")]
 
 
 class Schemas:
     """The vendored definitions, and one validator per kind, made on first
-    use."""
+    use. Each file is a Kubernetes version of its own: a kind is checked
+    against the definitions of the file that lists it."""
 
-    def __init__(self, path=SCHEMAS):
-        with open(path) as f:
-            data = json.load(f)
-        self.kinds = data["kinds"]
-        self.definitions = data["definitions"]
+    def __init__(self, paths=SCHEMAS):
+        self.kinds, self.definitions = {}, {}
+        for path in paths:
+            with open(path) as f:
+                data = json.load(f)
+            for k, name in data["kinds"].items():
+                self.kinds[k] = name
+                self.definitions[k] = data["definitions"]
         self.validators = {}
 
     def validator(self, api_version, kind):
@@ -34,7 +40,7 @@ class Schemas:
             return None
         if key not in self.validators:
             schema = {"$ref": "#/definitions/" + self.kinds[key],
-                      "definitions": self.definitions}
+                      "definitions": self.definitions[key]}
             cls = jsonschema.validators.validator_for(
                 {"$schema": "http://json-schema.org/draft-07/schema#"})
             cls.check_schema(schema)

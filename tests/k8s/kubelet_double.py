@@ -57,12 +57,16 @@ class Kubelet:
 
     registrations: every RegisterRequest received, in order (wait_register
     waits for the next). pods: what PodResources List answers, a list of
-    (namespace, pod, container, resource, [device ids])."""
+    (namespace, pod, container, resource, [device ids]). reject: when
+    set, the message of the error that Register answers (the kubelet's
+    own errors reach the plugin with code UNKNOWN). sock: the
+    Registration socket, DIR/kubelet.sock unless given."""
 
-    def __init__(self, plugin_dir, pod_resources):
+    def __init__(self, plugin_dir, pod_resources, sock=None):
         self.dir = plugin_dir
-        self.sock = os.path.join(plugin_dir, "kubelet.sock")
+        self.sock = sock or os.path.join(plugin_dir, "kubelet.sock")
         self.podres_sock = pod_resources
+        self.reject = None
         self.registrations = []
         self.pods = []
         self.cond = threading.Condition()
@@ -74,6 +78,8 @@ class Kubelet:
         with self.cond:
             self.registrations.append(req)
             self.cond.notify_all()
+        if self.reject:
+            ctx.abort(grpc.StatusCode.UNKNOWN, self.reject)
         return dp.Empty()
 
     def _list(self, req, ctx):
@@ -181,9 +187,10 @@ class Plugin:
                           dp.PreStartContainerRequest(devices_ids=ids),
                           dp.PreStartContainerResponse)
 
-    def watch(self):
+    def watch(self, topology=False):
         """ListAndWatch in a thread of its own: a queue that gets each
-        response as {device id: health}, then None when the stream ends."""
+        response as {device id: health} (with topology, {device id:
+        (health, [NUMA node ids])}), then None when the stream ends."""
         q = queue.Queue()
         fn = self.channel.unary_stream(
             "/v1beta1.DevicePlugin/ListAndWatch",
@@ -195,7 +202,8 @@ class Plugin:
         def pump():
             try:
                 for r in call:
-                    q.put({d.ID: d.health for d in r.devices})
+                    q.put({d.ID: (d.health, [n.ID for n in d.topology.nodes])
+                           if topology else d.health for d in r.devices})
             except grpc.RpcError:
                 pass
             q.put(None)

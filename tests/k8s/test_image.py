@@ -55,7 +55,10 @@ DEPLOY = os.path.join(SOURCE, "deploy", "kubernetes")
 BASE = "localhost/vshare-base:bookworm"
 NODE = "localhost/vshare-node:test"
 DEBS = os.path.join(BUILD, "k8s", "debs")
-SHARD = 4 << 30          # the DaemonSet's --shard-mem=4G
+# The node has no NVML here, so the plugin does not know the GPU's memory:
+# it is told the memory per share, as on such a node.
+SHARD = 4 << 30
+SHARD_ARG = "--shard-mem=4G"
 SOCK = "/run/vshare/scheduler.sock"
 
 
@@ -187,6 +190,7 @@ def host_paths(sess, spec, cm):
     os.makedirs(sess.path("kubelet", "device-plugins"))
     os.makedirs(sess.path("kubelet", "pod-resources"))
     os.makedirs(sess.path("config"))
+    os.makedirs(sess.path("features.d"))
     for name, text in cm["data"].items():
         with open(sess.path("config", name), "w") as f:
             f.write(text)
@@ -194,6 +198,8 @@ def host_paths(sess, spec, cm):
              (sess.path("kubelet", "device-plugins"), None),
              "/var/lib/kubelet/pod-resources":
              (sess.path("kubelet", "pod-resources"), None),
+             "/etc/kubernetes/node-feature-discovery/features.d":
+             (sess.path("features.d"), None),
              "/dev": (devices(sess), sess.path("dev"))}
     out = {}
     for v in spec["volumes"]:
@@ -232,6 +238,8 @@ def run_args(c, vols, name):
     dev = vols["dev"][1]
     args = [("--dev-dir=" + dev if x == "--dev-dir=/dev" else x)
             for x in c.get("args", [])]
+    if c["name"] == "device-plugin":
+        args.append(SHARD_ARG)
     return a + ["--entrypoint", json.dumps(c["command"]), NODE] + args
 
 

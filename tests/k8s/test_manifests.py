@@ -27,6 +27,10 @@ DEPLOY = os.path.join(SOURCE, "deploy", "kubernetes")
 APPLIED = ["namespace.yaml", "serviceaccount.yaml", "configmap.yaml",
            "daemonset.yaml"]
 EXAMPLE = "example-pod.yaml"
+# The DRA overlay (dra/): what it adds, and its example.
+DRA = os.path.join(DEPLOY, "dra")
+DRA_ADDED = ["deviceclass.yaml", "rbac.yaml"]
+DRA_EXAMPLE = "example-claim.yaml"
 # Every host path the DaemonSet mounts, and whether it is read-only in
 # every container that mounts it (docs/cluster.md lists the same).
 HOST_PATHS = {
@@ -36,6 +40,7 @@ HOST_PATHS = {
     "/dev": True,
     "/var/lib/kubelet/device-plugins": False,
     "/var/lib/kubelet/pod-resources": True,
+    "/etc/kubernetes/node-feature-discovery/features.d": False,
 }
 
 
@@ -66,9 +71,16 @@ def all_containers(spec):
     return spec.get("initContainers", []) + spec["containers"]
 
 
+def dra_objects():
+    """The overlay's own objects and its example, (file, object) each."""
+    return [("dra/" + n, d) for n in DRA_ADDED + [DRA_EXAMPLE]
+            for d in k8s_validate.documents(os.path.join(DRA, n))]
+
+
 def t_schema():
     schemas = k8s_validate.Schemas()
-    for name, doc in objects().items():
+    for name, doc in list(objects().items()) + dra_objects() + \
+            [("dra/ DaemonSet", dra_daemonset())]:
         errs = k8s_validate.errors(doc, schemas)
         check(not errs, "%s: %s %s is valid (strict)%s"
               % (name, doc["kind"], doc["metadata"]["name"],
@@ -117,6 +129,17 @@ def t_typo():
          "0", "'0' is not of type 'integer'"),
         (ds, tpl + ["containers", 0, "securityContext", "capabilities",
                     "drop"], None, "ALL", "'ALL' is not of type 'array'"),
+    ]
+    objs = {d["kind"]: d for _, d in dra_objects()}
+    tpl = objs["ResourceClaimTemplate"]
+    req = ["spec", "spec", "devices", "requests", 0, "exactly"]
+    cases += [
+        (tpl, req + ["capacity"], "capacities", None,
+         "'capacities' was unexpected"),
+        (tpl, req + ["deviceClassName"], "deviceClass", None,
+         "'deviceClass' was unexpected"),
+        (objs["DeviceClass"], ["spec", "selectors"], "selector", None,
+         "'selector' was unexpected"),
     ]
     for doc, path, rename, value, want in cases:
         check(not k8s_validate.errors(doc, schemas),
@@ -240,7 +263,9 @@ def t_privilege():
     check(writers == {("install-shim", "/opt/vshare/lib"),
                       ("cdi-spec", "/var/run/cdi"),
                       ("scheduler", "/run/vshare"),
-                      ("device-plugin", "/var/lib/kubelet/device-plugins")},
+                      ("device-plugin", "/var/lib/kubelet/device-plugins"),
+                      ("device-plugin",
+                       "/etc/kubernetes/node-feature-discovery/features.d")},
           "each host path is writable in the one container that writes it")
 
 
@@ -260,6 +285,146 @@ def t_kustomization():
     check(yamls == sorted(APPLIED + [EXAMPLE, "kustomization.yaml",
                                      "prometheus.yml"]),
           "no file of YAML left out of the checks: %s" % yamls)
+
+
+def json_patch(doc, ops):
+    """doc with the JSON patch ops (add, remove; the ones the overlay
+    uses) applied, as kustomize applies them."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        keys = [int(k) if k.isdigit() else k
+                for k in op["path"].lstrip("/").split("/")]
+        node = doc
+        for k in keys[:-1]:
+            node = node[k]
+        last = keys[-1]
+        if op["op"] == "remove":
+            del node[last]
+        elif op["op"] == "add" and last == "-":
+            node.append(op["value"])
+        elif op["op"] == "add":
+            node.insert(last, op["value"]) if isinstance(node, list) \
+                else node.__setitem__(last, op["value"])
+        else:
+            raise Fail("the test knows no JSON patch op %s" % op["op"])
+    return doc
+
+
+def dra_daemonset():
+    """The base's DaemonSet with the overlay's patch applied."""
+    k = k8s_validate.documents(os.path.join(DRA, "kustomization.yaml"))[0]
+    (p,) = k["patches"]
+    if p["target"] != {"kind": "DaemonSet", "name": "vshare-node"}:
+        raise Fail("the overlay patches the DaemonSet vshare-node: %s"
+                   % p["target"])
+    return json_patch(load("daemonset.yaml"), yaml.safe_load(p["patch"]))
+
+
+def t_dra_overlay():
+    """deploy/kubernetes/dra: the base, the DeviceClass and the RBAC; the
+    patched DaemonSet has no device plugin and none of its host paths, the
+    dra-driver container with the kubelet's plugin directories, the CDI
+    directory and the only API token, as tightly held as the others; every
+    volume mounted and declared."""
+    k = k8s_validate.documents(os.path.join(DRA, "kustomization.yaml"))[0]
+    check(set(k) <= {"apiVersion", "kind", "resources", "patches"} and
+          k["resources"] == [".."] + DRA_ADDED,
+          "the overlay: the base and %s" % DRA_ADDED)
+    yamls = sorted(n for n in os.listdir(DRA) if n.endswith((".yaml", ".yml")))
+    check(yamls == sorted(DRA_ADDED + [DRA_EXAMPLE, "kustomization.yaml"]),
+          "no file of YAML in dra/ left out of the checks: %s" % yamls)
+    base = pod_spec(load("daemonset.yaml"))
+    spec = pod_spec(dra_daemonset())
+    gone = {v["name"] for v in base["volumes"]} - \
+        {v["name"] for v in spec["volumes"]}
+    check(gone == {"device-plugins", "pod-resources", "features"},
+          "the device plugin's volumes removed, by index: %s" % sorted(gone))
+    names = [c["name"] for c in all_containers(spec)]
+    check(names == ["install-shim", "cdi-spec", "scheduler", "dra-driver"],
+          "containers: %s" % names)
+    vols = {v["name"]: v for v in spec["volumes"]}
+    used = {m["name"] for c in all_containers(spec)
+            for m in c.get("volumeMounts", [])}
+    check(used == set(vols), "every volume is mounted and declared")
+    d = spec["containers"][-1]
+    sc = d["securityContext"]
+    check(sc["allowPrivilegeEscalation"] is False and
+          sc["readOnlyRootFilesystem"] is True and
+          sc["capabilities"] == {"drop": ["ALL"]} and sc["runAsGroup"] == 990,
+          "dra-driver: no capability, no escalation, read-only root")
+    mounts = {m["mountPath"]: (vols[m["name"]], m.get("readOnly", False))
+              for m in d["volumeMounts"]}
+    host = {p: v["hostPath"]["path"] for p, (v, _) in mounts.items()
+            if "hostPath" in v}
+    check(host == {"/var/lib/kubelet/plugins_registry":
+                   "/var/lib/kubelet/plugins_registry",
+                   "/var/lib/kubelet/plugins/vshare.dev":
+                   "/var/lib/kubelet/plugins/vshare.dev",
+                   "/var/run/cdi": "/var/run/cdi"},
+          "dra-driver's host paths: the registry, its plugin directory, "
+          "the CDI specs (%s)" % host)
+    token = [c["name"] for c in all_containers(spec)
+             for m in c.get("volumeMounts", []) if m["name"] == "api-token"]
+    check(token == ["dra-driver"] and spec["automountServiceAccountToken"]
+          is False and mounts["/var/run/secrets/kubernetes.io/"
+                              "serviceaccount"][1] is True,
+          "the token in dra-driver alone, read-only")
+    env = {e["name"]: e for e in d["env"]}
+    check(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] ==
+          "spec.nodeName", "NODE_NAME from the downward API")
+
+
+def t_dra_references():
+    """The DeviceClass is the driver's, the example's claim asks it for
+    8Gi and names the driver in its configuration, the pod uses the
+    template; the RBAC binds the node's account, grants what the driver
+    calls and no more, and the admission policy holds that account to
+    its node's slices."""
+    objs = {(d["kind"], d["metadata"]["name"]): d for _, d in dra_objects()}
+    dc = objs[("DeviceClass", "vshare.dev")]
+    check('device.driver == "vshare.dev"' in
+          dc["spec"]["selectors"][0]["cel"]["expression"],
+          "the DeviceClass selects the driver vshare.dev")
+    tpl = objs[("ResourceClaimTemplate", "vshare-gpu-8gi")]["spec"]["spec"]
+    req = tpl["devices"]["requests"][0]
+    check(req["exactly"]["deviceClassName"] == "vshare.dev" and
+          req["exactly"]["capacity"]["requests"] == {"memory": "8Gi"},
+          "the example asks vshare.dev for memory: 8Gi")
+    cfg = tpl["devices"]["config"][0]
+    check(cfg["requests"] == [req["name"]] and
+          cfg["opaque"]["driver"] == "vshare.dev" and
+          set(cfg["opaque"]["parameters"]) == {"apiVersion", "kind", "class"},
+          "its configuration: a class for the driver")
+    pod = objs[("Pod", "vshare-dra-example")]["spec"]
+    check(pod["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName":
+                                     "vshare-gpu-8gi"}] and
+          pod["containers"][0]["resources"]["claims"] == [{"name": "gpu"}],
+          "the pod's container uses the template's claim")
+    sa, ns = load("serviceaccount.yaml"), load("namespace.yaml")
+    user = "system:serviceaccount:%s:%s" % (ns["metadata"]["name"],
+                                            sa["metadata"]["name"])
+    role = objs[("ClusterRole", "vshare-dra-driver")]
+    check(role["rules"] == [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"],
+         "verbs": ["get"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+         "verbs": ["get", "create", "update"]}],
+        "the least RBAC: get claims; get, create, update slices")
+    b = objs[("ClusterRoleBinding", "vshare-dra-driver")]
+    check(b["roleRef"]["name"] == role["metadata"]["name"] and
+          b["subjects"] == [{"kind": "ServiceAccount",
+                             "name": sa["metadata"]["name"],
+                             "namespace": ns["metadata"]["name"]}],
+          "bound to the node's account")
+    vap = objs[("ValidatingAdmissionPolicy", "vshare-dra-driver-own-node")]
+    check(user in vap["spec"]["matchConditions"][0]["expression"] and
+          "resourceslices" in
+          vap["spec"]["matchConstraints"]["resourceRules"][0]["resources"],
+          "the admission policy holds %s to its node's slices" % user)
+    vb = objs[("ValidatingAdmissionPolicyBinding",
+               "vshare-dra-driver-own-node")]
+    check(vb["spec"]["policyName"] == vap["metadata"]["name"] and
+          vb["spec"]["validationActions"] == ["Deny"], "and denies")
 
 
 def t_scheduler_conf(scheduler, plugin):

@@ -10,9 +10,12 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -34,9 +37,13 @@ class Run:
     TERM: its exit status must be 0 and its log free of sanitizer
     reports) and removes the directory."""
 
-    def __init__(self, bindir, *args, nvml=None, gpus="0,1", start=True):
+    def __init__(self, bindir, *args, nvml=None, gib=None, gpus="0,1",
+                 features="", kubelet_sock=None, start=True):
         """nvml: the fake NVML's device node numbers (\"3,1\"), or None
-        for no NVML."""
+        for no NVML; gib: its GPUs' memory (\"16,40\", 16 GiB each if
+        None). features: the --feature-file, none by default.
+        kubelet_sock: where the double serves Registration (the
+        directory's kubelet.sock if None)."""
         self.bindir = bindir
         self.dir = short_tmpdir("vs-k8s-")
         self.plugin_dir = os.path.join(self.dir, "dp")
@@ -46,7 +53,9 @@ class Run:
         self.sched_sock = os.path.join(self.dir, "run", "scheduler.sock")
         self.log = os.path.join(self.dir, "plugin.log")
         self.kubelet = kd.Kubelet(self.plugin_dir,
-                                  os.path.join(self.dir, "podres.sock"))
+                                  os.path.join(self.dir, "podres.sock"),
+                                  sock=kubelet_sock and
+                                  os.path.join(self.dir, kubelet_sock))
         self.kubelet.serve()
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith("VSHARE_FAKE")}
@@ -56,17 +65,21 @@ class Run:
                             VSHARE_FAKE_NVML=",".join(NV),
                             VSHARE_FAKE_NVML_MINORS=nvml,
                             VSHARE_FAKE_NVML_LOST=self.lost)
+            if gib:
+                self.env.update(VSHARE_FAKE_NVML_GIB=gib)
         self.argv = [os.path.join(bindir, "vshare-device-plugin"),
                      "--plugin-dir", self.plugin_dir,
                      "--pod-resources", self.kubelet.podres_sock,
                      "--cdi-spec", self.spec, "--socket", self.sched_sock,
                      "--vsharectl", os.path.join(bindir, "vsharectl"),
-                     "--health-interval", "50", "--pods-interval", "100"]
+                     "--health-interval", "50", "--pods-interval", "100",
+                     "--feature-file", features]
         if gpus:
             self.argv += ["--gpus", gpus]
         self.argv += list(args)
         self.proc = None
         self.client = None
+        self.expect_rc = 0      # the exit status at the end
         if start:
             self.start()
 
@@ -109,7 +122,8 @@ class Run:
             log = self.logtext()
             if etype is not None:
                 print("--- plugin log (tail) ---\n" + log[-3000:])
-            elif rc != 0 or "Sanitizer" in log or "runtime error" in log:
+            elif (rc != self.expect_rc or "Sanitizer" in log or
+                  "runtime error" in log):
                 raise Fail("plugin exit status %s at TERM:\n%s" %
                            (rc, log[-3000:]))
         finally:
@@ -210,6 +224,210 @@ def t_reregister(bindir):
         check(next_list(r.client.watch()) == shares([0, 1], 2),
               "and again after a second restart")
         check(len(r.kubelet.registrations) == 3, "one registration per start")
+
+
+class Refusing:
+    """kubelet.sock as a kubelet has it a moment before it serves: bound,
+    so that connections are refused, until listen() puts it through to
+    the double's real socket (a byte pump per connection)."""
+
+    def __init__(self, path, target):
+        self.target = target
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+
+    def refuses(self):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            c.connect(self.sock.getsockname())
+            return False
+        except ConnectionRefusedError:
+            return True
+        finally:
+            c.close()
+
+    def listen(self):
+        self.sock.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                a, _ = self.sock.accept()
+            except OSError:
+                return
+            b = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            b.connect(self.target)
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._pump, args=(x, y),
+                                 daemon=True).start()
+
+    @staticmethod
+    def _pump(x, y):
+        try:
+            while True:
+                data = x.recv(65536)
+                if not data:
+                    break
+                y.sendall(data)
+        except OSError:
+            pass
+        for s in (x, y):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+def t_register_wait(bindir):
+    """A kubelet whose socket exists but refuses connections yet (it is
+    starting): the plugin's registration waits for it to listen and goes
+    through on that first call, with no failure and no retry of its own;
+    the kubelet gets exactly one registration."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "2", "--no-pod-names",
+             kubelet_sock="real.sock", start=False) as r:
+        ref = Refusing(os.path.join(r.plugin_dir, "kubelet.sock"),
+                       r.kubelet.sock)
+        try:
+            check(ref.refuses(), "the socket refuses connections")
+            r.start()
+            # The plugin is up and calling: its server's socket is there.
+            wait_for(lambda: os.path.exists(
+                os.path.join(r.plugin_dir, "vshare.sock")), 20,
+                "the plugin's socket")
+            time.sleep(1)
+            check(r.kubelet.registrations == [], "nothing registered yet")
+            ref.listen()
+            r.registered()
+            check(next_list(r.client.watch()) == shares([0, 1], 2),
+                  "the devices listed")
+            log = r.logtext()
+            calls = [x.split("kp_register: ", 1)[1]
+                     for x in log.splitlines() if "kp_register: " in x]
+            check(calls == ["registered vshare.dev/gpu with the kubelet"],
+                  "registered on the first call, nothing else said: %s"
+                  % calls)
+            time.sleep(0.5)
+            check(len(r.kubelet.registrations) == 1, "one registration")
+        finally:
+            ref.close()
+
+
+def t_register_refused(bindir):
+    """A kubelet that answers Register with an error (a resource name it
+    refuses, another plugin's): the plugin ends with status 1 and says
+    why, without trying again (the API says a plugin ends then)."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, start=False) as r:
+        r.kubelet.reject = ("cannot register resource vshare.dev/gpu: "
+                            "already registered")
+        r.start()
+        try:
+            rc = r.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            raise Fail("the plugin did not end:\n" + r.logtext())
+        r.expect_rc = 1
+        log = r.logtext()
+        check(rc == 1, "exit status 1: %s\n%s" % (rc, log))
+        check("error: kp_register: the kubelet refused to register "
+              "vshare.dev/gpu: cannot register resource vshare.dev/gpu: "
+              "already registered" in log, "the reason said:\n" + log)
+        check(len(r.kubelet.registrations) == 1, "no second try")
+
+
+def t_topology(bindir):
+    """With NVML, each share carries its GPU's NUMA node, read from
+    sysfs (--host-root's sys/bus/pci/devices/BUS/numa_node, BUS from
+    NVML's PCI bus id); a GPU whose node is -1 (no NUMA) has no
+    topology."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, "--shares", "2", nvml="0,1", gpus=None,
+             start=False) as r:
+        root = os.path.join(r.dir, "host")
+        for bus, node in (("0000:10:00.0", "1"), ("0000:11:00.0", "-1")):
+            d = os.path.join(root, "sys", "bus", "pci", "devices", bus)
+            os.makedirs(d)
+            with open(os.path.join(d, "numa_node"), "w") as f:
+                f.write(node + "\n")
+        r.argv += ["--host-root", root]
+        r.start()
+        r.registered()
+        got = next_list(r.client.watch(topology=True))
+        want = {"0-0": ("Healthy", [1]), "0-1": ("Healthy", [1]),
+                "1-0": ("Healthy", []), "1-1": ("Healthy", [])}
+        check(got == want, "NUMA node 1 for GPU 0, none for GPU 1: %s" % got)
+    with Run(bindir, "--shares", "1", "--host-root", "/nonexistent",
+             nvml="0,1", gpus=None) as r:
+        r.registered()
+        check(next_list(r.client.watch(topology=True)) ==
+              {"0-0": ("Healthy", []), "1-0": ("Healthy", [])},
+              "no sysfs: no topology")
+
+
+def t_derived(bindir):
+    """Shares and memory per share from each GPU's memory (NVML, here 16
+    and 40 GiB): neither option, a share per GiB; --shard-mem alone, as
+    many shares as fit; --shares alone, the memory split (whole MiB);
+    both, as given; VSHARE_MEM_LIMIT the sum of the shares' memory."""
+    if need_grpc():
+        return SKIP
+    for args, n0, n1, mem0, mem1 in (
+            ([], 16, 40, GIB, GIB),
+            (["--shard-mem", "3G"], 5, 13, 3 * GIB, 3 * GIB),
+            (["--shares", "3"], 3, 3, 5461 << 20, 13653 << 20),
+            (["--shares", "4", "--shard-mem", "1G"], 4, 4, GIB, GIB)):
+        with Run(bindir, *args, nvml="0,1", gib="16,40", gpus=None) as r:
+            r.registered()
+            got = next_list(r.client.watch())
+            check(got == dict(shares([0], n0), **shares([1], n1)),
+                  "%s: %d and %d shares: %d listed" % (args, n0, n1, len(got)))
+            one, two = r.client.allocate(["0-0"], ["1-0", "1-1"]) \
+                .container_responses
+            check(one.envs["VSHARE_MEM_LIMIT"] == str(mem0) and
+                  two.envs["VSHARE_MEM_LIMIT"] == str(2 * mem1),
+                  "%s: limits %s and %s" % (args, one.envs["VSHARE_MEM_LIMIT"],
+                                            two.envs["VSHARE_MEM_LIMIT"]))
+
+
+def t_node_labels(bindir):
+    """The node's labels as a Node Feature Discovery local feature file:
+    the sharing, the count, the smallest GPU's memory (MiB) and shares,
+    the model as a label value; written whole (an old file replaced, no
+    temporary left); a directory that is not there is a warning, and the
+    plugin serves on."""
+    if need_grpc():
+        return SKIP
+    with Run(bindir, nvml="0,1", gib="16,40", gpus=None, start=False) as r:
+        d = os.path.join(r.dir, "features.d")
+        os.makedirs(d)
+        path = os.path.join(d, "vshare")
+        with open(path, "w") as f:
+            f.write("vshare.dev/old=1\n" * 100)
+        r.argv += ["--feature-file", path]
+        r.start()
+        r.registered()
+        wait_for(lambda: "node labels written" in r.logtext(), 20,
+                 "the labels written")
+        with open(path) as f:
+            lines = [x for x in f.read().splitlines()
+                     if not x.startswith("#")]
+        check(sorted(lines) == sorted([
+            "vshare.dev/gpu.sharing=vshare", "vshare.dev/gpu.count=2",
+            "vshare.dev/gpu.shares=16", "vshare.dev/gpu.memory=16384",
+            "vshare.dev/gpu.model=Fake-GPU"]), "the labels: %s" % lines)
+        check(os.listdir(d) == ["vshare"], "no temporary: %s" % os.listdir(d))
+    with Run(bindir, "--shares", "3", "--feature-file", "/nonexistent/x") as r:
+        r.registered()
+        wait_for(lambda: "node labels not written" in r.logtext(), 20,
+                 "the warning")
+        check(len(next_list(r.client.watch())) == 6, "serves on")
 
 
 def lose(r, index):
@@ -356,21 +574,35 @@ def t_preferred(bindir):
 
 def t_refusals(bindir):
     """Allocate of an id that is not one of our shares fails with
-    INVALID_ARGUMENT (and the plugin goes on); bad options exit 2 with a
-    message; a directory that is not there is an error."""
+    INVALID_ARGUMENT (and the plugin goes on), in both modes: a share
+    past --shares, a GPU the node does not have, an id twice (which
+    would name a CDI device no spec has, or multiply the memory limit);
+    bad options exit 2 with a message; a directory that is not there is
+    an error."""
     if need_grpc():
         return SKIP
-    with Run(bindir, "--shares", "2") as r:
-        r.registered()
-        for bad in (["0-2"], ["x"], ["0-01"], []):
-            try:
-                r.client.allocate(bad)
-                raise Fail("Allocate %s succeeded" % bad)
-            except kd.grpc.RpcError as e:
-                check(e.code() == kd.grpc.StatusCode.INVALID_ARGUMENT,
-                      "Allocate %s refused: %s" % (bad, e.details()))
-        check(r.client.allocate(["1-1"]).container_responses[0]
-              .envs["VSHARE_LABEL"] == "k8s:1-1", "and serves on")
+    for mode in ("cdi", "env"):
+        with Run(bindir, "--shares", "2", "--shard-mem", "1G",
+                 "--mode", mode, start=False) as r:
+            make_spec(bindir, r.dir, r.spec)
+            r.start()
+            r.registered()
+            for bad, why in ((["0-2"], "not a share of this plugin: 0-2"),
+                             (["x"], "not a share"), (["0-01"], "not a share"),
+                             ([], "no share asked for"),
+                             (["9-0"], "not a share of this plugin: 9-0"),
+                             (["0-1", "1-0", "0-1"], "0-1 asked for twice")):
+                try:
+                    r.client.allocate(bad)
+                    raise Fail("%s: Allocate %s succeeded" % (mode, bad))
+                except kd.grpc.RpcError as e:
+                    check(e.code() == kd.grpc.StatusCode.INVALID_ARGUMENT and
+                          why in e.details(), "%s: Allocate %s refused: %s"
+                          % (mode, bad, e.details()))
+            a = r.client.allocate(["1-1", "1-0"]).container_responses[0]
+            check(a.envs["VSHARE_LABEL"] == "k8s:1-0" and
+                  a.envs["VSHARE_MEM_LIMIT"] == str(2 * GIB),
+                  "%s: and serves on: %s" % (mode, dict(a.envs)))
     prog = os.path.join(bindir, "vshare-device-plugin")
     for args, msg in ((["--shares", "0"], "--shares takes 1 to 1000"),
                       (["--shard-mem", "12"], "--shard-mem takes a size"),

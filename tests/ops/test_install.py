@@ -32,7 +32,8 @@ MAN_PAGES = {"vshare-scheduler": "man8/vshare-scheduler.8",
              "vsharectl": "man1/vsharectl.1",
              "vshare-run": "man1/vshare-run.1",
              "vshare-kernel": "man1/vshare-kernel.1",
-             "vshare-device-plugin": "man8/vshare-device-plugin.8"}
+             "vshare-device-plugin": "man8/vshare-device-plugin.8",
+             "vshare-dra-driver": "man8/vshare-dra-driver.8"}
 OTHER_PAGES = ["man5/vshare-scheduler.json.5", "man7/libvshare.7"]
 HAVE_CONFIG = os.path.exists(os.path.join(SOURCE, "packaging", "scheduler.json"))
 

@@ -11,6 +11,10 @@
  * that file answers GPU_IS_LOST to a memory query, as a lost GPU does.
  * A GPU's device node number (/dev/nvidiaN) is its index, or the entry
  * of VSHARE_FAKE_NVML_MINORS (numbers separated by commas) at its index.
+ * A GPU's memory is 16 GiB, or the entry of VSHARE_FAKE_NVML_GIB at its
+ * index; its name is "Fake GPU"; its PCI bus id is 0000:1N:00.0 for
+ * index N (NVML writes it with an eight-digit domain, in capitals); the
+ * driver's version is 550.54.15.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +38,17 @@ int nvmlDeviceGetIndex(void *dev, unsigned int *index);
 int nvmlDeviceGetCount_v2(unsigned int *n);
 int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev);
 int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor);
+int nvmlDeviceGetName(void *dev, char *name, unsigned int len);
+int nvmlDeviceGetUUID(void *dev, char *uuid, unsigned int len);
+int nvmlSystemGetDriverVersion(char *version, unsigned int len);
+
+/* nvml.h's nvmlPciInfo_t, as nvmlDeviceGetPciInfo_v3 fills it. */
+struct nvml_pci {
+	char bus_id_legacy[16];
+	unsigned int domain, bus, device, device_id, subsystem_id;
+	char bus_id[32];
+};
+int nvmlDeviceGetPciInfo_v3(void *dev, struct nvml_pci *pci);
 
 int nvmlInit_v2(void)
 {
@@ -90,23 +105,79 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev)
 	return NVML_SUCCESS;
 }
 
-int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor)
+/* The entry at `index` of the list in variable `var` (numbers separated
+ * by commas), or `dflt`. */
+static unsigned long long entry(const char *var, uintptr_t index,
+				unsigned long long dflt)
 {
-	const char *list = getenv("VSHARE_FAKE_NVML_MINORS");
-	uintptr_t index;
+	const char *list = getenv(var);
 
-	if (dev == NULL || minor == NULL)
-		return NVML_ERROR_INVALID;
-	index = (uintptr_t)dev - 1;
-	*minor = (unsigned int)index;
 	for (uintptr_t i = 0; list != NULL && *list != '\0'; i++) {
-		if (i == index) {
-			*minor = (unsigned int)strtoul(list, NULL, 10);
-			break;
-		}
+		if (i == index)
+			return strtoull(list, NULL, 10);
 		list = strchr(list, ',');
 		list = list ? list + 1 : "";
 	}
+	return dflt;
+}
+
+int nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor)
+{
+	if (dev == NULL || minor == NULL)
+		return NVML_ERROR_INVALID;
+	*minor = (unsigned int)entry("VSHARE_FAKE_NVML_MINORS",
+				     (uintptr_t)dev - 1, (uintptr_t)dev - 1);
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetName(void *dev, char *name, unsigned int len)
+{
+	if (dev == NULL || name == NULL || len < sizeof("Fake GPU"))
+		return NVML_ERROR_INVALID;
+	strcpy(name, "Fake GPU");
+	return NVML_SUCCESS;
+}
+
+/* The UUID of VSHARE_FAKE_NVML at the handle's index. */
+int nvmlDeviceGetUUID(void *dev, char *uuid, unsigned int len)
+{
+	const char *p = getenv("VSHARE_FAKE_NVML");
+
+	if (dev == NULL || uuid == NULL || p == NULL)
+		return NVML_ERROR_INVALID;
+	for (uintptr_t i = 1; i < (uintptr_t)dev && p != NULL; i++)
+		if ((p = strchr(p, ',')) != NULL)
+			p++;
+	if (p == NULL)
+		return NVML_ERROR_INVALID;
+	size_t n = strchr(p, ',') ? (size_t)(strchr(p, ',') - p) : strlen(p);
+	if (n + 1 > len)
+		return NVML_ERROR_INVALID;
+	memcpy(uuid, p, n);
+	uuid[n] = '\0';
+	return NVML_SUCCESS;
+}
+
+int nvmlSystemGetDriverVersion(char *version, unsigned int len)
+{
+	if (version == NULL || len < sizeof("550.54.15"))
+		return NVML_ERROR_INVALID;
+	strcpy(version, "550.54.15");
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetPciInfo_v3(void *dev, struct nvml_pci *pci)
+{
+	unsigned int bus;
+
+	if (dev == NULL || pci == NULL)
+		return NVML_ERROR_INVALID;
+	bus = 0x10 + (unsigned int)((uintptr_t)dev - 1);
+	memset(pci, 0, sizeof(*pci));
+	pci->bus = bus;
+	snprintf(pci->bus_id_legacy, sizeof(pci->bus_id_legacy),
+		 "0000:%02X:00.0", bus);
+	snprintf(pci->bus_id, sizeof(pci->bus_id), "00000000:%02X:00.0", bus);
 	return NVML_SUCCESS;
 }
 
@@ -133,7 +204,7 @@ int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_mem *m)
 		return NVML_ERROR_INVALID;
 	if (lost(dev))
 		return NVML_ERROR_GPU_IS_LOST;
-	m->total = 16ull << 30;
+	m->total = entry("VSHARE_FAKE_NVML_GIB", (uintptr_t)dev - 1, 16) << 30;
 	m->used = 0;
 	m->free = m->total;
 	return NVML_SUCCESS;
