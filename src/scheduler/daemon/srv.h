@@ -143,6 +143,8 @@ struct srv {
 	struct names *st_names;      /* the rendering's reference to them */
 	struct metrics_cache mcache; /* the text every metrics reader gets */
 	struct http *http;           /* metrics_listen's server, or NULL */
+	int nvml;                    /* NVML is loaded (nvml.c) */
+	uint64_t use_at;             /* use.c: the last look at NVML, ms */
 	int lock_fd;                 /* the lock's state page, -1: none */
 	struct vs_lock_page *lock;   /* its mapping */
 	int words_fd;                /* the lock's words page */
@@ -238,5 +240,12 @@ char *ctl_status_json(const struct sched *sched, const struct names *names,
 /* The metrics text (metrics.c) of the daemon, at most METRICS_CACHE_MS
  * old, malloc'd; NULL when out of memory. */
 char *ctl_metrics_text(struct srv *s, size_t *len);
+
+/* use.c: each GPU's processes as NVML sees them, into the policy
+ * (sched_gpu_use), at most once per USE_REFRESH_MS: called before a
+ * status or metrics rendering, so that a node nobody asks costs no
+ * NVML query. */
+#define USE_REFRESH_MS 1000u
+void use_refresh(struct srv *s);
 
 #endif
