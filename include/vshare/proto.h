@@ -41,6 +41,11 @@
  *      GPU with an interactive program, which preempts it as soon as its
  *      queued work has drained: it keeps that work short. Peers of
  *      version 6 and older never see the flag.
+ *   9  use, not only holding: VS_MSG_USAGE (a client's busy and idle time
+ *      while it held a GPU, and the bytes it moved to the host at its
+ *      releases) and VS_MSG_UNSHARED (after its WELCOME, how long the
+ *      program ran unshared before this connection, and why). A client
+ *      sends neither to a scheduler of an older version.
  *
  * The header layout (magic, then version) is frozen across versions, so a
  * peer of any version can read it and answer a mismatch with VS_MSG_ERROR
@@ -66,7 +71,7 @@
 #include <stdint.h>
 
 #define VS_PROTO_MAGIC   0x52485356u /* "VSHR" read as little-endian bytes */
-#define VS_PROTO_VERSION 7u
+#define VS_PROTO_VERSION 9u
 /* The oldest version a peer may speak to this code. */
 #define VS_PROTO_VERSION_MIN 1u
 
@@ -115,6 +120,8 @@ struct vs_hdr {
 #define VS_MSG_SWAPPED     0x0006   /* since version 2 */
 #define VS_MSG_WAIT_QUERY  0x0008   /* since version 3 */
 #define VS_MSG_TOOK        0x0009   /* since version 4 */
+#define VS_MSG_USAGE       0x000a   /* since version 9 */
+#define VS_MSG_UNSHARED    0x000b   /* since version 9 */
 /* scheduler -> client */
 #define VS_MSG_WELCOME     0x0101
 #define VS_MSG_GRANT       0x0102
@@ -231,6 +238,39 @@ struct vs_swapped {
 	uint8_t  uuid[VS_UUID_LEN];
 	uint64_t us;             /* microseconds, at most VS_SWAPPED_US_MAX */
 	uint64_t bytes;          /* bytes prefetched, > 0 */
+};
+
+/* VS_MSG_USAGE: what a holder did with a GPU since its last report,
+ * sent at each release (before RELEASED) and every VS_USAGE_REPORT_MS
+ * while it holds the GPU, only when something is to be told. busy_ms:
+ * held with calls in flight or submissions less than the program's
+ * idle gap apart (the pause after which the shim would release to a
+ * waiter); idle_ms: held and idle by that rule. swapout_*: the
+ * prefetch of its managed memory to the host at its releases
+ * (VSHARE_SWAP_OUT=eager). The scheduler clamps busy_ms + idle_ms to
+ * the time it saw the client hold the GPU. */
+#define VS_USAGE_REPORT_MS 5000u
+struct vs_usage {
+	uint8_t  uuid[VS_UUID_LEN];
+	uint64_t busy_ms;
+	uint64_t idle_ms;
+	uint64_t swapout_bytes;
+	uint64_t swapout_us;     /* at most VS_SWAPPED_US_MAX */
+	uint32_t flags;          /* none defined: must be zero */
+	uint32_t reserved;
+};
+
+/* VS_MSG_UNSHARED: sent once right after a WELCOME when the program ran
+ * unshared (its GPU work not gated: no scheduler) before this
+ * connection; ms is how long, from the moment it began to run unshared
+ * to this connection's WELCOME. */
+#define VS_UNSHARED_ABSENT 1u    /* no scheduler could be reached */
+#define VS_UNSHARED_LOST   2u    /* the connection to the scheduler ended */
+#define VS_UNSHARED_MAX    VS_UNSHARED_LOST
+struct vs_unshared {
+	uint64_t ms;
+	uint32_t reason;         /* VS_UNSHARED_* */
+	uint32_t flags;          /* none defined: must be zero */
 };
 
 /* VS_MSG_WAIT_QUERY: who holds this GPU, and where am I in its queue?
@@ -450,6 +490,9 @@ _Static_assert(sizeof(struct vs_gpu_ref) == 16, "vs_gpu_ref size");
 _Static_assert(sizeof(struct vs_swapped) == 32, "vs_swapped size");
 _Static_assert(offsetof(struct vs_swapped, us) == 16, "vs_swapped layout");
 _Static_assert(sizeof(struct vs_wait_query) == 24, "vs_wait_query size");
+_Static_assert(sizeof(struct vs_usage) == 56, "vs_usage size");
+_Static_assert(offsetof(struct vs_usage, busy_ms) == 16, "vs_usage layout");
+_Static_assert(sizeof(struct vs_unshared) == 16, "vs_unshared size");
 _Static_assert(sizeof(struct vs_welcome) == 8, "vs_welcome size");
 _Static_assert(sizeof(struct vs_grant) == 32, "vs_grant size");
 _Static_assert(sizeof(struct vs_drop) == 24, "vs_drop size");
@@ -526,6 +569,8 @@ void vs_hdr_init_v(struct vs_hdr *h, uint16_t version, uint16_t type,
 const char *vs_mode_name(uint32_t mode);     /* "auto", "on", "off", "?" */
 int         vs_mode_parse(const char *s, uint32_t *mode); /* 0 or -1 */
 const char *vs_drop_reason_name(uint32_t reason);
+/* "absent", "lost", or "?" (VS_UNSHARED_*). */
+const char *vs_unshared_name(uint32_t reason);
 /* "batch", "interactive", or "?" for a value that is not a class. */
 const char *vs_class_name(uint32_t klass);
 const char *vs_policy_name(uint32_t policy); /* "fair", "fcfs", "?" */

@@ -22,6 +22,9 @@
  *      interactive_used_pct and interactive_over, and each member's
  *      total_pct and total_used_pct beside its user's budget; a GPU's
  *      slice_max_ms and preempt_cost_class_ms.
+ *   6  use, not only holding: a GPU's use_from; a client's unshared_ms
+ *      and unshared_why; a member's gpu_mem, sm_pct, held_total_ms,
+ *      busy_ms, idle_ms, swapin_bytes and swapout_bytes.
  *
  * Each table row is X(name, type, unit, meaning); the JSON key is the
  * name as written. Keys appear in the document in table order.
@@ -31,7 +34,7 @@
 
 #include <stddef.h>
 
-#define VS_STATUS_VERSION 5
+#define VS_STATUS_VERSION 6
 
 /* The top-level object. */
 #define VS_STATUS_DOC_KEYS(X)                                                \
@@ -66,7 +69,8 @@
 	X(interactive_used_pct, NUM, "%", "what every user's interactive programs held of the GPU over that window") \
 	X(interactive_over, BOOL, "", "the class used its share: every program on this GPU is batch until it falls below nine tenths of it") \
 	X(slice_max_ms, NUM, "ms", "the most the slice may grow to (four times min_slice_ms)") \
-	X(preempt_cost_class_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU when interactive turns were in it; counted apart, not in the slice; 0: none yet")
+	X(preempt_cost_class_ms, NUM, "ms", "average time a fair preemption kept its holder off the GPU when interactive turns were in it; counted apart, not in the slice; 0: none yet") \
+	X(use_from, STR, "", "where the members' gpu_mem and sm_pct come from: \"nvml\" (the driver's per-process figures) or \"none\" (no NVML, or NVML has no process list for the GPU: both are -1)")
 
 /* One client (one connection of the shim), in "clients". */
 #define VS_STATUS_CLIENT_KEYS(X)                                             \
@@ -77,7 +81,9 @@
 	X(label, STR, "", "the client's label, cleaned (vs_label_clean)")    \
 	X(gpus, ARRAY, "", "member objects, one per GPU the client attached") \
 	X(name, STR, "", "the name an admin gave its label (vsharectl name), such as a pod's namespace/pod/container; \"\" if none") \
-	X(class, STR, "", "the class the program asked for: \"batch\" or \"interactive\"")
+	X(class, STR, "", "the class the program asked for: \"batch\" or \"interactive\"") \
+	X(unshared_ms, NUM, "ms", "how long the program ran unshared (no scheduler) before this connection, as it told; 0: it did not") \
+	X(unshared_why, STR, "", "why it ran unshared: \"absent\" (no scheduler could be reached) or \"lost\" (its connection ended); \"\" if it did not")
 
 /* One client's use of one GPU, in a client's "gpus". */
 #define VS_STATUS_MEMBER_KEYS(X)                                             \
@@ -100,7 +106,18 @@
 	X(cap_pct, NUM, "%", "the user's cap (max_share_pct) of the GPU's wall time; 0: none") \
 	X(cap_used_pct, NUM, "%", "what the user's programs held over the cap window; 0 without a cap") \
 	X(total_pct, NUM, "%", "the GPU's interactive_total_pct: the class as a whole, beside the user's budget") \
-	X(total_used_pct, NUM, "%", "what the whole interactive class held of the GPU over the budget's window")
+	X(total_used_pct, NUM, "%", "what the whole interactive class held of the GPU over the budget's window") \
+	X(gpu_mem, NUM, "bytes", "device memory the process uses on this GPU, as NVML reports it; -1: unknown (use_from \"none\")") \
+	X(sm_pct, NUM, "%", "the process's SM utilisation on this GPU over NVML's samples since the previous look (about a second); -1: unknown") \
+	X(held_total_ms, NUM, "ms", "GPU time held since it attached") \
+	X(busy_ms, NUM, "ms", "of that, what the shim reported busy: calls in flight, or submissions less than its idle gap apart") \
+	X(idle_ms, NUM, "ms", "of that, what the shim reported idle while held (it would have released to a waiter)") \
+	X(swapin_bytes, NUM, "bytes", "managed memory it prefetched to the GPU at its oversubscribed grants") \
+	X(swapout_bytes, NUM, "bytes", "managed memory it prefetched to the host at its releases (eager swap-out)")
+
+/* Values of a GPU's "use_from". */
+#define VS_STATUS_USE_NVML     "nvml"
+#define VS_STATUS_USE_NONE     "none"
 
 /* Values of a GPU's "index_from". */
 #define VS_STATUS_INDEX_NVML   "nvml"

@@ -17,6 +17,8 @@ static const struct vs_msg_info msg_table[] = {
 	{ VS_MSG_SWAPPED,   VS_ROLE_CLIENT,    sizeof(struct vs_swapped),    0, "swapped", 2 },
 	{ VS_MSG_WAIT_QUERY, VS_ROLE_CLIENT,   sizeof(struct vs_wait_query), 0, "wait-query", 3 },
 	{ VS_MSG_TOOK,      VS_ROLE_CLIENT,    sizeof(struct vs_gpu_ref),    0, "took", 4 },
+	{ VS_MSG_USAGE,     VS_ROLE_CLIENT,    sizeof(struct vs_usage),      0, "usage", 9 },
+	{ VS_MSG_UNSHARED,  VS_ROLE_CLIENT,    sizeof(struct vs_unshared),   0, "unshared", 9 },
 	{ VS_MSG_WELCOME,   VS_ROLE_SCHEDULER, sizeof(struct vs_welcome),    0, "welcome", 1 },
 	{ VS_MSG_GRANT,     VS_ROLE_SCHEDULER, sizeof(struct vs_grant),      0, "grant", 1 },
 	{ VS_MSG_DROP,      VS_ROLE_SCHEDULER, sizeof(struct vs_drop),       0, "drop", 1 },
@@ -134,6 +136,23 @@ int vs_check_payload(const struct vs_hdr *h, const void *payload,
 			FAIL("swapped: empty UUID");
 		if (m->bytes == 0 || m->us > VS_SWAPPED_US_MAX)
 			FAIL("swapped: no bytes, or longer than an hour");
+		break;
+	}
+	case VS_MSG_USAGE: {
+		const struct vs_usage *m = payload;
+		if (all_zero(m->uuid, sizeof(m->uuid)))
+			FAIL("usage: empty UUID");
+		if (m->flags || m->reserved)
+			FAIL("usage: flags or reserved field not zero");
+		if (m->swapout_us > VS_SWAPPED_US_MAX)
+			FAIL("usage: swap-out longer than an hour");
+		break;
+	}
+	case VS_MSG_UNSHARED: {
+		const struct vs_unshared *m = payload;
+		if (m->flags || m->reason < VS_UNSHARED_ABSENT ||
+		    m->reason > VS_UNSHARED_MAX)
+			FAIL("unshared: unknown reason, or flags not zero");
 		break;
 	}
 	case VS_MSG_WAIT_QUERY: {
@@ -323,6 +342,15 @@ const char *vs_drop_reason_name(uint32_t reason)
 	case VS_DROP_MODE:     return "mode change";
 	case VS_DROP_CAPACITY: return "over capacity";
 	default:               return "?";
+	}
+}
+
+const char *vs_unshared_name(uint32_t reason)
+{
+	switch (reason) {
+	case VS_UNSHARED_ABSENT: return "absent";
+	case VS_UNSHARED_LOST:   return "lost";
+	default:                 return "?";
 	}
 }
 

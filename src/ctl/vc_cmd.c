@@ -105,7 +105,7 @@ static const struct vc_opt opts[] = {
 	  "for new ones",
 	  opt_gpu },
 	{ "wide", 'w', NULL, "status: whole labels and user names, however "
-	  "wide\nthe table gets", opt_wide },
+	  "wide\nthe table gets, and what each client uses", opt_wide },
 	{ "help", 'h', NULL, "this help", opt_help },
 	{ "version", 'V', NULL, "the version of vsharectl and its protocol",
 	  opt_version },

@@ -320,6 +320,43 @@ static void print_class(const struct client *c, const struct vs_st_val *m)
 		       m[VS_SM_cap_used_pct].num);
 }
 
+/* --wide: what a member used (status version 5; an older daemon's
+ * document lacks the keys, read as 0, and shows "-" for NVML's). */
+static void print_use(const struct vs_st_val *m, const struct doc *d)
+{
+	char mem[32] = "-", sm[16] = "-", busy[32], idle[32], in[32], out[32];
+
+	if (d->v[VS_SD_version].num < 5) {
+		printf("  %10s %4s %9s %9s %10s %10s", "-", "-", "-", "-", "-",
+		       "-");
+		return;
+	}
+	if (m[VS_SM_gpu_mem].num >= 0)
+		fmt_bytes(m[VS_SM_gpu_mem].num, mem, sizeof(mem));
+	if (m[VS_SM_sm_pct].num >= 0)
+		snprintf(sm, sizeof(sm), "%.0f%%", m[VS_SM_sm_pct].num);
+	fmt_ms(m[VS_SM_busy_ms].num, busy, sizeof(busy));
+	fmt_ms(m[VS_SM_idle_ms].num, idle, sizeof(idle));
+	fmt_bytes(m[VS_SM_swapin_bytes].num, in, sizeof(in));
+	fmt_bytes(m[VS_SM_swapout_bytes].num, out, sizeof(out));
+	printf("  %10s %4s %9s %9s %10s %10s", mem, sm, busy, idle, in, out);
+}
+
+/* Under a client: it ran unshared before it connected, as it told. */
+static void print_unshared(const struct client *c)
+{
+	const char *why = c->v[VS_SC_unshared_why].str;
+	char ms[32];
+
+	if (why[0] == '\0' || strcmp(why, "?") == 0)
+		return;
+	fmt_ms(c->v[VS_SC_unshared_ms].num, ms, sizeof(ms));
+	printf("%24sran unshared for %s before it connected (%s)\n", "", ms,
+	       strcmp(why, "absent") == 0 ? "no scheduler could be reached" :
+	       strcmp(why, "lost") == 0 ? "its connection to the scheduler "
+	       "ended" : why);
+}
+
 static void print_member(const struct client *c, const char *user,
 			 const char *lb, const cJSON *o, const struct doc *d)
 {
@@ -335,11 +372,14 @@ static void print_member(const struct client *c, const char *user,
 	fmt_bytes(m[VS_SM_pinned].num, pn, sizeof(pn));
 	fmt_ms(m[VS_SM_held_ms].num, held, sizeof(held));
 	fmt_ms(m[VS_SM_waited_ms].num, waited, sizeof(waited));
-	printf("%5.0f %8.0f %-*s  %s %3s  %10s %10s  %-8s %9s %9s\n",
+	printf("%5.0f %8.0f %-*s  %s %3s  %10s %10s  %-8s %9s %9s",
 	       c->v[VS_SC_id].num, c->v[VS_SC_pid].num, d->user_cols, user, lb,
 	       gpu_index(d, m[VS_SM_uuid].str, idx, sizeof(idx)), mg, pn, st,
 	       strcmp(st, VS_STATUS_HOLDING) ? "-" : held,
 	       strcmp(st, VS_STATUS_WAITING) ? "-" : waited);
+	if (d->wide)
+		print_use(m, d);
+	printf("\n");
 	if (strcmp(st, VS_STATUS_WAITING) == 0)
 		print_wait(m, d);
 	print_class(c, m);
@@ -357,6 +397,106 @@ static void print_client(const struct client *c, const struct doc *d)
 		       c->v[VS_SC_pid].num, d->user_cols, user, lb, "-");
 	cJSON_ArrayForEach(m, gpus)
 		print_member(c, user, lb, m, d);
+	print_unshared(c);
+}
+
+/* --wide: the members' use summed by user and GPU, then by name (a
+ * pod's namespace/pod/container) over its GPUs. */
+struct sum {
+	const char *key;             /* the user's or the name's text */
+	char gpu[16];
+	double mem, managed, sm, busy, idle;
+	int nvml, sm_seen;
+};
+
+static void sum_add(struct sum *v, size_t *n, const char *key,
+		    const char *gpu, const struct vs_st_val *m)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp(v[i].key, key) == 0 && strcmp(v[i].gpu, gpu) == 0)
+			break;
+	if (i == *n) {
+		memset(&v[i], 0, sizeof(v[i]));
+		v[i].key = key;
+		snprintf(v[i].gpu, sizeof(v[i].gpu), "%s", gpu);
+		(*n)++;
+	}
+	v[i].managed += m[VS_SM_managed].num;
+	v[i].busy += m[VS_SM_busy_ms].num;
+	v[i].idle += m[VS_SM_idle_ms].num;
+	if (m[VS_SM_gpu_mem].num >= 0) {
+		v[i].mem += m[VS_SM_gpu_mem].num;
+		v[i].nvml = 1;
+	}
+	if (m[VS_SM_sm_pct].num >= 0) {
+		v[i].sm += m[VS_SM_sm_pct].num;
+		v[i].sm_seen = 1;
+	}
+}
+
+static void print_sum_rows(const char *title, const struct sum *v, size_t n)
+{
+	char mem[32], mg[32], busy[32], idle[32], sm[16];
+
+	if (n == 0)
+		return;
+	printf("\n%-24s %3s  %10s %10s %5s %9s %9s\n", title, "GPU", "GPU-MEM",
+	       "MANAGED", "SM", "BUSY", "IDLE");
+	for (size_t i = 0; i < n; i++) {
+		snprintf(mem, sizeof(mem), "-");
+		snprintf(sm, sizeof(sm), "-");
+		if (v[i].nvml)
+			fmt_bytes(v[i].mem, mem, sizeof(mem));
+		if (v[i].sm_seen)
+			snprintf(sm, sizeof(sm), "%.0f%%", v[i].sm);
+		fmt_bytes(v[i].managed, mg, sizeof(mg));
+		fmt_ms(v[i].busy, busy, sizeof(busy));
+		fmt_ms(v[i].idle, idle, sizeof(idle));
+		printf("%-24s %3s  %10s %10s %5s %9s %9s\n", v[i].key, v[i].gpu,
+		       mem, mg, sm, busy, idle);
+	}
+}
+
+static void print_sums(const struct doc *d)
+{
+	size_t n_members = 0, nu = 0, nn = 0;
+	struct sum *users, *names;
+	char (*keys)[USER_BUF];
+	size_t k = 0;
+
+	for (size_t i = 0; i < d->n_clients; i++)
+		n_members += (size_t)cJSON_GetArraySize(
+			d->clients[i].v[VS_SC_gpus].arr);
+	users = calloc(n_members + 1, sizeof(*users));
+	names = calloc(n_members + 1, sizeof(*names));
+	keys = calloc(n_members + 1, sizeof(*keys));
+	if (users == NULL || names == NULL || keys == NULL)
+		goto out;
+	for (size_t i = 0; i < d->n_clients; i++) {
+		const struct client *c = &d->clients[i];
+		const char *name = c->v[VS_SC_name].str;
+		const cJSON *o;
+
+		cJSON_ArrayForEach(o, c->v[VS_SC_gpus].arr) {
+			struct vs_st_val m[VS_SM__N];
+			char idx[16];
+
+			vs_status_get(o, &vs_status_member, m);
+			gpu_index(d, m[VS_SM_uuid].str, idx, sizeof(idx));
+			fmt_user(c->v[VS_SC_uid].num, 1, keys[k], USER_BUF);
+			sum_add(users, &nu, keys[k++], idx, m);
+			if (name[0] && strcmp(name, "?") != 0)
+				sum_add(names, &nn, name, "all", m);
+		}
+	}
+	print_sum_rows("BY USER", users, nu);
+	print_sum_rows("BY NAME (over its GPUs)", names, nn);
+out:
+	free(users);
+	free(names);
+	free(keys);
 }
 
 static void print_doc(const struct doc *d)
@@ -371,12 +511,18 @@ static void print_doc(const struct doc *d)
 	if (d->n_clients == 0) {
 		printf("no clients\n");
 	} else {
-		printf("%5s %8s %-*s  %-*s %3s  %10s %10s  %-8s %9s %9s\n",
+		printf("%5s %8s %-*s  %-*s %3s  %10s %10s  %-8s %9s %9s",
 		       "ID", "PID", d->user_cols, "USER", (int)d->label_cols,
 		       "LABEL", "GPU", "MANAGED", "PINNED",
 		       "STATE", "HELD", "WAITED");
+		if (d->wide)
+			printf("  %10s %4s %9s %9s %10s %10s", "GPU-MEM", "SM",
+			       "BUSY", "IDLE", "SWAP-IN", "SWAP-OUT");
+		printf("\n");
 		for (size_t i = 0; i < d->n_clients; i++)
 			print_client(&d->clients[i], d);
+		if (d->wide)
+			print_sums(d);
 	}
 	if (d->v[VS_SD_clients_omitted].num > 0)
 		printf("... and %.0f more clients (the status is too long to "

@@ -162,12 +162,19 @@ static void cb_granted(void *arg, int dev, uint32_t flags,
 	swap->us = (gate_now_ns() - t0) / 1000u;
 }
 
-/* VSHARE_SWAP_OUT=eager: the next holder finds the GPU's memory free. */
-static void cb_released(void *arg, int dev, int swap_out)
+/* VSHARE_SWAP_OUT=eager: the next holder finds the GPU's memory free.
+ * What it moved, and how long that took, goes to the scheduler. */
+static void cb_released(void *arg, int dev, int swap_out,
+			struct client_swap *swap)
 {
+	uint64_t t0;
+
 	(void)arg;
-	if (swap_out)
-		prefetch(dev, 1);
+	if (!swap_out)
+		return;
+	t0 = gate_now_ns();
+	swap->bytes = prefetch(dev, 1);
+	swap->us = (gate_now_ns() - t0) / 1000u;
 }
 
 static void cb_footprint(void *arg, int dev, uint64_t *managed,

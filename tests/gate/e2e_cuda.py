@@ -328,6 +328,130 @@ def t_two_devices_metrics():
     s.stop()
 
 
+def use_of(sock, pid):
+    """The status's client of `pid`, its first member and the document;
+    None for what is not there."""
+    out = subprocess.run([CTL, "-s", sock, "--json", "status"],
+                         capture_output=True, text=True, timeout=5)
+    if out.returncode != 0:
+        return None, None, None
+    doc = json.loads(out.stdout)
+    for c in doc["clients"]:
+        if c["pid"] == pid:
+            return c, (c["gpus"][0] if c["gpus"] else None), doc
+    return None, None, doc
+
+
+def t_use():
+    """Use, not only holding: a program that computes for a while and
+    then sits on the GPU (nobody waits, so it keeps it) is reported busy,
+    then idle while held, by its shim (every 5 s while it holds), beside
+    the device memory and utilisation the (fake) NVML gives for its pid;
+    the status --wide shows them and sums them by user; the metrics count
+    its busy and idle time, and the eager swap-out of a release to a
+    waiter. Checked on the test driver with the fake NVML only."""
+    nvml = os.environ.get("VSHARE_FAKE_NVML_DIR")
+    if not nvml:
+        print("VSHARE_FAKE_NVML_DIR not set (run through ctest)")
+        return 77
+    td = "GPU-76737464-0000-0000-0000-000000000000"
+    procs = os.path.join(TMP, "nvml-procs")
+    open(procs, "w").close()
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30, gpus={td: {"mode": "on"}})
+    s.env = dict(os.environ, LD_LIBRARY_PATH=nvml, VSHARE_FAKE_NVML=td,
+                 VSHARE_FAKE_NVML_PROCS=procs)
+    s.start()
+    # 4 kernels of 50 ms, then 7 s held and idle, then 4 more.
+    a = prog("-n", 8, "-k", 50000, "-P", 7000, "-m", 16,
+             VSHARE_SWAP_OUT="eager")
+    with open(procs, "w") as f:
+        f.write("0 %d %d 37\n" % (a.pid, 48 << 20))
+    deadline = time.monotonic() + 12
+    m = None
+    while time.monotonic() < deadline:
+        c, m, doc = use_of(s.sock, a.pid)
+        if m is not None and m["idle_ms"] >= 3000:
+            break
+        time.sleep(0.2)
+    check(m is not None and m["idle_ms"] >= 3000,
+          "the shim reported its idle time while held: %s" % m)
+    check(50 <= m["busy_ms"] <= 2000,
+          "busy: its kernels and the idle gap after them (%d ms)" %
+          m["busy_ms"])
+    check(m["busy_ms"] + m["idle_ms"] <= m["held_total_ms"] + 1,
+          "busy and idle within the time held: %s" % m)
+    check(m["gpu_mem"] == 48 << 20 and m["sm_pct"] == 37,
+          "NVML's device memory and utilisation of its pid: %s" % m)
+    check(doc["gpus"][0]["use_from"] == "nvml", "use_from nvml")
+    out = subprocess.run([CTL, "-s", s.sock, "--wide", "status"],
+                         capture_output=True, text=True, timeout=5).stdout
+    row = [l for l in out.splitlines() if l.split()[:2] == [str(c["id"]),
+                                                            str(a.pid)]]
+    check(len(row) == 1 and "48.0 MiB" in row[0] and "37%" in row[0],
+          "status --wide: device memory and SM of the program:\n" + out)
+    check("BY USER" in out, "status --wide sums by user:\n" + out)
+    # A waiter: a's idle drop releases it, swapping its 16 MiB out.
+    b = prog("-n", 2, "-k", 10000)
+    ok_exit(a, b)
+    time.sleep(1.1)  # the daemon's text may be a second old
+    got = metrics(s.sock)
+    uid = str(os.getuid())
+    busy = metric(got, "vshare_gpu_busy_seconds_total", gpu=td, uid=uid)
+    idle = metric(got, "vshare_gpu_idle_held_seconds_total", gpu=td, uid=uid)
+    held = metric(got, "vshare_gpu_held_seconds_total", gpu=td, uid=uid)
+    check(busy > 0.1 and idle > 3 and busy + idle <= held + 0.01,
+          "metrics: busy %.3f s, idle %.3f s, held %.3f s" %
+          (busy, idle, held))
+    check(metric(got, "vshare_swapouts_total", gpu=td) >= 1 and
+          metric(got, "vshare_swapout_bytes_total", gpu=td) >= 16 << 20,
+          "metrics: the eager swap-out counted")
+    s.stop()
+
+
+def t_unshared_told():
+    """A program that starts before the scheduler runs unshared; once the
+    scheduler is up it says so (reason absent, and for how long); after a
+    restart of the scheduler it says it again, reason lost."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    a = prog("-n", 200, "-k", 10000, "-g", 10)
+    time.sleep(0.5)
+    s.start()
+    deadline = time.monotonic() + 8
+    c = None
+    while time.monotonic() < deadline:
+        c, _, _ = use_of(s.sock, a.pid)
+        if c is not None and c.get("unshared_why"):
+            break
+        time.sleep(0.1)
+    check(c is not None and c["unshared_why"] == "absent" and
+          c["unshared_ms"] >= 300,
+          "the program said it ran unshared before it connected: %s" % c)
+    out = subprocess.run([CTL, "-s", s.sock, "status"], capture_output=True,
+                         text=True, timeout=5).stdout
+    check("no scheduler could be reached" in out,
+          "status says it ran unshared:\n" + out)
+    time.sleep(1.1)
+    got = metrics(s.sock)
+    check(metric(got, "vshare_unshared_runs_total", reason="absent") == 1
+          and metric(got, "vshare_unshared_seconds_total",
+                     reason="absent") >= 0.3,
+          "metrics: one program ran unshared, reason absent")
+    s.kill()
+    time.sleep(0.5)
+    s.start()
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        c, _, _ = use_of(s.sock, a.pid)
+        if c is not None and c.get("unshared_why"):
+            break
+        time.sleep(0.1)
+    check(c is not None and c["unshared_why"] == "lost",
+          "after a restart: reason lost: %s" % c)
+    check("ran unshared for" in s.logtext(), "the daemon logged it")
+    ok_exit(a)
+    s.stop()
+
+
 def t_no_scheduler():
     p = prog("-n", 5, "-k", 5000, "-a")
     ok_exit(p)

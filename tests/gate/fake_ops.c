@@ -201,7 +201,8 @@ static void granted(void *arg, int dev, uint32_t flags,
 }
 
 /* And on a release: swap out when eager, after the synchronize. */
-static void released(void *arg, int dev, int swap_out)
+static void released(void *arg, int dev, int swap_out,
+		     struct client_swap *swap)
 {
 	(void)arg;
 	if (!swap_out)
@@ -209,6 +210,8 @@ static void released(void *arg, int dev, int swap_out)
 	if (LD(&fk.syncs[dev]) > 0)
 		INC(&fk.sync_before_prefetch_out);
 	INC(&fk.prefetch_out[dev]);
+	swap->bytes = 1u << 20;
+	swap->us = 10;
 }
 
 /* The scheduler's memory limit: recorded for the tests. */

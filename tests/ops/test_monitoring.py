@@ -48,7 +48,8 @@ def unknown_names(exprs, families):
     export; a histogram's _bucket, _sum and _count are its own."""
     bad = set()
     for e in exprs:
-        for name in re.findall(r"\b(vshare_[a-z_]+|up)\b", e):
+        for name in re.findall(r"\b(vshare_[a-z_]+|process_[a-z_]+|up)\b",
+                               e):
             base = name
             for suf in HIST_SUFFIXES:
                 if name.endswith(suf) and \
@@ -90,7 +91,8 @@ class Monitoring(unittest.TestCase):
         self.assertEqual(unknown_names(exprs, self.families), set())
         # Every family the daemon exports is on the dashboard, so that a
         # new one is not forgotten (the build info's labels included).
-        used = {n for e in exprs for n in re.findall(r"\bvshare_[a-z_]+", e)}
+        used = {n for e in exprs
+                for n in re.findall(r"\b(?:vshare|process)_[a-z_]+", e)}
         used |= {n[:-len(s)] for n in used for s in HIST_SUFFIXES
                  if n.endswith(s)}
         self.assertEqual(set(self.families) - used, set(),

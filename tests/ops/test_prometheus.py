@@ -245,7 +245,7 @@ class PrometheusScrape(unittest.TestCase):
         prefetched = sum(o.bytes for o in ops if o.kind == "prefetch")
         self.assertGreaterEqual(q("sum(vshare_swapins_total)"), 1)
         self.assertEqual(q("sum(vshare_swapin_bytes_total)"), prefetched)
-        self.assertEqual(q('vshare_build_info{protocol="7"}'), 1)
+        self.assertEqual(q('vshare_build_info{protocol="9"}'), 1)
         # Every scrape of the run succeeded: the endpoint answered while
         # the programs took turns.
         self.assertEqual(q('min_over_time(up{job="vshare"}[5m])'), 1)

@@ -19,7 +19,7 @@ GROUPS = [("VS_MSG_", P.T), ("VS_E_", P.E), ("VS_ROLE_", P.ROLE),
           ("VS_GRANT_", P.GRANT), ("VS_GRANTF_", P.GRANTF),
           ("VS_DROP_", P.DROP), ("VS_POLICYF_", P.POLICYF),
           ("VS_TARGET_", P.TARGET), ("VS_CLASS_", P.CLASS),
-          ("VS_NAME_", P.SETNAME)]
+          ("VS_NAME_", P.SETNAME), ("VS_UNSHARED_", P.UNSHARED)]
 SCALARS = dict(VS_PROTO_MAGIC="MAGIC", VS_PROTO_VERSION="VERSION",
                VS_PROTO_VERSION_MIN="VERSION_MIN",
                VS_MAX_PAYLOAD="MAX_PAYLOAD", VS_LABEL_MAX="LABEL_MAX",

@@ -15,16 +15,27 @@
  * index; its name is "Fake GPU"; its PCI bus id is 0000:1N:00.0 for
  * index N (NVML writes it with an eight-digit domain, in capitals); the
  * driver's version is 550.54.15.
+ *
+ * Processes: VSHARE_FAKE_NVML_PROCS names a file of lines "INDEX PID
+ * BYTES SM": the process PID runs on the GPU of that index with BYTES
+ * of device memory, and each utilisation query (since a time older
+ * than now) gives one sample of SM percent for it, none where SM is -1.
+ * VSHARE_FAKE_NVML_UTIL=new: the older utilisation call answers
+ * NOT_SUPPORTED and the newer one serves (drivers that have only that);
+ * =none: neither gives samples.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NVML_SUCCESS         0
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INVALID   2
 #define NVML_ERROR_GPU_IS_LOST 15
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
 
 struct nvml_mem {
 	unsigned long long total, free, used;
@@ -49,6 +60,33 @@ struct nvml_pci {
 	char bus_id[32];
 };
 int nvmlDeviceGetPciInfo_v3(void *dev, struct nvml_pci *pci);
+
+/* nvml.h's nvmlProcessInfo_t, nvmlProcessUtilizationSample_t,
+ * nvmlProcessUtilizationInfo_v1_t, nvmlProcessesUtilizationInfo_v1_t. */
+struct nvml_proc {
+	unsigned int pid;
+	unsigned long long mem;
+	unsigned int gi, ci;
+};
+struct nvml_sample {
+	unsigned int pid;
+	unsigned long long ts;
+	unsigned int sm, mem, enc, dec;
+};
+struct nvml_sample1 {
+	unsigned long long ts;
+	unsigned int pid, sm, mem, enc, dec, jpg, ofa;
+};
+struct nvml_samples1 {
+	unsigned int version, n;
+	unsigned long long last;
+	struct nvml_sample1 *v;
+};
+int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *n,
+					    struct nvml_proc *p);
+int nvmlDeviceGetProcessUtilization(void *dev, struct nvml_sample *s,
+				    unsigned int *n, unsigned long long last);
+int nvmlDeviceGetProcessesUtilizationInfo(void *dev, struct nvml_samples1 *q);
 
 int nvmlInit_v2(void)
 {
@@ -215,5 +253,127 @@ int nvmlDeviceGetIndex(void *dev, unsigned int *index)
 	if (dev == NULL || index == NULL)
 		return NVML_ERROR_INVALID;
 	*index = (unsigned int)((uintptr_t)dev - 1);
+	return NVML_SUCCESS;
+}
+
+/* A line of VSHARE_FAKE_NVML_PROCS's file for the GPU of handle dev. */
+struct line {
+	unsigned int pid;
+	unsigned long long bytes;
+	int sm;
+};
+
+/* The GPU's processes, at most max of them; their count. */
+static unsigned int lines(void *dev, struct line *out, unsigned int max)
+{
+	const char *path = getenv("VSHARE_FAKE_NVML_PROCS");
+	unsigned int index, n = 0;
+	struct line l;
+	FILE *f;
+
+	if (path == NULL || (f = fopen(path, "r")) == NULL)
+		return 0;
+	while (n < max && fscanf(f, "%u %u %llu %d", &index, &l.pid, &l.bytes,
+				 &l.sm) == 4)
+		if (index + 1 == (uintptr_t)dev)
+			out[n++] = l;
+	fclose(f);
+	return n;
+}
+
+int nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *n,
+					    struct nvml_proc *p)
+{
+	struct line l[64];
+	unsigned int k;
+
+	if (dev == NULL || n == NULL)
+		return NVML_ERROR_INVALID;
+	k = lines(dev, l, 64);
+	if (*n < k || (p == NULL && k > 0)) {
+		*n = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (unsigned int i = 0; i < k; i++)
+		p[i] = (struct nvml_proc){ l[i].pid, l[i].bytes, 0, 0 };
+	*n = k;
+	return NVML_SUCCESS;
+}
+
+static unsigned long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000u +
+	       (unsigned long long)ts.tv_nsec / 1000u;
+}
+
+/* One sample per process with an SM figure, stamped now, when last is
+ * older than now. */
+static unsigned int fake_samples(void *dev, unsigned long long last,
+				 struct nvml_sample *out, unsigned int max)
+{
+	struct line l[64];
+	unsigned long long t = now_us();
+	unsigned int k = lines(dev, l, 64), n = 0;
+
+	for (unsigned int i = 0; i < k && n < max && last < t; i++)
+		if (l[i].sm >= 0)
+			out[n++] = (struct nvml_sample){ l[i].pid, t,
+				(unsigned int)l[i].sm, 0, 0, 0 };
+	return n;
+}
+
+static const char *util_mode(void)
+{
+	const char *m = getenv("VSHARE_FAKE_NVML_UTIL");
+
+	return m ? m : "old";
+}
+
+int nvmlDeviceGetProcessUtilization(void *dev, struct nvml_sample *s,
+				    unsigned int *n, unsigned long long last)
+{
+	struct nvml_sample v[64];
+	unsigned int k;
+
+	if (dev == NULL || n == NULL)
+		return NVML_ERROR_INVALID;
+	if (strcmp(util_mode(), "old") != 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	k = fake_samples(dev, last, v, 64);
+	if (k == 0)
+		return NVML_ERROR_NOT_FOUND;
+	if (s == NULL || *n < k) {
+		*n = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	memcpy(s, v, k * sizeof(*v));
+	*n = k;
+	return NVML_SUCCESS;
+}
+
+int nvmlDeviceGetProcessesUtilizationInfo(void *dev, struct nvml_samples1 *q)
+{
+	struct nvml_sample v[64];
+	unsigned int k;
+
+	if (dev == NULL || q == NULL ||
+	    q->version != (sizeof(*q) | (1u << 24)))
+		return NVML_ERROR_INVALID;
+	if (strcmp(util_mode(), "new") != 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	k = fake_samples(dev, q->last, v, 64);
+	if (k == 0)
+		return NVML_ERROR_NOT_FOUND;
+	if (q->v == NULL || q->n < k) {
+		q->n = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (unsigned int i = 0; i < k; i++)
+		q->v[i] = (struct nvml_sample1){ v[i].ts, v[i].pid, v[i].sm,
+						 0, 0, 0, 0, 0 };
+	q->n = k;
 	return NVML_SUCCESS;
 }

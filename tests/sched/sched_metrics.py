@@ -8,13 +8,15 @@ The daemon renders the text at most once a second (METRICS_CACHE_MS):
 what must show a change polls for it."""
 import http.client
 import os
+import shutil
 import re
 import socket
 import struct
 import subprocess
 import time
 
-from schedtest import (Daemon, Fail, T, VERSION2, VERSION3, check, frame,
+import vsproto
+from schedtest import (Daemon, short_tmpdir, Fail, T, VERSION2, VERSION3, check, frame,
                        main, recv_frame, scenarios, wait_for)
 
 # sched_testclient's GPU, vouched for by the configuration: it has series
@@ -342,6 +344,118 @@ def v3_attach(d, uuid, label):
 
 def gpus_of(d):
     return {g["uuid"]: g for g in d.status()["gpus"]}
+
+
+def v9_holder(d, uuid, label):
+    """A raw client of this version that attached `uuid` and holds it."""
+    v = vsproto.VERSION
+    s = d.raw()
+    u = bytes.fromhex(uuid[4:].replace("-", ""))
+    s.sendall(frame(T["HELLO"], struct.pack("<II64s", v, 0, label),
+                    version=v) +
+              frame(T["ATTACH"], u + struct.pack("<Q", 16 << 30), version=v))
+    while True:
+        f = recv_frame(s)
+        check(f is not None and f[0] != T["ERROR"], "%r refused" % label)
+        if f[0] == T["MODE"]:
+            break
+    s.sendall(frame(T["REQUEST"], u, version=v))
+    while True:
+        f = recv_frame(s)
+        check(f is not None and f[0] != T["ERROR"], "%r: no grant" % label)
+        if f[0] == T["GRANT"]:
+            return s, u
+
+
+def member_of(d, pid):
+    for c in d.status()["clients"]:
+        if c["pid"] == pid and c["gpus"]:
+            return c, c["gpus"][0]
+    return None, None
+
+
+def t_nvml_use(b):
+    """Use, not only holding, against the real daemon: NVML's device
+    memory and SM utilisation of a client's pid (through the driver's
+    older utilisation call, its successor, and none: memory without
+    utilisation), summed per user and per named label (pod); a client's
+    USAGE, clamped to the time it held, and its UNSHARED, in status and
+    the metrics. The fake NVML stands in for the driver."""
+    lib = os.environ.get("VSHARE_FAKE_NVML_DIR")
+    if not lib:
+        print("VSHARE_FAKE_NVML_DIR not set (run through ctest)")
+        return 77
+    tmp = short_tmpdir("vshare-nv-")
+    try:
+        procs = os.path.join(tmp, "procs")
+        with open(procs, "w") as f:
+            f.write("0 %d 123456 42\n0 999999 777 5\n" % os.getpid())
+        for mode, sm in (("old", 42), ("new", 42), ("none", -1)):
+            nvml_use_once(b, lib, procs, mode, sm)
+    finally:
+        shutil.rmtree(tmp, True)
+
+
+def nvml_use_once(b, lib, procs, mode, sm):
+    """t_nvml_use with the driver's utilisation call `mode`."""
+    uid = str(os.getuid())
+    if True:
+        env = dict(os.environ, VSHARE_FAKE_NVML=NV[0], LD_LIBRARY_PATH=lib,
+                   VSHARE_FAKE_NVML_PROCS=procs, VSHARE_FAKE_NVML_UTIL=mode)
+        with Daemon(b, {"mode": "on", "tq_s": 30}, env=env) as d:
+            rc, out, err = d.ctl("name", "k8s:0-1=ns/pod/ctr")
+            check(rc == 0, "vsharectl name: " + err)
+            s, u = v9_holder(d, NV[0], b"k8s:0-1")
+            time.sleep(0.3)
+            s.sendall(frame(T["USAGE"], vsproto.S["usage"].pack(
+                uuid=u, busy_ms=100, idle_ms=50, swapout_bytes=4096,
+                swapout_us=10), version=vsproto.VERSION) +
+                frame(T["UNSHARED"], vsproto.S["unshared"].pack(
+                    ms=2500, reason=vsproto.UNSHARED["ABSENT"]),
+                    version=vsproto.VERSION))
+            wait_for(lambda: (member_of(d, os.getpid())[1] or {}).get(
+                "busy_ms") == 100, 5, "the USAGE in status")
+            c, m = member_of(d, os.getpid())
+            check(m["idle_ms"] == 50 and m["swapout_bytes"] == 4096 and
+                  c["unshared_ms"] == 2500 and c["unshared_why"] == "absent",
+                  "%s: status %r %r" % (mode, c, m))
+            # NVML is asked at most once a second.
+            wait_for(lambda: member_of(d, os.getpid())[1]["gpu_mem"] != -1,
+                     5, "%s: NVML's figures" % mode)
+            m = member_of(d, os.getpid())[1]
+            check(m["gpu_mem"] == 123456 and m["sm_pct"] == sm,
+                  "%s: NVML's figures of this pid: %r" % (mode, m))
+            # Far more than it held: cut to the time held.
+            s.sendall(frame(T["USAGE"], vsproto.S["usage"].pack(
+                uuid=u, busy_ms=10 ** 9), version=vsproto.VERSION))
+            wait_for(lambda: (member_of(d, os.getpid())[1] or {}).get(
+                "busy_ms", 0) > 100, 5, "the second USAGE")
+            m = member_of(d, os.getpid())[1]
+            check(m["busy_ms"] + m["idle_ms"] <= m["held_total_ms"] + 1 and
+                  m["busy_ms"] < 10 ** 6,
+                  "%s: a report past the time held is cut: %r" % (mode, m))
+            rc, text, _ = d.ctl("metrics")
+            smp = samples(text)
+            check(total(smp, "vshare_user_gpu_memory_bytes", uid=uid) ==
+                  123456, "%s: the user's device memory" % mode)
+            pod = '{name="ns/pod/ctr",label="k8s:0-1"}'
+            check(smp.get("vshare_named_gpu_memory_bytes" + pod) == 123456,
+                  "%s: the pod's device memory" % mode)
+            has_sm = "vshare_named_sm_utilization_ratio" + pod in smp
+            check(has_sm == (sm >= 0) and (sm < 0 or total(
+                smp, "vshare_user_sm_utilization_ratio", uid=uid) == 0.42),
+                "%s: SM utilisation per user and pod" % mode)
+            check(total(smp, "vshare_unshared_runs_total",
+                        reason="absent") == 1 and
+                  total(smp, "vshare_unshared_seconds_total",
+                        reason="absent") == 2.5,
+                  "%s: the program that ran unshared" % mode)
+            check(total(smp, "vshare_swapout_bytes_total") == 4096,
+                  "%s: the swap-out" % mode)
+            check(total(smp, "process_open_fds") > 3 and
+                  total(smp, "process_max_fds") > 3,
+                  "%s: the daemon's process_* series" % mode)
+            s.close()
 
 
 def t_nvml_index(b):

@@ -276,11 +276,11 @@ def t_ctl_errors(b):
                               "pad": "x" * 300000})),
          ["--json", "status"], 0, "", True),
         # A daemon of another version: its error is still read and shown.
-        (frame(T["ERROR"], struct.pack("<iI128s", -95, 9,
-                                       b"version 9 here: update vsharectl"),
-               version=9),
+        (frame(T["ERROR"], struct.pack("<iI128s", -95, 11,
+                                       b"version 11 here: update vsharectl"),
+               version=11),
          ["--json", "status"], 1, "update vsharectl", False),
-        (frame(T["WELCOME"], struct.pack("<II", 9, 1), version=9),
+        (frame(T["WELCOME"], struct.pack("<II", 11, 1), version=11),
          ["status"], 1, "protocol version mismatch", False),
         # A daemon of version 1 refuses a request of version 2.
         (frame(T["ERROR"], struct.pack("<iI128s", -95, 1,

@@ -182,7 +182,8 @@ static void check_shape(const char *text)
 		assert_non_null(nl);
 		if (strncmp(p, "# HELP ", 7) == 0) {
 			assert_int_equal(sscanf(p, "# HELP %127s", fam), 1);
-			assert_int_equal(strncmp(fam, "vshare_", 7), 0);
+			assert_true(strncmp(fam, "vshare_", 7) == 0 ||
+				    strncmp(fam, "process_", 8) == 0);
 			snprintf(want, sizeof(want), " %s ", fam);
 			if (strstr(seen, want) != NULL)
 				fail_msg("family %s twice", fam);
@@ -301,6 +302,132 @@ static void test_classes(void **state)
 
 /* Grants, drops, hand-offs, waits, holds and held time of one scripted
  * run: a holds 300 ms while b waits, then b holds past its quantum. */
+/* text has no line that begins with `start`. */
+static void lacks(const char *text, const char *start)
+{
+	size_t n = strlen(start);
+
+	for (const char *p = text; (p = strstr(p, start)) != NULL; p++)
+		if (p == text || p[-1] == '\n')
+			fail_msg("a line \"%s...\" in:\n%s", start, text);
+	(void)n;
+}
+
+/* Use, not only holding: NVML's per-process figures summed by user (a
+ * user's two processes add up, a process NVML has no sample of has no
+ * utilisation), the shims' busy and idle time clamped to the time held,
+ * swap-outs, and programs that ran unshared. */
+static void test_use(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
+	struct sched_client *a = client(s, 1000), *b = client(s, 1001), *a2;
+	struct sched_cred cred = { 2000, 1000, 1000 };
+	const struct sched_proc_use procs[] = {
+		{ 1000, 300 * MiB, 40 }, { 2000, 100 * MiB, 25 },
+		{ 1001, 5 * MiB, SCHED_UTIL_UNKNOWN }, { 4242, MiB, 90 },
+	};
+	struct sched_member_info mi;
+	char *t;
+	(void)state;
+
+	a2 = sched_client_new(s, &cred, "job", NULL);
+	assert_non_null(a2);
+	assert_int_equal(sched_attach(s, a2, GPU_A, 1ull << 30), 0);
+	assert_int_equal(sched_footprint(s, a, GPU_A, 100 * MiB, 0), 0);
+	assert_int_equal(sched_footprint(s, a2, GPU_A, 50 * MiB, 0), 0);
+	assert_int_equal(sched_footprint(s, b, GPU_A, 10 * MiB, 0), 0);
+	/* No NVML view yet: the managed footprints only. */
+	t = render(s, NULL);
+	check_shape(t);
+	has_line(t, "vshare_user_managed_bytes{" GA ",uid=\"1000\"} 157286400");
+	has_line(t, "vshare_user_managed_bytes{" GA ",uid=\"1001\"} 10485760");
+	lacks(t, "vshare_user_gpu_memory_bytes{");
+	lacks(t, "vshare_user_sm_utilization_ratio{");
+	free(t);
+	assert_int_equal(sched_client_gpu(s, a, 0, &mi), 0);
+	assert_false(mi.use_known);
+	assert_int_equal(mi.sm_pct, SCHED_UTIL_UNKNOWN);
+
+	sched_gpu_use(s, GPU_A, 1, procs, 4);
+	t = render(s, NULL);
+	check_shape(t);
+	has_line(t, "vshare_user_gpu_memory_bytes{" GA ",uid=\"1000\"} 419430400");
+	has_line(t, "vshare_user_gpu_memory_bytes{" GA ",uid=\"1001\"} 5242880");
+	has_line(t, "vshare_user_sm_utilization_ratio{" GA ",uid=\"1000\"} 0.65");
+	lacks(t, "vshare_user_sm_utilization_ratio{" GA ",uid=\"1001\"}");
+	free(t);
+
+	/* a holds for a second; its reports past that are cut. */
+	assert_int_equal(sched_request(s, a, GPU_A), 0);
+	fake_now = 1000;
+	assert_int_equal(sched_usage(s, a, GPU_A, 600, 300, 0, 0), 0);
+	assert_int_equal(sched_usage(s, a, GPU_A, 500, 500, 0, 0), 0);
+	assert_int_equal(sched_usage(s, a, GPU_A, 0, 0, 4096, 1500), 0);
+	assert_int_equal(sched_usage(s, a, GPU_B, 1, 1, 0, 0), VS_E_NOGPU);
+	/* b never held: nothing it says of busy time counts. */
+	assert_int_equal(sched_usage(s, b, GPU_A, 100, 100, 0, 0), 0);
+	assert_int_equal(sched_unshared(s, b, 5000, VS_UNSHARED_LOST), 1);
+	assert_int_equal(sched_unshared(s, b, 9000, VS_UNSHARED_ABSENT), 0);
+	assert_int_equal(sched_unshared(s, a, 10, VS_UNSHARED_MAX + 1),
+			 VS_E_INVAL);
+	assert_int_equal(sched_client_gpu(s, a, 0, &mi), 0);
+	assert_true(mi.use_known);
+	assert_int_equal(mi.dev_mem, 300 * MiB);
+	assert_int_equal(mi.sm_pct, 40);
+	assert_int_equal(mi.held_total_ms, 1000);
+	assert_int_equal(mi.busy_ms, 700);
+	assert_int_equal(mi.idle_ms, 300);
+	assert_int_equal(mi.swapout_bytes, 4096);
+	t = render(s, NULL);
+	check_shape(t);
+	has_line(t, "vshare_gpu_busy_seconds_total{" GA ",uid=\"1000\"} 0.700");
+	has_line(t, "vshare_gpu_idle_held_seconds_total{" GA ",uid=\"1000\"} 0.300");
+	lacks(t, "vshare_gpu_busy_seconds_total{" GA ",uid=\"1001\"}");
+	has_line(t, "vshare_swapouts_total{" GA "} 1");
+	has_line(t, "vshare_swapout_bytes_total{" GA "} 4096");
+	has_line(t, "vshare_swapout_seconds_total{" GA "} 0.001500");
+	has_line(t, "vshare_unshared_runs_total{reason=\"lost\"} 1");
+	has_line(t, "vshare_unshared_runs_total{reason=\"absent\"} 0");
+	has_line(t, "vshare_unshared_seconds_total{reason=\"lost\"} 5.000");
+	free(t);
+
+	/* NVML lost its view of the GPU: its figures go, nothing else. */
+	sched_gpu_use(s, GPU_A, 0, NULL, 0);
+	t = render(s, NULL);
+	lacks(t, "vshare_user_gpu_memory_bytes{");
+	has_line(t, "vshare_user_managed_bytes{" GA ",uid=\"1000\"} 157286400");
+	free(t);
+	sched_free(s);
+}
+
+/* The daemon's own process_* series, from /proc/self: this test
+ * process's, which has descriptors open and has used some CPU. */
+static void test_process(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
+	static const char *const names[] = {
+		"process_cpu_seconds_total ", "process_resident_memory_bytes ",
+		"process_virtual_memory_bytes ", "process_start_time_seconds ",
+		"process_open_fds ", "process_max_fds ",
+	};
+	char *t = render(s, NULL), *p;
+	(void)state;
+
+	check_shape(t);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		p = strstr(t, names[i]);
+		while (p != NULL && p != t && p[-1] != '\n')
+			p = strstr(p + 1, names[i]);
+		if (p == NULL)
+			fail_msg("no %s in:\n%s", names[i], t);
+		/* Every one but the CPU time is well above zero here. */
+		if (i > 0 && strtod(p + strlen(names[i]), NULL) < 1)
+			fail_msg("%s is below 1", names[i]);
+	}
+	free(t);
+	sched_free(s);
+}
+
 static void test_counters(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, SCHED_POLICY_FCFS);
@@ -454,7 +581,7 @@ static void test_daemon(void **state)
 	client(s, 1000);
 	t = render(s, &d);
 	check_shape(t);
-	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"7\"} 1");
+	has_line(t, "vshare_build_info{version=\"1.0\\\"x\",protocol=\"9\"} 1");
 	has_line(t, "vshare_connections_open 3");
 	assert_null(strstr(t, "vshare_connections "));
 	has_line(t, "vshare_connections_total 7");
@@ -617,6 +744,8 @@ int main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_shape),
 		cmocka_unit_test(test_counters),
+		cmocka_unit_test(test_use),
+		cmocka_unit_test(test_process),
 		cmocka_unit_test(test_classes),
 		cmocka_unit_test(test_fair_drop),
 		cmocka_unit_test(test_drop_not_queued),

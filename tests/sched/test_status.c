@@ -106,7 +106,7 @@ static void test_too_many_clients(void **state)
 static void test_exact_text(void **state)
 {
 	static const char want[] =
-	"{\"version\":5,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
+	"{\"version\":6,\"gpus\":[{\"uuid\":\"GPU-0a000000-0000-0000-0000-"
 	"000000000000\",\"index\":0,\"mode\":\"on\",\"tq_s\":1,\"capacity\":"
 	"17179869184,\"total_mem\":17179869184,\"footprint\":0,\"held\":0,"
 	"\"oversubscribed\":false,\"holders\":[1],\"queue\":[2],\"policy\":"
@@ -114,7 +114,7 @@ static void test_exact_text(void **state)
 	"\"preempt_cost_ms\":0,\"index_from\":\"attach order\","
 	"\"interactive_total_pct\":100,\"interactive_used_pct\":0,"
 	"\"interactive_over\":false,\"slice_max_ms\":0,"
-	"\"preempt_cost_class_ms\":0}],"
+	"\"preempt_cost_class_ms\":0,\"use_from\":\"none\"}],"
 	"\"clients\":"
 	"[{\"id\":1,\"pid\":1000,\"uid\":1000,\"gid\":1000,\"label\":\"job-0000-"
 	"with-a-label-as-long-as-the-protocol-allows-xx\",\"gpus\":[{\"uuid\":"
@@ -123,8 +123,11 @@ static void test_exact_text(void **state)
 	"false,\"recent_ms\":0,\"user_recent_ms\":0,\"weight\":1,"
 	"\"wait_why\":\"\",\"position\":0,\"eta_ms\":-1,\"class\":"
 	"\"batch\",\"budget_pct\":0,\"budget_used_pct\":0,\"cap_pct\":0,"
-	"\"cap_used_pct\":0,\"total_pct\":100,\"total_used_pct\":0}],"
-	"\"name\":\"\",\"class\":\"batch\"},"
+	"\"cap_used_pct\":0,\"total_pct\":100,\"total_used_pct\":0,"
+	"\"gpu_mem\":-1,\"sm_pct\":-1,\"held_total_ms\":0,"
+	"\"busy_ms\":0,\"idle_ms\":0,\"swapin_bytes\":0,\"swapout_bytes\":0}],"
+	"\"name\":\"\",\"class\":\"batch\",\"unshared_ms\":0,"
+	"\"unshared_why\":\"\"},"
 	"{\"id\":2,"
 	"\"pid\":1001,\"uid\":1000,\"gid\":1000,\"label\":"
 	"\"job-0001-with-a-label-as-long-as-the-protocol-allows-xx\",\"gpus\":"
@@ -134,9 +137,11 @@ static void test_exact_text(void **state)
 	"\"wait_why\":\"quantum\",\"position\":1,\"eta_ms\":1000,"
 	"\"class\":\"batch\",\"budget_pct\":0,\"budget_used_pct\":0,"
 	"\"cap_pct\":0,\"cap_used_pct\":0,\"total_pct\":100,"
-	"\"total_used_pct\":0}],\"name\":\"\",\"class\":"
-	"\"batch\"}],"
-	"\"protocol\":7}";
+	"\"total_used_pct\":0,\"gpu_mem\":-1,\"sm_pct\":-1,"
+	"\"held_total_ms\":0,\"busy_ms\":0,\"idle_ms\":0,\"swapin_bytes\":0,"
+	"\"swapout_bytes\":0}],\"name\":\"\",\"class\":"
+	"\"batch\",\"unshared_ms\":0,\"unshared_why\":\"\"}],"
+	"\"protocol\":9}";
 	struct sched *s = populate(2);
 	size_t len = 0;
 	char *text = ctl_status_json(s, NULL, 1 << 20, &len);

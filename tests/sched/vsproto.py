@@ -13,7 +13,7 @@ import time
 
 MAGIC = 0x52485356
 VERSION_MIN = 1    # the oldest version the daemon still serves
-VERSION = 7        # the daemon's own version (VS_PROTO_VERSION)
+VERSION = 9        # the daemon's own version (VS_PROTO_VERSION)
 MAX_PAYLOAD = 1 << 20
 LABEL_MAX = 64
 UUID_LEN = 16
@@ -21,7 +21,7 @@ ERRMSG_MAX = 128
 
 # Message types (VS_MSG_*), by the name after VS_MSG_.
 T = dict(HELLO=0x1, ATTACH=0x2, FOOTPRINT=0x3, REQUEST=0x4, RELEASED=0x5,
-         SWAPPED=0x6, WAIT_QUERY=0x8, TOOK=0x9,
+         SWAPPED=0x6, WAIT_QUERY=0x8, TOOK=0x9, USAGE=0xa, UNSHARED=0xb,
          WELCOME=0x101, GRANT=0x102, DROP=0x103, MODE=0x104, ERROR=0x105,
          WAITING=0x106, POLICY=0x107, LOCK_PAGE=0x108,
          STATUS=0x201, SET_TQ=0x202, SET_MODE=0x203, SET_SLICE=0x204,
@@ -42,6 +42,7 @@ POLICYF = dict(REQUIRE=0x1, INTERACTIVE=0x2)
 CLASS = dict(BATCH=0, INTERACTIVE=1, MAX=1)     # latency classes (HELLO)
 SETNAME = dict(CLEAR=0x1, LABEL_MAX=48, MAX=72)  # VS_NAME_*, SET_NAME
 TARGET = dict(ALL=0x1, INDEX=0x2, UID=0x4)
+UNSHARED = dict(ABSENT=1, LOST=2, MAX=2)         # VS_UNSHARED_* (UNSHARED)
 
 # The lock page (version 5).
 LOCK_PAGE_MAGIC = 0x4b4c5356
@@ -98,6 +99,10 @@ S = dict(
     gpu_ref=Payload(UUID_F),
     swapped=Payload(UUID_F, ("us", "Q"), ("bytes", "Q")),
     wait_query=Payload(UUID_F, ("flags", "I"), ("reserved", "I")),
+    usage=Payload(UUID_F, ("busy_ms", "Q"), ("idle_ms", "Q"),
+                  ("swapout_bytes", "Q"), ("swapout_us", "Q"),
+                  ("flags", "I"), ("reserved", "I")),
+    unshared=Payload(("ms", "Q"), ("reason", "I"), ("flags", "I")),
     welcome=Payload(("proto_version", "I"), ("client_id", "I")),
     grant=Payload(UUID_F, ("kind", "I"), ("flags", "I"), ("tq_ms", "I"),
                   ("reserved", "I")),
@@ -129,7 +134,8 @@ HDR = S["hdr"].struct
 # The payload of each message type (REPLY: its fixed part, text follows).
 PAYLOAD = dict(HELLO="hello", ATTACH="attach", FOOTPRINT="footprint",
                REQUEST="gpu_ref", RELEASED="gpu_ref", SWAPPED="swapped",
-               WAIT_QUERY="wait_query", TOOK="gpu_ref", WELCOME="welcome",
+               WAIT_QUERY="wait_query", TOOK="gpu_ref", USAGE="usage",
+               UNSHARED="unshared", WELCOME="welcome",
                GRANT="grant", DROP="drop", MODE="mode", ERROR="error",
                WAITING="waiting", POLICY="policy", LOCK_PAGE="lock_info",
                STATUS="status_req", SET_TQ="admin_set",

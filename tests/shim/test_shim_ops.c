@@ -178,12 +178,16 @@ static void test_footprint_prefetch(void **state)
 	assert_int_equal(count_prefetch("device0", 1 << 20), 1);
 	assert_int_equal(count_prefetch("device0", 2 << 20), 1);
 	assert_int_equal(count_prefetch("device1", 3 << 20), 0);
-	/* A release swaps out only when eager. */
-	stub.cbs->released(stub.cbs->arg, 0, 0);
+	/* A release swaps out only when eager, and says what moved (for
+	 * the scheduler: VS_MSG_USAGE). */
+	sw = (struct client_swap){ 0, 0 };
+	stub.cbs->released(stub.cbs->arg, 0, 0, &sw);
 	assert_int_equal(count_prefetch("host", 1 << 20), 0);
-	stub.cbs->released(stub.cbs->arg, 0, 1);
+	assert_int_equal(sw.bytes, 0);
+	stub.cbs->released(stub.cbs->arg, 0, 1, &sw);
 	assert_int_equal(count_prefetch("host", 1 << 20), 1);
 	assert_int_equal(count_prefetch("host", 2 << 20), 1);
+	assert_int_equal(sw.bytes, 3 << 20);
 	/* The device's context is still the current one afterwards. */
 	assert_ptr_equal(ops->current_context(), ctx0);
 
@@ -236,7 +240,9 @@ static void test_swap_chunks(void **state)
 	assert_int_equal(count_prefetch_on("device0", 3u << 20, &s_b), 1);
 	assert_true(s_a != s_b);
 	mem_conf.swap_streams = 1;
-	stub.cbs->released(stub.cbs->arg, 0, 1);
+	sw = (struct client_swap){ 0, 0 };
+	stub.cbs->released(stub.cbs->arg, 0, 1, &sw);
+	assert_int_equal(sw.bytes, 67u << 20);
 	assert_int_equal(count_prefetch_on("host", 67u << 20, &s_a), 1);
 	assert_int_equal(count_prefetch_on("host", 64u << 20, &s_a), 0);
 	mem_conf.swap_streams = old;

@@ -155,13 +155,15 @@ static void test_versions(void **state)
 		{ VS_MSG_WAIT_QUERY, sizeof(struct vs_wait_query), 3 },
 		{ VS_MSG_TOOK, sizeof(struct vs_gpu_ref), 4 },
 		{ VS_MSG_LOCK_PAGE, sizeof(struct vs_lock_info), 4 },
+		{ VS_MSG_USAGE, sizeof(struct vs_usage), 9 },
+		{ VS_MSG_UNSHARED, sizeof(struct vs_unshared), 9 },
 	};
 	const char *why = NULL;
 	struct vs_hdr h;
 	uint32_t role;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 7);
+	assert_int_equal(VS_PROTO_VERSION, 9);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
@@ -225,6 +227,63 @@ static void test_swapped(void **state)
 	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
 	h = hdr_for(VS_MSG_SWAPPED, sizeof(m) + 8);
 	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+}
+
+/* USAGE: a client's, a GPU, flags and reserved zero, a sane swap-out
+ * time; UNSHARED: a known reason, flags zero. */
+static void test_usage_frames(void **state)
+{
+	struct vs_usage u;
+	struct vs_unshared n;
+	struct vs_hdr h;
+	const char *why = NULL;
+	(void)state;
+
+	memset(&u, 0, sizeof(u));
+	u.uuid[0] = 1;
+	h = hdr_for(VS_MSG_USAGE, sizeof(u));
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_CLIENT), VS_OK);
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_ADMIN), VS_E_PROTO);
+	assert_int_equal(vs_check_payload(&h, &u, &why), VS_OK);
+	u.busy_ms = 10;
+	u.idle_ms = 20;
+	u.swapout_bytes = 1u << 20;
+	u.swapout_us = VS_SWAPPED_US_MAX;
+	assert_int_equal(vs_check_payload(&h, &u, &why), VS_OK);
+	u.swapout_us = VS_SWAPPED_US_MAX + 1;
+	assert_int_equal(vs_check_payload(&h, &u, &why), VS_E_PROTO);
+	assert_string_equal(why, "usage: swap-out longer than an hour");
+	u.swapout_us = 0;
+	u.reserved = 1;
+	assert_int_equal(vs_check_payload(&h, &u, &why), VS_E_PROTO);
+	u.reserved = 0;
+	u.flags = 1;
+	assert_int_equal(vs_check_payload(&h, &u, &why), VS_E_PROTO);
+	u.flags = 0;
+	memset(u.uuid, 0, sizeof(u.uuid));
+	assert_int_equal(vs_check_payload(&h, &u, &why), VS_E_PROTO);
+	assert_string_equal(why, "usage: empty UUID");
+	h = hdr_for(VS_MSG_USAGE, sizeof(u) - 8);
+	assert_int_equal(vs_check_hdr(&h, 0), VS_E_PROTO);
+
+	memset(&n, 0, sizeof(n));
+	n.ms = 1234;
+	h = hdr_for(VS_MSG_UNSHARED, sizeof(n));
+	assert_int_equal(vs_check_hdr(&h, VS_ROLE_CLIENT), VS_OK);
+	assert_int_equal(vs_check_payload(&h, &n, &why), VS_E_PROTO);
+	n.reason = VS_UNSHARED_ABSENT;
+	assert_int_equal(vs_check_payload(&h, &n, &why), VS_OK);
+	n.reason = VS_UNSHARED_LOST;
+	assert_int_equal(vs_check_payload(&h, &n, &why), VS_OK);
+	n.reason = VS_UNSHARED_MAX + 1;
+	assert_int_equal(vs_check_payload(&h, &n, &why), VS_E_PROTO);
+	n.reason = VS_UNSHARED_LOST;
+	n.flags = 2;
+	assert_int_equal(vs_check_payload(&h, &n, &why), VS_E_PROTO);
+	assert_string_equal(why, "unshared: unknown reason, or flags not zero");
+	assert_string_equal(vs_unshared_name(VS_UNSHARED_ABSENT), "absent");
+	assert_string_equal(vs_unshared_name(VS_UNSHARED_LOST), "lost");
+	assert_string_equal(vs_unshared_name(0), "?");
 }
 
 /* WAIT_QUERY: a client's, a GPU, nothing else set. WAITING: the
@@ -554,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_lock_page_sizes),
 		cmocka_unit_test(test_siphash),
 		cmocka_unit_test(test_swapped),
+		cmocka_unit_test(test_usage_frames),
 		cmocka_unit_test(test_metrics_request),
 		cmocka_unit_test(test_wait_frames),
 		cmocka_unit_test(test_admin_sets),

@@ -188,6 +188,9 @@ void client_lost(const char *why)
 		 * scheduler adopted it as that connection ended. */
 		c->held = c->requested = c->attached = c->fp_valid = c->took = 0;
 		c->swap.bytes = 0;
+		/* What the lost connection's scheduler did not hear of this
+		 * hold is not told to the next one: it did not see it. */
+		memset(&c->use, 0, sizeof(c->use));
 		c->drop = 0;
 		/* The next scheduler's state starts afresh, and so does ours. */
 		c->quiet = c->resync = 0;
@@ -228,6 +231,7 @@ void client_lost(const char *why)
 		if (!client_c.version_seen && !quiet)
 			log_warn("lost the scheduler (%s): running unshared until "
 				 "it is back", why);
+		client_unshared_begin(VS_UNSHARED_LOST);
 		(void)gate_set_unshared(1);
 		return;
 	}
@@ -260,6 +264,7 @@ static void connect_failed(const char *why)
 	}
 	log_warn("no scheduler at %s (%s): running unshared",
 		 client_g.conf.socket_path, why);
+	client_unshared_begin(VS_UNSHARED_ABSENT);
 	(void)gate_set_unshared(1);
 }
 
@@ -330,6 +335,8 @@ static void client_welcomed(void)
 	/* A scheduler older than version 3 has no policy to send. */
 	if (client_version() < 3)
 		client_settle_mark();
+	/* A failed send is found at the next one, as the connection's end. */
+	(void)client_unshared_tell();
 	rejoin();
 }
 

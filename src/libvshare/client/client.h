@@ -30,8 +30,11 @@ struct client_callbacks {
 			struct client_swap *swap);
 	/* dev was taken from this process (gate_take: no call in flight, the
 	 * device synchronized), before RELEASED goes out. swap_out: the
-	 * memory should move to the host now (VSHARE_SWAP_OUT=eager). */
-	void (*released)(void *arg, int dev, int swap_out);
+	 * memory should move to the host now (VSHARE_SWAP_OUT=eager); what
+	 * that cost goes in *swap (zeroed by the caller), which the client
+	 * reports (VS_MSG_USAGE, protocol version 9). */
+	void (*released)(void *arg, int dev, int swap_out,
+			 struct client_swap *swap);
 	/* This process's footprint on dev, in bytes. */
 	void (*footprint)(void *arg, int dev, uint64_t *managed,
 			  uint64_t *pinned);

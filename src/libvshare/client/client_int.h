@@ -86,6 +86,9 @@ struct client_conn {
 				   * only), or NULL (client_lock.c) */
 	struct vs_lock_words *lock_words; /* its words, set before lock */
 	uint64_t lock_token;      /* what this client writes into a word */
+	uint64_t unshared_ms;     /* running unshared since then (0: not),
+				   * told at the next WELCOME (client_use.c) */
+	uint32_t unshared_why;    /* VS_UNSHARED_* */
 	size_t   rlen;
 	unsigned char rbuf[CLIENT_RBUF];
 };
@@ -124,6 +127,15 @@ struct client_wait {
 	int      told;             /* the "waiting" line was printed */
 };
 
+/* What a holder did with a GPU, not yet reported (client_use.c). */
+struct client_use {
+	uint64_t at_ms;            /* the last look while holding, 0: not
+				    * holding */
+	uint64_t sent_ms;          /* the last report */
+	uint64_t busy_ms, idle_ms; /* held since the last report */
+	uint64_t swapout_bytes, swapout_us; /* swap-outs since then */
+};
+
 /* What the client knows and owes the scheduler about one GPU. */
 struct client_gpu {
 	int      known;            /* the gate learned the device (below) */
@@ -158,6 +170,8 @@ struct client_gpu {
 	int      lock_slot;        /* the page's slot for it, + 1 (0: not
 				    * looked up) */
 	int      took;             /* taken through the page: TOOK to send */
+	uint64_t took_ms;          /* atomic: when a waiting thread took it
+				    * (gate_now_ms), for client_use.c */
 	int      page_skip;        /* atomic: the scheduler refused a take:
 				    * the next acquisition goes through
 				    * REQUEST (cleared by the GRANT) */
@@ -168,6 +182,7 @@ struct client_gpu {
 	uint64_t resync_ms;        /* no resynchronisation before then */
 	uint64_t attach_ms;        /* when ATTACH went out */
 	struct client_wait wait;
+	struct client_use use;
 };
 
 /* A resynchronisation with the scheduler (client_msg.c, docs/gate.md):
@@ -254,6 +269,16 @@ static inline uint16_t client_version(void)
 	return client_c.version ? client_c.version : VS_PROTO_VERSION;
 }
 
+/* The hold of g began at `now` (a GRANT, a take through the lock
+ * page): the looks of client_use.c start from then. Inline, so that the message
+ * reader marks it without a call into client_use.c, which sends. */
+static inline void client_use_start(struct client_gpu *g, uint64_t now)
+{
+	g->use.at_ms = now ? now : 1;
+	if (g->use.sent_ms == 0)
+		g->use.sent_ms = now;
+}
+
 /* Whether the thread should end (client_stop or gate_shutdown). */
 static inline int client_stopping(void)
 {
@@ -332,6 +357,29 @@ void client_wait_answer(int dev, const struct vs_waiting *m);
  * ends. */
 void client_wait_granted(int dev);
 void client_wait_atfork_child(void);
+/* client_use.c: use, not only holding. While a GPU is held the client
+ * thread looks at its gate at least every CLIENT_USE_TICK_MS: the time
+ * since its last look was busy while calls were in flight or the last
+ * submission is less than the idle gap old, idle otherwise, so busy and
+ * idle time are good to about a tick. */
+#define CLIENT_USE_TICK_MS 100u
+/* The pause after which a holder that others wait for counts as idle
+ * (client_use.c says how it is learned). */
+uint64_t client_idle_gap(int dev);
+/* A look at dev's gate while held, and its report to a scheduler of
+ * version 9 every VS_USAGE_REPORT_MS, or now with `final` (before the
+ * RELEASED, the hold ending); lowers *timeout (NULL: none) to the next
+ * look. -1 if sending failed. */
+int  client_use_due(int dev, struct client_gpu *g, int final, int *timeout);
+/* A swap-out at a release, reported with the next usage report. */
+void client_use_swapout(struct client_gpu *g, const struct client_swap *sw);
+/* The program began to run unshared (VS_UNSHARED_*): the first reason
+ * of an outage is kept. */
+void client_unshared_begin(uint32_t why);
+/* A WELCOME: how long it ran unshared goes to a scheduler of version 9;
+ * the outage is over. -1 if sending failed. */
+int  client_unshared_tell(void);
+
 /* The first and the longest wait before a refused GPU is asked for again
  * (VSHARE_REQUIRE_SCHEDULER): limits free up as other programs end. */
 #define CLIENT_REFUSED_RETRY_MIN_MS 1000u

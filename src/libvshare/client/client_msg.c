@@ -128,6 +128,7 @@ static void on_grant(const struct vs_grant *m)
 	if (!c->held) {
 		client_g.cb->granted(client_g.cb->arg, dev, m->flags, &sw);
 		c->swap = client_version() >= 2 ? sw : (struct client_swap){ 0, 0 };
+		client_use_start(c, gate_now_ms());
 	}
 	c->held = 1;
 	c->requested = 0;

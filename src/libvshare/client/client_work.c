@@ -25,13 +25,16 @@ int client_learn(int dev)
 
 int client_take(int dev)
 {
+	struct client_swap sw = { 0, 0 };
 	int rc = gate_take(dev);
 
 	/* Pacing is a grant's: the next one says again. */
 	gate_pace(dev, 0);
-	if (rc == 0)
+	if (rc == 0) {
 		client_g.cb->released(client_g.cb->arg, dev,
-				      client_g.conf.swap_eager);
+				      client_g.conf.swap_eager, &sw);
+		client_use_swapout(&client_g.gpu[dev], &sw);
+	}
 	return rc;
 }
 
@@ -82,8 +85,9 @@ static int fast_ready(const struct client_gpu *g)
 /* A waiting thread took g through the lock page and opened its gate:
  * this process holds it as after a GRANT (never an oversubscribed one,
  * so nothing to swap in), and tells the scheduler on the next pass. */
-static void took(struct client_gpu *g)
+static void took(struct client_gpu *g, uint64_t at_ms)
 {
+	client_use_start(g, at_ms);
 	g->held = 1;
 	g->took = 1;
 	g->requested = 0;
@@ -136,7 +140,7 @@ int client_fast_adopt(void)
 		if (st == CLIENT_FAST_SENT)
 			request_sent(g, gate_spin_window_ns());
 		else if (st == CLIENT_FAST_TOOK)
-			took(g);
+			took(g, A_LOAD(&g->took_ms));
 		else if (st == CLIENT_FAST_FAILED)
 			rc = -1;
 		A_STORE(&g->fast, CLIENT_FAST_OFF);
@@ -160,6 +164,8 @@ int client_fast_request(int dev)
 		return -1;
 	/* Free in the lock page: no REQUEST, no GRANT to wait for. */
 	if (client_lock_take(dev, g)) {
+		/* The hold began now, not when the client thread adopts it. */
+		A_STORE(&g->took_ms, gate_now_ms());
 		A_STORE(&g->fast, CLIENT_FAST_TOOK);
 		return CLIENT_FAST_RC_TOOK;
 	}
@@ -239,44 +245,12 @@ static int swapped(struct client_gpu *g)
 	return client_send(VS_MSG_SWAPPED, &m, sizeof(m));
 }
 
-/* The pause after which a holder that others wait for counts as idle:
- * twice the longest recent pause within its bursts plus a step of the
- * coarse clock, at least CLIENT_IDLE_MIN_MS, at most idle_ms
- * (VSHARE_IDLE_MS). A notebook whose cell is done releases within a few
- * ms; a training loop, whose pauses (its synchronizations) are long,
- * waits idle_ms as before and is not cut at each iteration. A program
- * whose rhythm is not known yet waits idle_ms.
- *
- * An interactive program waits at most CLIENT_INTERACTIVE_IDLE_MS: the
- * waiters are batch, and its class takes the GPU back at its next
- * submission, at the cost of the batch holder's drain (about as long);
- * holding through its own pauses would only keep them waiting. An
- * inference service that answers a request every 50 ms learns those
- * pauses as its rhythm and, as batch, would never be idle. */
-#define CLIENT_IDLE_MIN_MS 2u
-#define CLIENT_INTERACTIVE_IDLE_MS 5u
-static uint64_t idle_gap(int dev)
-{
-	uint64_t cap = client_g.conf.idle_ms;
-	uint32_t learned = gate_gap_ms(dev);
-	uint64_t gap = 2u * (uint64_t)learned + gate_clock_step_ms();
-
-	if (client_g.conf.interactive && cap > CLIENT_INTERACTIVE_IDLE_MS)
-		cap = CLIENT_INTERACTIVE_IDLE_MS;
-
-	if (learned == GATE_GAP_UNKNOWN || !client_g.conf.idle_learn)
-		return cap;
-	if (gap < CLIENT_IDLE_MIN_MS)
-		gap = CLIENT_IDLE_MIN_MS;
-	return gap < cap ? gap : cap;
-}
-
 /* Release now, or for an idle drop once nothing was submitted for the
  * idle gap and nothing is in flight. Returns the ms to wait before
  * looking again (-1: nothing pending), or -2 if the connection failed. */
 static int drop(int dev, struct client_gpu *g)
 {
-	uint64_t now, last, idle = idle_gap(dev);
+	uint64_t now, last, idle = client_idle_gap(dev);
 	uint32_t reason = g->held ? g->drop : 0;
 	long inflight;
 
@@ -292,9 +266,12 @@ static int drop(int dev, struct client_gpu *g)
 	}
 	if (client_take(dev) < 0)
 		return -1;
-	/* A take the scheduler refused (client_msg.c: on_state) is not
-	 * counted there: nothing to release. */
-	if (!g->quiet && send_ref(VS_MSG_RELEASED, g->uuid))
+	/* The hold's last use goes before its RELEASED, while the scheduler
+	 * still counts it as held. A take the scheduler refused
+	 * (client_msg.c: on_state) is not counted there: nothing to
+	 * release. */
+	if (client_use_due(dev, g, 1, NULL) || (!g->quiet &&
+	    send_ref(VS_MSG_RELEASED, g->uuid)))
 		return -2;
 	log_debug("GPU %d %s (%s) %.2f ms after the drop request", dev,
 		  g->quiet ? "given back" : "released",
@@ -442,7 +419,8 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		return 0;
 	if (g->refused && refused_wait(g, timeout))
 		return 0;
-	if (tell_took(g) || attach(g) || footprint(dev, g) || swapped(g))
+	if (tell_took(g) || attach(g) || footprint(dev, g) || swapped(g) ||
+	    client_use_due(dev, g, 0, timeout))
 		return -1;
 	t = drop(dev, g);
 	if (t == -2)
@@ -459,7 +437,7 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 		 * it is free, rather than ask. */
 		if (g->drop == 0 && fast_ready(g) && !A_LOAD(&g->fp_dirty) &&
 		    client_lock_take(dev, g)) {
-			took(g);
+			took(g, gate_now_ms());
 			if (tell_took(g))
 				return -1;
 		} else if (send_request(g, gate_spin_window_ns())) {

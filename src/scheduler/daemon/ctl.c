@@ -127,6 +127,8 @@ static cJSON *gpu_json(const struct sched *s, const struct sched_gpu *g)
 	v[VS_SG_interactive_over].bool_ = gi.total_over;
 	v[VS_SG_slice_max_ms].num = gi.slice_max_ms;
 	v[VS_SG_preempt_cost_class_ms].num = (double)gi.class_cost_ms;
+	v[VS_SG_use_from].str = gi.use_known ? VS_STATUS_USE_NVML :
+				VS_STATUS_USE_NONE;
 	return st_object(&vs_status_gpu, v);
 }
 
@@ -157,6 +159,13 @@ static cJSON *member_json(const struct sched_member_info *mi)
 	v[VS_SM_cap_used_pct].num = round1(mi->cap_used_pct);
 	v[VS_SM_total_pct].num = mi->total_pct;
 	v[VS_SM_total_used_pct].num = round1(mi->total_used_pct);
+	v[VS_SM_gpu_mem].num = mi->use_known ? (double)mi->dev_mem : -1;
+	v[VS_SM_sm_pct].num = mi->use_known ? mi->sm_pct : -1;
+	v[VS_SM_held_total_ms].num = (double)mi->held_total_ms;
+	v[VS_SM_busy_ms].num = (double)mi->busy_ms;
+	v[VS_SM_idle_ms].num = (double)mi->idle_ms;
+	v[VS_SM_swapin_bytes].num = (double)mi->swapin_bytes;
+	v[VS_SM_swapout_bytes].num = (double)mi->swapout_bytes;
 	return st_object(&vs_status_member, v);
 }
 
@@ -181,6 +190,9 @@ static cJSON *client_json(const struct sched *s, const struct names *names,
 		cJSON_AddItemToArray(gpus, member_json(&mi));
 	v[VS_SC_gpus].arr = gpus;
 	v[VS_SC_class].str = vs_class_name(ci.klass);
+	v[VS_SC_unshared_ms].num = (double)ci.unshared_ms;
+	v[VS_SC_unshared_why].str = ci.unshared_why ?
+				    vs_unshared_name(ci.unshared_why) : "";
 	return st_object(&vs_status_client, v);
 }
 
@@ -416,6 +428,7 @@ char *ctl_metrics_text(struct srv *s, int http, size_t *len)
 	s->mx.conns = s->n_conns;
 	s->mx.gpus_max = s->conf->metrics_gpus;
 	s->mx.names = s->names;
+	use_refresh(s);
 	s->mx.totals_only = totals;
 	return metrics_cached(totals ? &s->mcache_pub : &s->mcache, s->sched,
 			      &s->mx, uv_now(s->loop), len);

@@ -276,6 +276,15 @@ static const struct counter counters[] = {
 	{ "vshare_swapin_seconds_total", "Time the holders reported "
 	  "prefetching (each report at most a quantum).", ST(swap_us),
 	  1000000, NULL, NULL, 1 },
+	{ "vshare_swapouts_total", "Swap-outs reported by holders: their "
+	  "managed memory prefetched to the host at a release "
+	  "(VSHARE_SWAP_OUT=eager).", ST(swapouts), 1, NULL, NULL, 1 },
+	{ "vshare_swapout_bytes_total", "Bytes the holders reported "
+	  "prefetching to the host at their releases.", ST(swapout_bytes), 1,
+	  NULL, NULL, 1 },
+	{ "vshare_swapout_seconds_total", "Time the holders reported "
+	  "prefetching to the host at their releases.", ST(swapout_us),
+	  1000000, NULL, NULL, 1 },
 };
 
 static void gpu_counter(struct metrics_buf *b, const struct counter *c,
@@ -349,32 +358,51 @@ static void gpu_hists(struct render *r)
 }
 
 /* GPU time per user: users with a slot by uid, the rest as "other";
- * series only for users that held this GPU. */
+ * series only for users with time on this GPU. */
+static const struct {
+	const char *name, *help;
+	size_t off;
+} user_times[] = {
+	{ "vshare_gpu_held_seconds_total", "GPU time held, by user (uid; "
+	  "users past the first 64 since the start are folded into uid "
+	  "\"other\"). Summed over the holders: where several hold a GPU "
+	  "at once (shared grants), their times add up, so a GPU's sum may "
+	  "exceed the time elapsed.", ST(held_ms) },
+	{ "vshare_gpu_busy_seconds_total", "Of the GPU time held, what the "
+	  "holders' shims reported busy: calls in flight, or submissions "
+	  "less than the program's idle gap apart. By user, as "
+	  "vshare_gpu_held_seconds_total.", ST(busy_ms) },
+	{ "vshare_gpu_idle_held_seconds_total", "Of the GPU time held, what "
+	  "the holders' shims reported idle: held with nothing in flight "
+	  "and no submission for the idle gap. By user, as "
+	  "vshare_gpu_held_seconds_total.", ST(idle_ms) },
+};
+
 static void gpu_users(struct render *r)
 {
 	const struct sched_stat_users *su = sched_stat_users(r->s);
 	char uid[16];
 
-	family(&r->b, "vshare_gpu_held_seconds_total", "counter", "GPU time "
-	       "held, by user (uid; users past the first 64 since the start "
-	       "are folded into uid \"other\"). Summed over the holders: "
-	       "where several hold a GPU at once (shared grants), their "
-	       "times add up, so a GPU's sum may exceed the time elapsed.");
-	for (size_t i = 0; i < r->n; i++) {
-		const struct sched_gpu_stats *st = &r->rows[i].st;
+	for (size_t f = 0; f < sizeof(user_times) / sizeof(user_times[0]); f++) {
+		family(&r->b, user_times[f].name, "counter", user_times[f].help);
+		for (size_t i = 0; i < r->n; i++) {
+			const uint64_t *v = (const uint64_t *)(const void *)
+				((const char *)&r->rows[i].st + user_times[f].off);
 
-		for (uint32_t k = 0; k <= SCHED_STAT_USERS; k++) {
-			if (st->held_ms[k] == 0 || (k < SCHED_STAT_USERS &&
-						    k >= su->n))
-				continue;
-			if (k == SCHED_STAT_OTHER)
-				snprintf(uid, sizeof(uid), "other");
-			else
-				snprintf(uid, sizeof(uid), "%u", su->uid[k]);
-			gpu_labels(&r->b, "vshare_gpu_held_seconds_total",
-				   &r->rows[i]);
-			label(&r->b, "uid", uid);
-			close_value(&r->b, st->held_ms[k], 1000);
+			for (uint32_t k = 0; k <= SCHED_STAT_USERS; k++) {
+				if (v[k] == 0 || (k < SCHED_STAT_USERS &&
+						  k >= su->n))
+					continue;
+				if (k == SCHED_STAT_OTHER)
+					snprintf(uid, sizeof(uid), "other");
+				else
+					snprintf(uid, sizeof(uid), "%u",
+						 su->uid[k]);
+				gpu_labels(&r->b, user_times[f].name,
+					   &r->rows[i]);
+				label(&r->b, "uid", uid);
+				close_value(&r->b, v[k], 1000);
+			}
 		}
 	}
 }
@@ -383,18 +411,22 @@ static void user_classes(struct render *r)
 {
 	const uint8_t **uuids = calloc(r->n ? r->n : 1, sizeof(*uuids));
 	const char **labs = calloc(r->n ? r->n : 1, sizeof(*labs));
+	int *nvml = calloc(r->n ? r->n : 1, sizeof(*nvml));
 
-	if (uuids == NULL || labs == NULL) {
+	if (uuids == NULL || labs == NULL || nvml == NULL) {
 		r->b.oom = 1;
 	} else {
 		for (size_t i = 0; i < r->n; i++) {
 			uuids[i] = r->rows[i].gi.uuid;
 			labs[i] = r->rows[i].lab;
+			nvml[i] = r->rows[i].gi.use_known;
 		}
 		metrics_user_classes(&r->b, r->s, r->n, uuids, labs);
+		metrics_user_use(&r->b, r->s, r->n, uuids, labs, nvml);
 	}
 	free(uuids);
 	free(labs);
+	free(nvml);
 }
 
 /* ---- the daemon ---- */
@@ -409,6 +441,29 @@ static void one(struct metrics_buf *b, const char *name, const char *type,
 	family(b, name, type, help);
 	metrics_put_str(b, name);
 	value(b, v, 1);
+}
+
+/* Programs that ran unshared before they connected, as they told. */
+static void unshared(struct render *r)
+{
+	const struct sched_unshared_stats *u = sched_unshared_stats(r->s);
+
+	family(&r->b, "vshare_unshared_runs_total", "counter", "Programs that "
+	       "told, when they connected, that they had run unshared (their "
+	       "GPU work not gated), by reason: absent (no scheduler could be "
+	       "reached) or lost (their connection had ended).");
+	for (uint32_t k = VS_UNSHARED_ABSENT; k <= VS_UNSHARED_MAX; k++) {
+		metrics_printf(&r->b, "vshare_unshared_runs_total{reason=\"%s\"}",
+			       vs_unshared_name(k));
+		value(&r->b, u->runs[k], 1);
+	}
+	family(&r->b, "vshare_unshared_seconds_total", "counter", "How long "
+	       "those programs ran unshared, by reason.");
+	for (uint32_t k = VS_UNSHARED_ABSENT; k <= VS_UNSHARED_MAX; k++) {
+		metrics_printf(&r->b, "vshare_unshared_seconds_total{reason=\"%s\"}",
+			       vs_unshared_name(k));
+		value(&r->b, u->ms[k], 1000);
+	}
 }
 
 static void daemon_part(struct render *r, const struct metrics_daemon *d)
@@ -438,6 +493,8 @@ static void daemon_part(struct render *r, const struct metrics_daemon *d)
 		metrics_put(b, "\"}", 2);
 		value(b, d->refused[k], 1);
 	}
+	unshared(r);
+	metrics_process(b);
 }
 
 static int render_init(struct render *r, const struct sched *s,

@@ -103,6 +103,16 @@ void metrics_user_classes(struct metrics_buf *b, const struct sched *s,
 			  size_t n, const uint8_t *const *uuids,
 			  const char *const *labs);
 
+/* metrics_use.c: each user's device memory (NVML), managed footprint
+ * and SM utilisation (NVML) on the GPUs that have series, as
+ * metrics_user_classes; nvml[i]: NVML gave GPU i's processes. */
+void metrics_user_use(struct metrics_buf *b, const struct sched *s, size_t n,
+		      const uint8_t *const *uuids, const char *const *labs,
+		      const int *nvml);
+/* metrics_proc.c: the daemon's own process_* series, from /proc/self
+ * (as Prometheus's client libraries write them). */
+void metrics_process(struct metrics_buf *b);
+
 /* metrics_names.c: the series of named clients (vshare_named_*), as
  * malloc'd text (*len its length); NULL when out of memory. */
 char *metrics_names(const struct sched *s, const struct names *names,

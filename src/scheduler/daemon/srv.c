@@ -304,7 +304,7 @@ static void answer_error(struct conn *c, uint16_t type, const void *payload,
 	char uuid[VS_UUID_STR_LEN];
 
 	if (mi == NULL || mi->role != VS_ROLE_CLIENT || type == VS_MSG_HELLO ||
-	    mi->size < VS_UUID_LEN) {
+	    type == VS_MSG_UNSHARED || mi->size < VS_UUID_LEN) {
 		conn_send_error(c, rc, 0, "%s: %s", mi ? mi->name : "?",
 				vs_err_name(rc));
 		return;
@@ -367,6 +367,29 @@ static void on_client_msg(struct conn *c, const struct vs_hdr *h,
 			   (unsigned long long)m->bytes,
 			   (unsigned long long)m->us);
 		rc = sched_swapped(sc, c->client, m->uuid, m->us, m->bytes);
+		break;
+	}
+	case VS_MSG_USAGE: {
+		const struct vs_usage *m = payload;
+
+		rc = sched_usage(sc, c->client, m->uuid, m->busy_ms,
+				 m->idle_ms, m->swapout_bytes, m->swapout_us);
+		break;
+	}
+	case VS_MSG_UNSHARED: {
+		const struct vs_unshared *m = payload;
+
+		rc = sched_unshared(sc, c->client, m->ms, m->reason);
+		if (rc == 1)
+			plog_info(c, "client %u (uid %u, pid %d) ran unshared "
+				  "for %llu ms before it connected (%s)",
+				  sched_client_id(c->client),
+				  (unsigned)c->cred.uid, (int)c->cred.pid,
+				  (unsigned long long)m->ms,
+				  m->reason == VS_UNSHARED_ABSENT ?
+				  "no scheduler could be reached" :
+				  "its connection to the scheduler ended");
+		rc = rc > 0 ? 0 : rc;
 		break;
 	}
 	case VS_MSG_WAIT_QUERY:
@@ -503,6 +526,7 @@ int srv_start(struct srv *s)
 	if (nvml_open() == 0) {
 		cfg.total_fn = nvml_total;
 		cfg.index_fn = nvml_index;
+		s->nvml = 1;
 	}
 	s->timer_due = SCHED_NO_DEADLINE;
 	s->events = &events;

@@ -150,6 +150,8 @@ struct srv {
 				      * and by client: HTTP's while
 				      * status_public is false */
 	struct http *http;           /* metrics_listen's server, or NULL */
+	int nvml;                    /* NVML is loaded (nvml.c) */
+	uint64_t use_at;             /* use.c: the last look at NVML, ms */
 	int lock_fd;                 /* the lock's state page, -1: none */
 	struct vs_lock_page *lock;   /* its mapping */
 	int words_fd;                /* the lock's words page */
@@ -249,5 +251,12 @@ char *ctl_status_json(const struct sched *sched, const struct names *names,
  * series by uid or by client (the socket's METRICS has them, for
  * admins only then). */
 char *ctl_metrics_text(struct srv *s, int http, size_t *len);
+
+/* use.c: each GPU's processes as NVML sees them, into the policy
+ * (sched_gpu_use), at most once per USE_REFRESH_MS: called before a
+ * status or metrics rendering, so that a node nobody asks costs no
+ * NVML query. */
+#define USE_REFRESH_MS 1000u
+void use_refresh(struct srv *s);
 
 #endif

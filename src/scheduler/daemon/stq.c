@@ -135,6 +135,7 @@ static void start(struct srv *s)
 			       s->st_gap - (now - s->st_last), 0);
 		return;
 	}
+	use_refresh(s);
 	t0 = uv_hrtime();
 	s->st_snap = sched_snapshot(s->sched);
 	s->st_names = names_ref(s->names);

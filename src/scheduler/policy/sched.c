@@ -266,6 +266,7 @@ int sched_attach(struct sched *s, struct sched_client *c,
 	m->c = c;
 	m->g = g;
 	m->claim = total_mem;
+	m->sm_pct = SCHED_UTIL_UNKNOWN;
 	dl_init(&m->q_link);
 	dl_init(&m->h_link);
 	dl_append(&g->members, &m->m_link);
@@ -383,6 +384,7 @@ int sched_swapped(struct sched *s, struct sched_client *c,
 		us = (uint64_t)m->g->tq_ms * 1000u;
 	sched_fair_swapped(m->g, us);
 	sched_stat_swapped(m->g, us, bytes);
+	m->swapin_bytes += bytes < SCHED_FP_MAX ? bytes : SCHED_FP_MAX;
 	m->g->slice_ms = sched_fair_slice(s, m->g);
 	return 0;
 }

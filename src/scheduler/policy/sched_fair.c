@@ -32,6 +32,7 @@ void sched_fair_charge_one(const struct sched *s, struct sched_member *m,
 	dt = now - m->charged_at;
 	m->charged_at = now;
 	m->g->st.held_ms[m->c->slot] += dt; /* every held ms, for the metrics */
+	m->held_total += dt;
 	m->g->st.class_held_ms[m->klass] += dt;
 	if (!m->g->contended)
 		return;

@@ -87,6 +87,12 @@ struct sched_member {
 	int cap_held;             /* holding, counted in its user's cap */
 	int cap_wait;             /* waiting: the last admission passed it
 				   * over for its user's cap */
+	/* Use (sched_use.c). */
+	uint64_t held_total;      /* ms held since it attached, charged */
+	uint64_t busy, idle;      /* ms it reported of that */
+	uint64_t swapin_bytes, swapout_bytes;
+	uint64_t dev_mem;         /* NVML: its device memory in use */
+	int32_t sm_pct;           /* NVML: its SM utilisation, or unknown */
 };
 
 /* What one uid's clients hold, against the per-uid limits. */
@@ -144,6 +150,8 @@ struct sched_client {
 	struct dlink link;        /* s->clients */
 	struct sched_member **m;  /* attached GPUs */
 	size_t n_m, cap_m;
+	uint64_t unshared_ms;     /* its VS_MSG_UNSHARED (sched_use.c) */
+	uint32_t unshared_why;    /* 0: none */
 };
 
 struct sched_gpu {
@@ -196,6 +204,7 @@ struct sched_gpu {
 	struct sched_gpu_stats st; /* counters, sched_stat.c */
 	uint64_t blocked;         /* admissions that left waiters queued */
 	uint64_t opening;         /* the lock slot's open number, 0: closed */
+	int use_known;            /* NVML has a view of it (sched_use.c) */
 	uint64_t seen;            /* in a snapshot: the token found in the
 				   * open word at the copy (a take not yet
 				   * adopted); 0 elsewhere */
@@ -223,6 +232,7 @@ struct sched {
 	struct vs_lock_page *lock; /* shared with the clients, NULL: none */
 	struct vs_lock_words *words; /* its words */
 	uint64_t n_openings;      /* openings of a word, ever: their numbers */
+	struct sched_unshared_stats ust; /* sched_use.c */
 };
 
 /* sched_grant.c, for sched.c, sched_conf.c, sched_admin.c and

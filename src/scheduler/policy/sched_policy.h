@@ -252,6 +252,43 @@ int sched_released(struct sched *s, struct sched_client *c,
 int sched_swapped(struct sched *s, struct sched_client *c,
 		  const uint8_t uuid[VS_UUID_LEN], uint64_t us, uint64_t bytes);
 
+/*
+ * Use, not only holding (sched_use.c): what the clients did with what
+ * they held, for status and the metrics; nothing here changes a
+ * decision. sched_usage: a client's VS_MSG_USAGE (busy and idle time
+ * while it held uuid, and its swap-out since its last report): the
+ * times are clamped so that a member's reported busy and idle never add
+ * up to more than the time the scheduler saw it hold the GPU, the bytes
+ * to SCHED_FP_MAX. VS_E_NOGPU when it has not attached uuid.
+ * sched_unshared: its VS_MSG_UNSHARED (ms it ran unshared before this
+ * connection, VS_UNSHARED_* why): 1 when taken, 0 for a repeat (only
+ * the first counts), VS_E_INVAL for an unknown reason.
+ * sched_gpu_use: the driver's (NVML's) view of uuid: known 0, NVML has
+ * none (every member's device memory and utilisation unknown);
+ * otherwise the n processes it lists, each member's from its pid's
+ * entry (none: 0 bytes, utilisation unknown).
+ */
+#define SCHED_UTIL_UNKNOWN (-1)
+struct sched_proc_use {
+	int32_t  pid;
+	uint64_t mem;           /* device memory in use, bytes */
+	int32_t  sm_pct;        /* SM utilisation 0..100, or SCHED_UTIL_UNKNOWN */
+};
+int sched_usage(struct sched *s, struct sched_client *c,
+		const uint8_t uuid[VS_UUID_LEN], uint64_t busy_ms,
+		uint64_t idle_ms, uint64_t swapout_bytes, uint64_t swapout_us);
+int sched_unshared(struct sched *s, struct sched_client *c, uint64_t ms,
+		   uint32_t reason);
+void sched_gpu_use(struct sched *s, const uint8_t uuid[VS_UUID_LEN], int known,
+		   const struct sched_proc_use *p, size_t n);
+/* Programs that told they ran unshared, and for how long, by reason
+ * (VS_UNSHARED_*, index 0 unused). */
+struct sched_unshared_stats {
+	uint64_t runs[VS_UNSHARED_MAX + 1];
+	uint64_t ms[VS_UNSHARED_MAX + 1];
+};
+const struct sched_unshared_stats *sched_unshared_stats(const struct sched *s);
+
 /* Time: handle every deadline that is due at the clock's now; the next
  * one, absolute, or SCHED_NO_DEADLINE. */
 void sched_tick(struct sched *s);
@@ -343,6 +380,7 @@ struct sched_gpu_info {
 				 * turns in it (average; not in the slice) */
 	uint32_t total_pct;     /* interactive_total_pct in force here */
 	int      total_over;    /* past it: every program here is batch */
+	int      use_known;     /* NVML gave its processes (sched_gpu_use) */
 };
 void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out);
 /* What the interactive class used of g over the budget's window, in
@@ -408,6 +446,11 @@ struct sched_gpu_stats {
 	struct sched_hist wait[SCHED_CLASS_N]; /* request to grant, by class */
 	struct sched_hist hold[SCHED_CLASS_N]; /* grant to release (or loss) */
 	uint64_t held_ms[SCHED_STAT_USERS + 1]; /* GPU time held, by user slot */
+	/* Of that, what the holders reported busy and idle (VS_MSG_USAGE),
+	 * by user slot, and their swap-outs (sched_use.c). */
+	uint64_t busy_ms[SCHED_STAT_USERS + 1];
+	uint64_t idle_ms[SCHED_STAT_USERS + 1];
+	uint64_t swapouts, swapout_bytes, swapout_us;
 	uint64_t class_held_ms[SCHED_CLASS_N]; /* GPU time held, by the class
 						* in force while held */
 };
@@ -436,6 +479,9 @@ struct sched_client_info {
 	const char *label;
 	size_t n_gpus;
 	uint32_t klass;         /* asked for, VS_CLASS_* */
+	uint64_t unshared_ms;   /* it ran unshared before it connected, */
+	uint32_t unshared_why;  /* VS_UNSHARED_*, 0: it did not say so */
+	uint32_t slot;          /* its user's in the counters */
 };
 /* What one uid's clients use now, against the per-uid limits. */
 struct sched_uid_info {
@@ -486,6 +532,18 @@ struct sched_member_info {
 	uint32_t why;
 	uint32_t position;
 	uint64_t eta_ms;
+	/* Use (sched_use.c): device memory in use and SM utilisation as
+	 * NVML saw its process (use_known 0: NVML has no view of the GPU),
+	 * GPU time it held since it attached, what it reported of it as
+	 * busy and idle, and the bytes it swapped in and out. */
+	int      use_known;
+	uint64_t dev_mem;
+	int32_t  sm_pct;        /* or SCHED_UTIL_UNKNOWN */
+	uint64_t held_total_ms;
+	uint64_t busy_ms;
+	uint64_t idle_ms;
+	uint64_t swapin_bytes;
+	uint64_t swapout_bytes;
 };
 #define SCHED_ETA_UNKNOWN UINT64_MAX
 /* Why a waiter waits, the first reason that applies. */

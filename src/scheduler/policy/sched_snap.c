@@ -62,6 +62,8 @@ static void client_copy(struct sched *snap, struct arena *a,
 	n->cp = c->cp;
 	n->token = c->token;
 	n->slot = c->slot;
+	n->unshared_ms = c->unshared_ms;
+	n->unshared_why = c->unshared_why;
 	memcpy(n->label, c->label, sizeof(n->label));
 	dl_append(&snap->clients, &n->link);
 	snap->n_clients++;

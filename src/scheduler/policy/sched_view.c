@@ -104,6 +104,7 @@ void sched_gpu_info(const struct sched_gpu *g, struct sched_gpu_info *out)
 	out->min_slice_ms = g->min_slice_ms;
 	out->slice_ms = (uint32_t)(g->slice_ms ? g->slice_ms : g->min_slice_ms);
 	out->swap_us = (uint64_t)g->swap_us;
+	out->use_known = g->use_known;
 	out->cost_ms = (uint64_t)g->cost_ms;
 	out->slice_max_ms = (uint32_t)sched_fair_slice_max(g);
 	out->class_cost_ms = (uint64_t)g->icost_ms;
@@ -272,6 +273,25 @@ void sched_client_info(const struct sched_client *c,
 	out->label = c->label;
 	out->n_gpus = c->n_m;
 	out->klass = c->klass;
+	out->unshared_ms = c->unshared_ms;
+	out->unshared_why = c->unshared_why;
+	out->slot = c->slot;
+}
+
+/* What the member did with the GPU (sched_use.c keeps it). */
+static void use_view(const struct sched_member *m, uint64_t now,
+		     struct sched_member_info *out)
+{
+	out->use_known = m->g->use_known;
+	out->dev_mem = m->g->use_known ? m->dev_mem : 0;
+	out->sm_pct = m->g->use_known ? m->sm_pct : SCHED_UTIL_UNKNOWN;
+	out->held_total_ms = m->held_total;
+	if (m->state == SCHED_ST_HOLDING && now > m->charged_at)
+		out->held_total_ms += now - m->charged_at;
+	out->busy_ms = m->busy;
+	out->idle_ms = m->idle;
+	out->swapin_bytes = m->swapin_bytes;
+	out->swapout_bytes = m->swapout_bytes;
 }
 
 int sched_client_gpu(const struct sched *s, const struct sched_client *c,
@@ -307,6 +327,7 @@ int sched_client_gpu(const struct sched *s, const struct sched_client *c,
 	out->total_pct = m->g->total_pct;
 	out->total_used_pct = sched_class_total_used(s, m->g, now);
 	wait_view(s, m, now, out);
+	use_view(m, now, out);
 	return 0;
 }
 
