@@ -161,7 +161,7 @@ static void test_versions(void **state)
 	uint32_t role;
 	(void)state;
 
-	assert_int_equal(VS_PROTO_VERSION, 7);
+	assert_int_equal(VS_PROTO_VERSION, 8);
 	assert_int_equal(VS_PROTO_VERSION_MIN, 1);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(vs_msg_lookup(rows[i].type)->since,
