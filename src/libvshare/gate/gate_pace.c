@@ -261,6 +261,21 @@ static int busiest(struct pace_slot *s)
 	return s->hits >= most;
 }
 
+/* Marks pending before a wait: PACE_DEPTH, or one where a single
+ * submission's GPU time fills half the bound (long kernels: a group of
+ * one each), since two of them queued would be twice the bound. Only
+ * under priority's short bound, where that is what an interactive
+ * request waits for; the GPU then waits for the thread's wake-up
+ * between two such kernels, a small part of each. */
+static unsigned depth_of(const struct pace_slot *s)
+{
+	if (s->target_ns == gate_g.conf.prio_pace_ns &&
+	    s->target_ns != gate_g.conf.pace_ns && s->per_ns != 0 &&
+	    s->per_ns * PACE_DEPTH >= s->target_ns)
+		return 1;
+	return PACE_DEPTH;
+}
+
 int gate_pace_before(int dev, void *stream, uint64_t pace_ns)
 {
 	uint64_t now;
@@ -284,7 +299,7 @@ int gate_pace_before(int dev, void *stream, uint64_t pace_ns)
 	}
 	if (!busiest(s) || s->broken || now < s->off_until)
 		return 0;
-	while (s->n >= PACE_DEPTH) {
+	while (s->n >= depth_of(s)) {
 		if (wait_head(s, dev) != 0) {
 			s->off_until = pace_now() + PACE_OFF_NS;
 			s->n = 0;
