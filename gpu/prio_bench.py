@@ -279,11 +279,10 @@ def main():
               " (%d kernels in 20 steps)" % (k["median_us"], k["p99_us"],
                                              k["max_us"], k["kernels"]))
     for v in res.values():
-        if isinstance(v, dict):
-            v.pop("latencies_ms", None)
-        if isinstance(v, (list, tuple)):
-            for x in v:
+        for x in (v if isinstance(v, (list, tuple)) else [v]):
+            if isinstance(x, dict):
                 x.pop("latencies_ms", None)
+                x.pop("window_steps_per_s", None)
     print(json.dumps(res))
     return 0
 
