@@ -37,6 +37,7 @@ import argparse
 import ctypes
 import json
 import os
+import random
 import statistics
 import sys
 import time
@@ -312,7 +313,10 @@ def mode_infer(args):
     if args.ready:
         open(args.ready, "w").close()
     period = args.period_ms / 1e3
-    lat, t0 = [], time.monotonic()
+    # Poisson arrivals of the same mean: gaps no drain can foresee, the
+    # same ones in every run (seeded).
+    rng = random.Random(11)
+    lat, answers, t0 = [], set(), time.monotonic()
     due = t0
     while True:
         if args.stop_file:
@@ -323,12 +327,15 @@ def mode_infer(args):
         now = time.monotonic()
         if due > now:
             time.sleep(due - now)
-        request()
+        answers.add(request())
         lat.append((time.monotonic() - due) * 1e3)
-        due += period
+        due += (rng.expovariate(1.0 / period) if args.arrivals == "poisson"
+                else period)
     span = time.monotonic() - t0
     return {"mode": "infer", "requests": len(lat), "span_s": span,
             "due": int(span / period) + 1, "period_ms": args.period_ms,
+            "arrivals": args.arrivals,
+            "answers": sorted(float.hex(a) for a in answers),
             "layers": args.layers, "batch": args.batch,
             "p50_ms": statistics.median(lat) if lat else None,
             "p99_ms": nearest_rank(lat, 99), "max_ms": max(lat) if lat else None,
@@ -393,6 +400,8 @@ def main():
     ap.add_argument("--go")
     ap.add_argument("--turn-gap-ms", type=float, default=50)
     ap.add_argument("--period-ms", type=float, default=50)
+    ap.add_argument("--arrivals", choices=["periodic", "poisson"],
+                    default="periodic")
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--batch", type=int, default=256)
     args = ap.parse_args()

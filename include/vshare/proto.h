@@ -41,6 +41,14 @@
  *      GPU with an interactive program, which preempts it as soon as its
  *      queued work has drained: it keeps that work short. Peers of
  *      version 6 and older never see the flag.
+ *   8  priority at kernel granularity, in the lock pages: the state
+ *      slot's `prio` (the scheduler: an interactive program in force is
+ *      attached to the GPU, and how much of a batch program's time its
+ *      gate may hold submissions back for it) and the word's `busy`,
+ *      `seq` and `sleepers` (the interactive program: its work in flight,
+ *      and the futex that batch gates sleep on until it has finished).
+ *      No frame changed: older peers leave those fields alone, and an
+ *      older scheduler's slot says 0 (no priority).
  *   9  use, not only holding: VS_MSG_USAGE (a client's busy and idle time
  *      while it held a GPU, and the bytes it moved to the host at its
  *      releases) and VS_MSG_UNSHARED (after its WELCOME, how long the
@@ -376,6 +384,22 @@ struct vs_policy {
  *
  * Peers of version 4 get no page (their page's free word could be
  * written over a held one): they take every GPU through REQUEST.
+ *
+ * Priority (version 8). The scheduler sets slot i's `prio` while a
+ * program whose class in force is interactive is attached to GPU i
+ * (mode auto or on), to the share of time a batch program may be held
+ * back for it (its user's interactive budget), and to 0 otherwise. The
+ * interactive program stores into word i's `busy`, before each of its
+ * submissions, a deadline a few milliseconds ahead, renews it while its
+ * work runs, and clears it (then bumps `seq` and wakes the sleepers)
+ * once the GPU has passed its work. A batch program's gate, before each
+ * submission to GPU i, reads `prio` and, when it is set, `busy`: while
+ * that says interactive work is in flight, it holds the submission
+ * back (sleeping on `seq`), and its work already queued drains. The
+ * words are untrusted: a deadline in the past or further ahead than the
+ * renewal allows counts as none, and a batch gate holds back at most
+ * `prio` percent of its time (the share of what a hostile writer can
+ * take from it), whatever `busy` says.
  */
 #define VS_LOCK_PAGE_MAGIC 0x4b4c5356u /* "VSLK" */
 #define VS_LOCK_SLOTS      255u
@@ -386,7 +410,13 @@ struct vs_policy {
 struct vs_lock_slot {
 	uint8_t  uuid[VS_UUID_LEN];
 	uint64_t open;           /* 0, or the current opening's number */
-	uint8_t  pad[40];        /* one cache line per slot */
+	uint32_t prio;           /* since version 8: 0, or an interactive
+				  * program in force is attached: the share
+				  * (1..100 percent) of a batch program's
+				  * time that its gate may hold submissions
+				  * back while `busy` says interactive work
+				  * is in flight ("Priority" below) */
+	uint8_t  pad[36];        /* one cache line per slot */
 };
 
 struct vs_lock_page {
@@ -398,7 +428,13 @@ struct vs_lock_page {
 
 struct vs_lock_word {
 	uint64_t word;           /* VS_LOCK_CLOSED, an opening, a mark; atomic */
-	uint8_t  pad[56];        /* one cache line per word */
+	/* Since version 8, written by interactive programs, read by batch
+	 * gates, all untrusted ("Priority" below); atomics. */
+	uint64_t busy;           /* 0, or interactive work is in flight
+				  * until this CLOCK_MONOTONIC time, ns */
+	uint32_t seq;            /* a futex: bumped when busy clears */
+	uint32_t sleepers;       /* batch threads asleep on seq */
+	uint8_t  pad[40];        /* one cache line per word */
 };
 
 struct vs_lock_words {
@@ -511,6 +547,11 @@ _Static_assert(offsetof(struct vs_lock_page, slot) == 64, "vs_lock_page layout")
 _Static_assert(sizeof(struct vs_lock_page) == 16384, "vs_lock_page size");
 _Static_assert(sizeof(struct vs_lock_info) == 16, "vs_lock_info size");
 _Static_assert(sizeof(struct vs_lock_word) == 64, "vs_lock_word size");
+_Static_assert(offsetof(struct vs_lock_slot, prio) == 24, "vs_lock_slot layout");
+_Static_assert(offsetof(struct vs_lock_word, busy) == 8 &&
+	       offsetof(struct vs_lock_word, seq) == 16 &&
+	       offsetof(struct vs_lock_word, sleepers) == 20,
+	       "vs_lock_word layout");
 _Static_assert(sizeof(struct vs_lock_words) == 16384, "vs_lock_words size");
 
 /* One row per message type: who sends it and how long its payload is.

@@ -297,6 +297,71 @@ def t_interactive_class():
     s.stop()
 
 
+PRIO_BURSTS = 8
+PRIO_KERNELS = 20         # a burst: 20 kernels of 1 ms beside 5 ms ones
+PRIO_KERNEL_US = 1000
+PRIO_GAP_MS = 150
+
+
+def prio_run(klass):
+    """Mode auto (both fit), a loop of 5 ms kernels and vs-bursty under
+    `vshare-run --class KLASS`: the bursty program's kernels, the loop's
+    and the bursts (start, end)."""
+    s = Scheduler(SCHED, TMP, mode="auto", tq_s=30, policy="fair")
+    SCHEDS.append(s)
+    s.start()
+    c = start([example("vs-compute"), "--seconds", 30, "--kernel-ms", 5,
+               "--mem", "64K", "--progress-ms", 0], **NEVER_IDLE)
+    wait_kernel(c)
+    time.sleep(0.3)
+    b = start([VSHARE_RUN, "--lib", SHIM, "--class", klass, "--",
+               example("vs-bursty"), "--bursts", PRIO_BURSTS, "--kernels",
+               PRIO_KERNELS, "--kernel-us", PRIO_KERNEL_US, "--gap-ms",
+               PRIO_GAP_MS, "--quiet"])
+    finish_ok(b, timeout=60)
+    bk, ck = kernels(b.pid), kernels(c.pid)
+    c.kill()
+    c.wait()
+    s.stop()
+    check(len(bk) == PRIO_BURSTS * PRIO_KERNELS,
+          "all %d bursts ran (%d kernels)" % (PRIO_BURSTS, len(bk)))
+    bursts = [(bk[i].start, bk[i + PRIO_KERNELS - 1].end)
+              for i in range(0, len(bk), PRIO_KERNELS)]
+    over = sum(1 for k in bk
+               if any(o.start < k.end and k.start < o.end for o in ck))
+    return bk, ck, bursts, over
+
+
+def t_prio_auto():
+    """Priority at kernel granularity, mode auto: beside a loop of 5 ms
+    kernels, an interactive program's kernels run alone, after at most
+    the loop's kernel in flight (at most 30% of them overlap one of the
+    loop's kernels, where side by side every one does), and the loop
+    runs between the bursts."""
+    bk, ck, bursts, over = prio_run("interactive")
+    print("interactive kernels overlapping the loop's: %d of %d" %
+          (over, len(bk)))
+    check(over <= 0.3 * len(bk),
+          "at most 30%% of the interactive kernels overlap a batch kernel "
+          "(%d of %d)" % (over, len(bk)))
+    between = sum(1 for i in range(1, len(bursts))
+                  if any(bursts[i - 1][1] <= k.start and
+                         k.end <= bursts[i][0] for k in ck))
+    check(between >= len(bursts) - 2,
+          "the loop ran between the bursts (%d of %d gaps)"
+          % (between, len(bursts) - 1))
+
+
+def t_prio_batch():
+    """The same with the bursty program as batch: the two run side by
+    side, their kernels overlapping as without vshare."""
+    bk, _, _, over = prio_run("batch")
+    print("batch kernels overlapping the loop's: %d of %d" % (over, len(bk)))
+    check(over >= 0.7 * len(bk),
+          "batch beside batch in mode auto: their kernels overlap "
+          "(%d of %d)" % (over, len(bk)))
+
+
 def t_interactive_fcfs():
     """Policy fcfs (the old order): the same first burst waits for the
     end of the loop's quantum."""

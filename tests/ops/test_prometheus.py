@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import re
 import time
 import unittest
 import urllib.parse
@@ -28,6 +29,11 @@ import urllib.request
 
 from opsutil import (BIN, SHIM, SOURCE, TESTDRIVER_DIR, VSHARECTL,
                      SAN_PRELOAD, Scheduler, base_env, main, need, run)
+
+# The protocol version the daemon says it speaks: the one header's.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       "include", "vshare", "proto.h")) as _f:
+    PROTO = int(re.search(r"#define VS_PROTO_VERSION (\d+)u", _f.read()).group(1))
 
 MiB = 1 << 20
 WORK_MB = 16          # each program's working set; two do not fit in 24
@@ -245,7 +251,7 @@ class PrometheusScrape(unittest.TestCase):
         prefetched = sum(o.bytes for o in ops if o.kind == "prefetch")
         self.assertGreaterEqual(q("sum(vshare_swapins_total)"), 1)
         self.assertEqual(q("sum(vshare_swapin_bytes_total)"), prefetched)
-        self.assertEqual(q('vshare_build_info{protocol="9"}'), 1)
+        self.assertEqual(q('vshare_build_info{protocol="%d"}' % PROTO), 1)
         # Every scrape of the run succeeded: the endpoint answered while
         # the programs took turns.
         self.assertEqual(q('min_over_time(up{job="vshare"}[5m])'), 1)

@@ -489,6 +489,39 @@ static void test_slot_for_named_gpu(void **state)
 
 /* Without a page nothing is published, and a TOOK is refused: nobody
  * can have taken anything. */
+/* Priority at kernel granularity: the slot's share is the interactive
+ * budget while a program whose class in force is interactive is
+ * attached (mode auto or on), 0 once it has gone, in mode off, or for
+ * one whose user may not have the class. */
+static void test_prio_share(void **state)
+{
+	struct sched *s = mk(VS_MODE_AUTO, 40 * GiB);
+	struct sched_class_pol yes = { 1, 30, 0 }, no = { 0, 30, 0 };
+	struct sched_client *batch = client(s, GPU_A, 1), *inter;
+	uint32_t i = slot_index(s, GPU_A);
+
+	(void)state;
+	assert_int_equal(page.slot[i].prio, 0);
+	inter = sched_client_new(s, &(struct sched_cred){ 101, 1001, 1001 },
+				 "svc", NULL);
+	assert_non_null(inter);
+	sched_client_set_class(inter, VS_CLASS_INTERACTIVE);
+	sched_client_set_policy(s, inter, &no);
+	assert_int_equal(sched_attach(s, inter, GPU_A, 10 * GiB), 0);
+	assert_int_equal(page.slot[i].prio, 0);
+	sched_client_set_policy(s, inter, &yes);
+	assert_int_equal(sched_footprint(s, inter, GPU_A, 1 * GiB, 0), 0);
+	assert_int_equal(page.slot[i].prio, 30);
+	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_OFF), 1);
+	assert_int_equal(page.slot[i].prio, 0);
+	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_ON), 1);
+	assert_int_equal(page.slot[i].prio, 30);
+	sched_client_del(s, inter);
+	assert_int_equal(page.slot[i].prio, 0);
+	sched_client_del(s, batch);
+	sched_free(s);
+}
+
 static void test_no_page(void **state)
 {
 	struct sched_cfg cfg;
@@ -525,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_copied_mark),
 		cmocka_unit_test(test_slot_for_named_gpu),
 		cmocka_unit_test(test_report_changes_nothing),
+		cmocka_unit_test(test_prio_share),
 		cmocka_unit_test(test_no_page),
 	};
 

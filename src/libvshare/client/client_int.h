@@ -85,6 +85,7 @@ struct client_conn {
 	struct vs_lock_page *lock; /* the connection's state page (read
 				   * only), or NULL (client_lock.c) */
 	struct vs_lock_words *lock_words; /* its words, set before lock */
+	int      lock_bound;       /* atomic: the gate's priority reads them */
 	uint64_t lock_token;      /* what this client writes into a word */
 	uint64_t unshared_ms;     /* running unshared since then (0: not),
 				   * told at the next WELCOME (client_use.c) */
@@ -243,6 +244,9 @@ void client_settle_atfork_child(void);
 void client_lock_fd(int fd);
 void client_lock_map(const struct vs_lock_info *m);
 void client_lock_drop(void);
+/* Bind dev's gate to its slot's priority share and word (gate_ctl.h,
+ * gate_prio_bind) once the scheduler has read its ATTACH. */
+void client_lock_bind(int dev, struct client_gpu *g);
 void client_lock_atfork_child(void);
 int  client_lock_take(int dev, struct client_gpu *g);
 /* The connection has its pages, or they may still come (a scheduler of

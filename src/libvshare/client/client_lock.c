@@ -159,18 +159,28 @@ int client_lock_expected(void)
 	       (!page_seen && client_version() >= 5);
 }
 
-void client_lock_drop(void)
+/* Unbound from the gate's priority: the pages may go, unless the gate
+ * was bound to them, in which case a submission may still be reading
+ * them, and they stay mapped (32 KiB per connection that had them; a
+ * fork child's gate was unbound by its own fork handler first). */
+static void drop_pages(int unmap)
 {
 	struct vs_lock_page *pg;
 	struct vs_lock_words *w;
+	int bound = A_XCHG(&client_c.lock_bound, 0);
 
+	for (int i = 0; bound && i < GATE_MAX_GPUS; i++)
+		gate_prio_bind(i, NULL, NULL);
 	close_pending();
 	page_seen = 0;
 	pg = A_XCHG(&client_c.lock, NULL);
 	w = A_XCHG(&client_c.lock_words, NULL);
-	if (pg != NULL)
+	if (bound && !unmap)
+		log_debug("the lock pages of the connection that ended stay "
+			  "mapped: a submission may still read them");
+	else if (pg != NULL)
 		munmap(pg, sizeof(struct vs_lock_page));
-	if (w != NULL)
+	if ((!bound || unmap) && w != NULL)
 		munmap(w, sizeof(struct vs_lock_words));
 	client_c.lock_token = 0;
 	for (int i = 0; i < GATE_MAX_GPUS; i++) {
@@ -179,11 +189,33 @@ void client_lock_drop(void)
 	}
 }
 
+void client_lock_drop(void)
+{
+	drop_pages(0);
+}
+
 void client_lock_atfork_child(void)
 {
 	/* The child's copy of the mappings is its own: unmap them, and never
 	 * write the parent's token. The descriptors are the child's copies. */
-	client_lock_drop();
+	drop_pages(1);
+}
+
+void client_lock_bind(int dev, struct client_gpu *g)
+{
+	struct vs_lock_page *pg = A_LOAD(&client_c.lock);
+	struct vs_lock_words *w = A_LOAD(&client_c.lock_words);
+
+	if (pg == NULL || w == NULL)
+		return;
+	/* Looked up afresh, not through lock_slot, which the waiting
+	 * thread that takes the word owns meanwhile. */
+	for (uint32_t i = 0; i < VS_LOCK_SLOTS; i++)
+		if (memcmp(pg->slot[i].uuid, g->uuid, VS_UUID_LEN) == 0) {
+			A_STORE(&client_c.lock_bound, 1);
+			gate_prio_bind(dev, &pg->slot[i].prio, &w->w[i]);
+			return;
+		}
 }
 
 /* The slot that names g's GPU in the state page, checked each time (the

@@ -373,6 +373,7 @@ static void on_policy(const struct vs_policy *m)
 	client_g.conf.interactive = client_version() >= 6 &&
 		client_g.conf.klass == VS_CLASS_INTERACTIVE &&
 		(m->flags & VS_POLICYF_INTERACTIVE) != 0;
+	gate_prio_interactive(client_g.conf.interactive);
 	/* Asked for, and the admin's policy does not give it: said once,
 	 * since the program then waits like any batch job. */
 	if (client_g.conf.klass == VS_CLASS_INTERACTIVE &&
@@ -423,6 +424,7 @@ static int dispatch(const struct vs_hdr *h, const void *p)
 		/* The scheduler has read this GPU's ATTACH. */
 		if (dev >= 0) {
 			A_STORE(&client_g.gpu[dev].lock_ok, 1);
+			client_lock_bind(dev, &client_g.gpu[dev]);
 			client_settle_notify();
 		}
 		vs_uuid_format(m->uuid, u);

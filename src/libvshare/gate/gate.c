@@ -31,6 +31,10 @@ struct dev_cache {
 #define GATE_TOKEN_SLOW (1 << 20)
 /* A token of a paced submission: gate_exit places a mark (gate_pace.c). */
 #define GATE_TOKEN_PACE (1 << 21)
+/* A token of an interactive submission under priority: gate_exit marks
+ * its stream for the watcher (gate_prio.c). */
+#define GATE_TOKEN_PRIO (1 << 22)
+#define GATE_TOKEN_FLAGS (GATE_TOKEN_SLOW | GATE_TOKEN_PACE | GATE_TOKEN_PRIO)
 static int next_shard;
 static __thread struct dev_cache tcache
 	__attribute__((tls_model("initial-exec")));
@@ -229,12 +233,38 @@ static inline int enter_dev(int dev)
 /* A submission to a paced gate: the thread waits first, outside the
  * bracket, while it runs too far ahead of the GPU (gate_pace.c). */
 __attribute__((noinline))
-static int enter_paced(int dev, void *stream)
+static int enter_paced(int dev, void *stream, uint64_t pace_ns)
 {
-	int paced = gate_pace_before(dev, stream);
+	int paced = gate_pace_before(dev, stream, pace_ns);
 	int tok = enter_dev(dev);
 
 	return tok >= 0 && paced ? tok | GATE_TOKEN_PACE : tok;
+}
+
+/* A submission to a GPU where priority is in force (gate_prio.c): an
+ * interactive program's says so before it goes in; a batch program's
+ * waits, outside the bracket, while interactive work is in flight, and
+ * keeps its queue short while such work comes and goes. */
+__attribute__((noinline))
+static int enter_prio(struct gate_gpu *g, int dev, void *stream)
+{
+	int tok;
+
+	if (A_LOAD_RLX(&gate_g.prio_self)) {
+		gate_prio_before(g, stream);
+		tok = enter_dev(dev);
+		if (tok < 0) {
+			gate_prio_after(g);
+			return tok;
+		}
+		return tok | GATE_TOKEN_PRIO;
+	}
+	gate_prio_hold(g, dev);
+	if (gate_g.conf.prio_pace_ns != 0 && gate_prio_active(g))
+		return enter_paced(dev, stream, gate_g.conf.prio_pace_ns);
+	if (A_LOAD_RLX(&g->pace))
+		return enter_paced(dev, stream, gate_g.conf.pace_ns);
+	return enter_dev(dev);
 }
 
 /* Anything but a one-device process with no capture in progress and no
@@ -254,14 +284,18 @@ static int enter_general(void *stream)
 		dev = current_dev();
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
 		return GATE_TOKEN_NONE;
+	if (A_LOAD_RLX(&gate_g.prio_bound) > 0 &&
+	    gate_prio_pct(&gate_g.gpu[dev]) != 0)
+		return enter_prio(&gate_g.gpu[dev], dev, stream);
 	if (A_LOAD_RLX(&gate_g.gpu[dev].pace))
-		return enter_paced(dev, stream);
+		return enter_paced(dev, stream, gate_g.conf.pace_ns);
 	return enter_dev(dev);
 }
 
 /* The fast path is kept small: a one-device process with no capture in
- * progress and no gate paced asks nothing of the driver and touches one
- * cache line of its shard and the gate's state. */
+ * progress, no gate paced and no priority in force on its GPU asks
+ * nothing of the driver and touches one cache line of its shard and the
+ * gate's state, and one (read-mostly) of the scheduler's state page. */
 int gate_enter(void *stream)
 {
 	if (!A_LOAD_RLX(&gate_g.enabled))
@@ -270,6 +304,9 @@ int gate_enter(void *stream)
 			     !A_LOAD_RLX(&gate_g.one_dev) ||
 			     A_LOAD_RLX(&gate_g.pacing) > 0, 0))
 		return enter_general(stream);
+	if (__builtin_expect(A_LOAD_RLX(&gate_g.prio_bound) > 0 &&
+			     gate_prio_pct(&gate_g.gpu[0]) != 0, 0))
+		return enter_prio(&gate_g.gpu[0], 0, stream);
 	return enter_dev(0);
 }
 
@@ -299,8 +336,9 @@ void gate_exit(int token)
 	uint64_t now, prev;
 	int slow = token >= 0 && (token & GATE_TOKEN_SLOW);
 	int paced = token >= 0 && (token & GATE_TOKEN_PACE);
+	int prio = token >= 0 && (token & GATE_TOKEN_PRIO);
 
-	token &= ~(GATE_TOKEN_SLOW | GATE_TOKEN_PACE);
+	token &= ~GATE_TOKEN_FLAGS;
 	if (token < 0 || token >= GATE_MAX_GPUS * GATE_SHARDS)
 		return;
 	s = &gate_g.gpu[token / GATE_SHARDS].shard[token % GATE_SHARDS];
@@ -314,6 +352,8 @@ void gate_exit(int token)
 	/* The mark goes behind this call's work, while the lock is held. */
 	if (__builtin_expect(paced, 0))
 		gate_pace_after();
+	if (__builtin_expect(prio, 0))
+		gate_prio_after(&gate_g.gpu[token / GATE_SHARDS]);
 	leave(&gate_g.gpu[token / GATE_SHARDS], token % GATE_SHARDS);
 	if (__builtin_expect(slow, 0))
 		exit_slow();
@@ -364,6 +404,7 @@ void gate_atfork_child(void)
 	A_STORE(&gate_g.failopen, 0);
 	tcache.valid = 0;
 	gate_pace_atfork_child();
+	gate_prio_atfork_child();
 }
 
 void gate_shutdown(void)
@@ -374,6 +415,7 @@ void gate_shutdown(void)
 	 * blocked on a gate that no controller will open, and a gate_take
 	 * waiting for captures or calls in flight gives up. */
 	gate_open_all();
+	gate_prio_shutdown();
 	pthread_mutex_lock(&gate_g.cap_mu);
 	pthread_cond_broadcast(&gate_g.cap_cv);
 	pthread_mutex_unlock(&gate_g.cap_mu);

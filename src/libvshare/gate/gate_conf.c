@@ -36,6 +36,11 @@ void gate_conf_read(struct gate_conf *c)
 	c->spin_forced = spin.given;
 	c->cpus = shim_usable_cpus();
 	c->pace_ns = shim_set_u64(SET_PACE_US) * 1000u;
+	c->prio_pace_ns = shim_set_u64(SET_PRIO_PACE_US) * 1000u;
+	/* The shorter bound wins: one asked for below the default of the
+	 * other applies beside active interactive work too. */
+	if (c->pace_ns != 0 && c->pace_ns < c->prio_pace_ns)
+		c->prio_pace_ns = c->pace_ns;
 	if (!c->spin_forced && c->cpus < GATE_SPIN_MIN_CPUS)
 		c->spin_ns = 0;
 }

@@ -52,6 +52,22 @@ void gate_open_unshared(int dev);
 void gate_pace(int dev, int on);
 int  gate_pacing(int dev);
 
+/* Priority at kernel granularity (gate_prio.c; proto.h, "Priority").
+ * bind: dev's share in the scheduler's state page and its word in the
+ * words page, as the controller found its slot (NULL, NULL: unbound).
+ * The pages must stay mapped as long as the process runs once bound
+ * (a submission may be reading them). interactive: this program's class
+ * in force is interactive (its submissions hold batch work back) or not.
+ * poll: one look of the watcher at the marks of interactive work, 1
+ * while some is in flight (the watcher thread calls it; a unit test
+ * without the thread does). held_ns: the time this process's batch
+ * submissions to dev were held back so far. */
+struct vs_lock_word;
+void gate_prio_bind(int dev, const uint32_t *prio, struct vs_lock_word *w);
+void gate_prio_interactive(int on);
+int  gate_prio_poll(void);
+uint64_t gate_prio_held_ns(int dev);
+
 /* Readers. gate_gpu_info: 1 and the device's identity once a thread
  * entered its slow path (the gate learned it there), else 0. */
 int  gate_gpu_info(int dev, uint8_t uuid[16], uint64_t *total_mem);

@@ -43,9 +43,23 @@ struct gate_shard {
 #define GATE_GAP_LEARN_MS 1000u
 #define GATE_GAP_SAMPLES  4u
 
+/* An interactive program's mark behind its latest submission to one
+ * stream (gate_prio.c). */
+#define GATE_PRIO_MARKS 8
+struct gate_prio_mark {
+	void    *ctx, *stream;
+	void    *mark;
+	uint64_t rec;           /* when it was last placed (a count) */
+	int      pending;       /* placed, not seen passed */
+};
+
 struct gate_gpu {
 	/* Read by every submission, written only on open and close. */
 	int      state;         /* GATE_*; atomic */
+	/* Priority (gate_prio.c): the state slot's share and the GPU's
+	 * word in the scheduler's pages, NULL while unbound; atomic. */
+	const uint32_t *prio_pct;
+	struct vs_lock_word *prio_w;
 	struct gate_shard shard[GATE_SHARDS] __attribute__((aligned(64)));
 
 	pthread_mutex_t mu;
@@ -54,6 +68,20 @@ struct gate_gpu {
 	int      pace;             /* atomic: keep queued work short */
 	int      waiters;          /* threads blocked in the slow path */
 	int      spinner;          /* a waiter is spinning (at most one) */
+
+	/* Priority, the batch side: the held time's bucket and count,
+	 * the last time interactive work was seen in flight (atomic). The
+	 * interactive side: its marks, submissions between before and
+	 * after (atomic), its own deadline (atomic), watched (atomic). */
+	pthread_mutex_t prio_mu;
+	uint64_t prio_tokens, prio_last, prio_since, prio_held_ns;
+	int      prio_holding;
+	uint64_t prio_seen_ns;
+	struct gate_prio_mark prio_marks[GATE_PRIO_MARKS];
+	uint64_t prio_recs;
+	int      prio_subm;
+	uint64_t prio_mine;
+	int      prio_watched;
 
 	/* Set once by the first slow-path entrant (device_info). */
 	int      known;
@@ -70,6 +98,7 @@ struct gate_conf {
 				    * CPUs and their load */
 	int      cpus;             /* usable CPUs at init */
 	uint64_t pace_ns;          /* queued work while paced (0: never) */
+	uint64_t prio_pace_ns;     /* the same beside active interactive work */
 };
 
 struct gate_global {
@@ -83,6 +112,8 @@ struct gate_global {
 	int      one_dev;          /* atomic: the process sees one device */
 	int      count_known;      /* atomic: ops->device_count answered */
 	int      pacing;           /* atomic: GPUs paced (gate_pace) */
+	int      prio_bound;       /* atomic: GPUs bound to priority pages */
+	int      prio_self;        /* atomic: this program is interactive */
 	pthread_mutex_t cap_mu;    /* capture count reaching 0 */
 	pthread_cond_t  cap_cv;
 	struct gate_gpu gpu[GATE_MAX_GPUS];
@@ -123,9 +154,10 @@ void gate_open_locked(struct gate_gpu *g);
 /* Open every gate in use: running unshared (no scheduler, shutdown). */
 void gate_open_all(void);
 /* gate_pace.c: around a submission to dev's paced gate. _before waits
- * while the thread runs too far ahead on `stream` and returns 1 when
+ * while the thread runs further than pace_ns ahead on `stream` and
+ * returns 1 when
  * _after is due (inside the bracket: it places a mark). */
-int  gate_pace_before(int dev, void *stream);
+int  gate_pace_before(int dev, void *stream, uint64_t pace_ns);
 void gate_pace_after(void);
 void gate_pace_atfork_child(void);
 /* A unit test's clock and pause for pacing, NULL otherwise. */
@@ -134,6 +166,27 @@ struct gate_pace_test {
 	void     (*pause_ns)(uint64_t ns);
 };
 extern const struct gate_pace_test *gate_pace_test
+	__attribute__((visibility("hidden")));
+
+/* gate_prio.c: priority at kernel granularity. pct: the share in force
+ * on g (0: none). hold: a batch submission to g waits here, outside the
+ * bracket, while interactive work is in flight. before/after: around an
+ * interactive submission. active: interactive work on g was seen in
+ * flight lately (its batch work keeps its queue short). */
+uint32_t gate_prio_pct(struct gate_gpu *g);
+void gate_prio_hold(struct gate_gpu *g, int dev);
+void gate_prio_before(struct gate_gpu *g, void *stream);
+void gate_prio_after(struct gate_gpu *g);
+int  gate_prio_active(struct gate_gpu *g);
+void gate_prio_atfork_child(void);
+void gate_prio_shutdown(void);
+/* A unit test's clock and futex wait, and no watcher thread (the test
+ * calls gate_prio_poll), NULL otherwise. */
+struct gate_prio_test {
+	uint64_t (*now_ns)(void);
+	void     (*sleep_ns)(uint32_t *seq, uint32_t val, uint64_t ns);
+};
+extern const struct gate_prio_test *gate_prio_test
 	__attribute__((visibility("hidden")));
 
 /* gate_wait.c */

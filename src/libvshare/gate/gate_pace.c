@@ -66,6 +66,7 @@ struct pace_slot {
 	uint64_t pass_at;           /* when the last mark waited for was
 				     * seen passing (0: not seen exactly) */
 	uint64_t pass_seq;          /* and its submission count */
+	uint64_t target_ns;         /* the queued work it is held to */
 	unsigned head, n;           /* the ring: oldest at head */
 	void    *mark[PACE_MARKS];  /* created once, placed again and again */
 	uint64_t seq[PACE_MARKS];   /* `subs` when each was placed */
@@ -182,7 +183,7 @@ static void learn_group(struct pace_slot *s, uint64_t t)
 
 	if (s->pass_at == 0 || subs == 0 || t <= s->pass_at)
 		return;
-	target = gate_g.conf.pace_ns / PACE_DEPTH;
+	target = s->target_ns / PACE_DEPTH;
 	per = (t - s->pass_at) / subs;
 	/* Averaged, down fast and up slowly: a group sized too small lets
 	 * the GPU run dry while the thread wakes up, where one too large
@@ -260,20 +261,45 @@ static int busiest(struct pace_slot *s)
 	return s->hits >= most;
 }
 
-int gate_pace_before(int dev, void *stream)
+/* Marks pending before a wait: PACE_DEPTH, or one where a single
+ * submission's GPU time fills half the bound (long kernels: a group of
+ * one each), since two of them queued would be twice the bound. Only
+ * under priority's short bound, where that is what an interactive
+ * request waits for; the GPU then waits for the thread's wake-up
+ * between two such kernels, a small part of each. */
+static unsigned depth_of(const struct pace_slot *s)
+{
+	if (s->target_ns == gate_g.conf.prio_pace_ns &&
+	    s->target_ns != gate_g.conf.pace_ns && s->per_ns != 0 &&
+	    s->per_ns * PACE_DEPTH >= s->target_ns)
+		return 1;
+	return PACE_DEPTH;
+}
+
+int gate_pace_before(int dev, void *stream, uint64_t pace_ns)
 {
 	uint64_t now;
 	struct pace_slot *s;
 
 	pt.armed = NULL;
-	if (gate_g.conf.pace_ns == 0 || gate_g.ops->mark_new == NULL ||
-	    capturing())
+	if (pace_ns == 0 || gate_g.ops->mark_new == NULL || capturing())
 		return 0;
 	now = pace_now();
 	s = slot_for(stream, now);
+	/* A new bound (priority's shorter one comes and goes) sizes the
+	 * groups again from what the stream's pace taught. */
+	if (s->target_ns != pace_ns) {
+		s->target_ns = pace_ns;
+		if (s->per_ns != 0) {
+			uint64_t gr = pace_ns / PACE_DEPTH / s->per_ns;
+
+			s->group = gr < 1 ? 1 : gr > PACE_GROUP_MAX ?
+				   PACE_GROUP_MAX : (uint32_t)gr;
+		}
+	}
 	if (!busiest(s) || s->broken || now < s->off_until)
 		return 0;
-	while (s->n >= PACE_DEPTH) {
+	while (s->n >= depth_of(s)) {
 		if (wait_head(s, dev) != 0) {
 			s->off_until = pace_now() + PACE_OFF_NS;
 			s->n = 0;
@@ -301,7 +327,7 @@ void gate_pace_after(void)
 	now = pace_now();
 	if (s->n == PACE_MARKS ||
 	    (s->mark_at != 0 && s->subs - s->mark_seq < s->group &&
-	     now < s->mark_at + gate_g.conf.pace_ns / PACE_DEPTH))
+	     now < s->mark_at + s->target_ns / PACE_DEPTH))
 		return;
 	i = (s->head + s->n) % PACE_MARKS;
 	if (s->mark[i] == NULL)

@@ -34,6 +34,7 @@ void gate_gpu_init(struct gate_gpu *g)
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv_open, NULL);
 	pthread_cond_init(&g->cv_drain, NULL);
+	pthread_mutex_init(&g->prio_mu, NULL);
 }
 
 long gate_inflight(struct gate_gpu *g)

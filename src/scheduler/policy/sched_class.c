@@ -303,6 +303,25 @@ uint32_t sched_class_grant_flags(const struct sched *s,
 	return interactive_beside(s, m->g, m) ? VS_GRANTF_PACE : 0;
 }
 
+uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g)
+{
+	uint32_t pct = 0;
+
+	if (g->mode == VS_MODE_OFF)
+		return 0;
+	for (const struct dlink *it = g->members.next; it != &g->members;
+	     it = it->next) {
+		const struct sched_member *o =
+			dl_entry(it, const struct sched_member, m_link);
+		uint32_t b = o->c->cp.budget_pct ? o->c->cp.budget_pct : 100;
+
+		if (sched_class_in_force(s, o) == VS_CLASS_INTERACTIVE &&
+		    b > pct)
+			pct = b > 100 ? 100 : b;
+	}
+	return pct;
+}
+
 int sched_class_paced(const struct sched *s, const struct sched_gpu *g)
 {
 	return g->mode != VS_MODE_OFF && g->n_members > 1 &&

@@ -262,6 +262,10 @@ uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g,
 			  uint64_t *opening);
 void     sched_lock_open(struct sched *s, struct sched_gpu *g);
 uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g);
+/* The slot's priority share (proto.h, "Priority"): set only when it
+ * changes; _of reads it back (0 without a slot). */
+void     sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct);
+uint32_t sched_lock_prio_of(const struct sched *s, const struct sched_gpu *g);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */
@@ -344,6 +348,12 @@ uint32_t sched_class_in_force(const struct sched *s,
 uint32_t sched_class_grant_flags(const struct sched *s,
 				 const struct sched_member *m);
 int sched_class_paced(const struct sched *s, const struct sched_gpu *g);
+/* Priority at kernel granularity: while a member whose class in force is
+ * interactive is attached to g (mode not off), the share of a batch
+ * program's time that its gate may hold submissions back for that
+ * member's work: the largest interactive budget among such members; 0
+ * when there is none. */
+uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g);
 /* May a capped user's waiter be granted now? */
 int  sched_class_capped(const struct sched *s, const struct sched_member *m,
 			uint64_t now);

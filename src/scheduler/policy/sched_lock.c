@@ -114,6 +114,7 @@ void sched_lock_gpu_new(struct sched *s, struct sched_gpu *g)
 	 * GPU table slot reused) can no longer take it. The slot is opened
 	 * later by a store that orders the new UUID before it. */
 	__atomic_store_n(&sl->open, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sl->prio, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(w, VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
 	g->opening = 0;
 	memcpy(sl->uuid, g->uuid, VS_UUID_LEN);
@@ -158,4 +159,22 @@ uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g)
 	const uint64_t *w = word_of(s, g);
 
 	return w == NULL ? VS_LOCK_CLOSED : __atomic_load_n(w, __ATOMIC_SEQ_CST);
+}
+
+void sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct)
+{
+	int i = slot_of(s, g);
+
+	if (i < 0)
+		return;
+	if (__atomic_load_n(&s->lock->slot[i].prio, __ATOMIC_RELAXED) != pct)
+		__atomic_store_n(&s->lock->slot[i].prio, pct, __ATOMIC_SEQ_CST);
+}
+
+uint32_t sched_lock_prio_of(const struct sched *s, const struct sched_gpu *g)
+{
+	int i = slot_of(s, g);
+
+	return i < 0 ? 0 : __atomic_load_n(&s->lock->slot[i].prio,
+					   __ATOMIC_RELAXED);
 }

@@ -1,0 +1,219 @@
+/*
+ * Priority at kernel granularity (gate_prio.c), on the fake GPU and
+ * clock of fake_ops.c: the gate bound to a slot's share and word that
+ * the test owns (as the scheduler's pages would be), the futex wait
+ * replaced by a sleep that moves the fake clock, so every bound below is
+ * exact, not timed. The watcher thread does not run: the test looks at
+ * the marks itself (gate_prio_poll).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "gate_ctl.h"
+#include "gate_int.h"
+#include "helpers.h"
+
+#define MS 1000000ull
+
+static uint32_t share;
+static struct vs_lock_word word;
+/* The interactive work "elsewhere" ends at this fake time: a sleep
+ * that reaches it clears the word, as the interactive watcher would;
+ * or, with renew, the work never ends and the deadline moves on. */
+static uint64_t clear_at;
+static int renew;
+static uint64_t slept;
+
+static uint64_t now_ns(void)
+{
+	return __atomic_load_n(&fk.pace_now, __ATOMIC_SEQ_CST);
+}
+
+static void sleep_ns(uint32_t *seq, uint32_t val, uint64_t ns)
+{
+	uint64_t t = now_ns(), to = t + ns;
+
+	(void)val;
+	if (!renew && clear_at != 0 && clear_at < to)
+		to = clear_at;
+	__atomic_store_n(&fk.pace_now, to, __ATOMIC_SEQ_CST);
+	slept += to - t;
+	if (renew) {
+		__atomic_store_n(&word.busy, to + 10 * MS, __ATOMIC_SEQ_CST);
+	} else if (clear_at != 0 && to >= clear_at) {
+		__atomic_store_n(&word.busy, 0, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+static const struct gate_prio_test fake_prio = { now_ns, sleep_ns };
+
+static void prio_start(uint32_t pct)
+{
+	granted_start(0);
+	fake_pace_on();
+	gate_prio_test = &fake_prio;
+	__atomic_store_n(&fk.pace_now, 1000 * MS, __ATOMIC_SEQ_CST);
+	share = pct;
+	gate_prio_bind(0, &share, &word);
+}
+
+static void prio_stop(void)
+{
+	gate_prio_bind(0, NULL, NULL);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* One batch submission of `work` to fake stream 0: the fake time it
+ * went in at. */
+static uint64_t submit(uint64_t work)
+{
+	int tok = bracket_enter(0, FAKE_STREAM(0));
+	uint64_t at = now_ns();
+
+	assert_true(tok >= 0);
+	fake_work(0, work);
+	bracket_exit(0, tok);
+	return at;
+}
+
+/* While the word says interactive work is in flight, a batch
+ * submission waits, and goes in the moment it is cleared. */
+void prio_batch_holds_while_busy(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	prio_start(20);
+	t0 = now_ns();
+	word.busy = t0 + 5 * MS;
+	clear_at = t0 + 3 * MS;
+	assert_int_equal(submit(100000), t0 + 3 * MS);
+	assert_int_equal(word.busy, 0);
+	/* Nothing in flight: straight in. */
+	assert_int_equal(submit(100000), t0 + 3 * MS);
+	assert_true(gate_prio_held_ns(0) == 3 * MS);
+	prio_stop();
+}
+
+/* A deadline in the past, or further ahead than a renewal could put it
+ * (written by anyone), holds nothing; neither does a word while the
+ * scheduler's share says no interactive program is attached. */
+void prio_untrusted_word(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	prio_start(20);
+	t0 = now_ns();
+	word.busy = t0 - 1;
+	assert_int_equal(submit(1000), t0);
+	word.busy = t0 + 1000 * MS;
+	assert_int_equal(submit(1000), t0);
+	word.busy = t0 + 5 * MS;
+	share = 0;
+	assert_int_equal(submit(1000), t0);
+	assert_int_equal(slept, 0);
+	prio_stop();
+}
+
+/* A word that never clears (a claimer computing non-stop, or a hostile
+ * writer renewing it) takes at most the share of the batch program's
+ * time: at most 20% of 10 s plus the 200 ms the bucket starts with;
+ * at least most of that (pacing waits take some of the rest). */
+void prio_share_bounds_hold(void **state)
+{
+	uint64_t t0, held;
+
+	(void)state;
+	prio_start(20);
+	t0 = now_ns();
+	renew = 1;
+	word.busy = t0 + 10 * MS;
+	while (now_ns() - t0 < 10000 * MS) {
+		word.busy = now_ns() + 10 * MS;
+		submit(100000);
+		__atomic_add_fetch(&fk.pace_now, 1 * MS, __ATOMIC_SEQ_CST);
+	}
+	held = gate_prio_held_ns(0);
+	print_message("held %llu ms of %llu\n", (unsigned long long)(held / MS),
+		      (unsigned long long)((now_ns() - t0) / MS));
+	assert_true(held >= 1500 * MS);
+	assert_true(held <= 2200 * MS);
+	prio_stop();
+}
+
+/* The interactive side: a submission sets the deadline before it goes
+ * in, the marks keep it set (and renewed) while the fake GPU runs its
+ * work, and the first look after that work has passed clears it and
+ * bumps the futex. */
+void prio_interactive_sets_and_clears(void **state)
+{
+	uint64_t t0, d0;
+	uint32_t seq0;
+
+	(void)state;
+	prio_start(20);
+	gate_prio_interactive(1);
+	t0 = now_ns();
+	seq0 = word.seq;
+	submit(30 * MS);
+	d0 = word.busy;
+	assert_true(d0 > t0 && d0 <= t0 + 20 * MS);
+	assert_int_equal(gate_prio_poll(), 1);
+	/* 15 ms on: still running, the deadline moved on. */
+	__atomic_add_fetch(&fk.pace_now, 15 * MS, __ATOMIC_SEQ_CST);
+	assert_int_equal(gate_prio_poll(), 1);
+	assert_true(word.busy > d0);
+	/* Its own submissions never wait for its own flag. */
+	assert_int_equal(submit(1 * MS), t0 + 15 * MS);
+	__atomic_add_fetch(&fk.pace_now, 20 * MS, __ATOMIC_SEQ_CST);
+	assert_int_equal(gate_prio_poll(), 0);
+	assert_int_equal(word.busy, 0);
+	assert_true(word.seq != seq0);
+	gate_prio_interactive(0);
+	prio_stop();
+}
+
+/* Another interactive program's later deadline is not cleared by ours. */
+void prio_interactive_leaves_others(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	prio_start(20);
+	gate_prio_interactive(1);
+	t0 = now_ns();
+	submit(1 * MS);
+	word.busy = t0 + 19 * MS; /* written by another program since */
+	__atomic_add_fetch(&fk.pace_now, 2 * MS, __ATOMIC_SEQ_CST);
+	assert_int_equal(gate_prio_poll(), 0);
+	assert_int_equal(word.busy, t0 + 19 * MS);
+	gate_prio_interactive(0);
+	prio_stop();
+}
+
+/* While a capture is active in the process nothing waits (its work is
+ * recorded, not submitted), and a fork child starts unbound. */
+void prio_capture_and_fork(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	prio_start(20);
+	t0 = now_ns();
+	word.busy = t0 + 5 * MS;
+	gate_capture_delta(1);
+	assert_int_equal(submit(1000), t0);
+	gate_capture_delta(-1);
+	gate_prio_atfork_child();
+	assert_int_equal(submit(1000), t0);
+	assert_int_equal(slept, 0);
+	prio_stop();
+}
