@@ -548,10 +548,9 @@ _Static_assert(sizeof(struct vs_lock_page) == 16384, "vs_lock_page size");
 _Static_assert(sizeof(struct vs_lock_info) == 16, "vs_lock_info size");
 _Static_assert(sizeof(struct vs_lock_word) == 64, "vs_lock_word size");
 _Static_assert(offsetof(struct vs_lock_slot, prio) == 24, "vs_lock_slot layout");
-_Static_assert(offsetof(struct vs_lock_word, busy) == 8 &&
-	       offsetof(struct vs_lock_word, seq) == 16 &&
-	       offsetof(struct vs_lock_word, sleepers) == 20,
-	       "vs_lock_word layout");
+_Static_assert(offsetof(struct vs_lock_word, busy) == 8, "vs_lock_word layout");
+_Static_assert(offsetof(struct vs_lock_word, seq) == 16, "vs_lock_word layout");
+_Static_assert(offsetof(struct vs_lock_word, sleepers) == 20, "vs_lock_word layout");
 _Static_assert(sizeof(struct vs_lock_words) == 16384, "vs_lock_words size");
 
 /* One row per message type: who sends it and how long its payload is.

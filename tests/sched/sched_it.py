@@ -583,7 +583,7 @@ def t_ctl(b):
                            text=True, env=env)
         check(r.returncode == 0, "VSHARE_SOCKET not used")
         st = json.loads(r.stdout)
-        check(st["version"] == 5, "version")
+        check(st["version"] == 6, "version")
         g = st["gpus"][0]
         for k in ("uuid", "index", "mode", "tq_s", "capacity", "footprint",
                   "oversubscribed", "holders", "queue", "index_from",

@@ -41,6 +41,7 @@ static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
 static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 {
 	size_t nm = 0, nq = 0, nh = 0, free_holders = 0, nhard = 0;
+	size_t free_batch = 0, old_gates = 0;
 	uint64_t tot = 0, held = 0, sum = 0, cap = 0;
 
 	SF_EACH(&g->members, it) {
@@ -82,14 +83,22 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 		/* Recent time never exceeds what holding since ever gives. */
 		SF_CHECK(h->rec.v >= 0 && h->rec.v <= (double)f->now);
 		free_holders++;
+		free_batch += h->klass != VS_CLASS_INTERACTIVE;
+		old_gates += h->c->proto < SCHED_PRIO_PROTO;
 		sum += h->fp;
 		cap = sched_cap_min(cap, h->cap);
 	}
 	SF_CHECK(nm == g->n_members && nq == g->n_waiting && nh == g->n_holders);
 	SF_CHECK(tot == g->total_fp && held == g->held_fp && nhard == g->n_hard);
-	/* Never two exclusive holders, never a group that does not fit. */
-	if (g->mode == VS_MODE_ON)
-		SF_CHECK(free_holders <= 1);
+	/* Never two exclusive holders, never a group that does not fit. In
+	 * mode on only a batch program and interactive ones share, where
+	 * their memory fits and every gate honours priority. */
+	if (g->mode == VS_MODE_ON && free_holders > 1) {
+		SF_CHECK(free_batch <= 1);
+		SF_CHECK(old_gates == 0);
+		SF_CHECK(f->s->lock != NULL);
+		SF_CHECK(cap != 0 && sum <= cap);
+	}
 	/* A capacity of 0 is unknown (no configured value, no driver report,
 	 * no claim): nothing bounds such a group. */
 	if (g->mode == VS_MODE_AUTO && free_holders > 1 && cap != 0)

@@ -85,6 +85,8 @@ static void sf_hello(struct sf *f, int i, uint8_t b)
 	sched_client_set_token(f->c[i], VS_LOCK_TOKEN_BIT | ++f->next_token);
 	sched_client_set_class(f->c[i], b & 0x10 ? VS_CLASS_INTERACTIVE :
 				VS_CLASS_BATCH);
+	/* Most gates honour priority; some are older (no co-hold). */
+	sched_client_set_proto(f->c[i], b & 0x20 ? 7 : VS_PROTO_VERSION);
 	sf_pol_of(f, cr.uid, &p);
 	sched_client_set_policy(f->s, f->c[i], &p);
 }

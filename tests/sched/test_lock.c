@@ -522,6 +522,76 @@ static void test_prio_share(void **state)
 	sched_free(s);
 }
 
+/* An interactive program of the given protocol version and footprint. */
+static struct sched_client *inter_client(struct sched *s, uint32_t proto,
+					 uint64_t fp_gib, int allowed)
+{
+	struct sched_class_pol pol = { allowed, 20, 0 };
+	struct sched_client *c = sched_client_new(
+		s, &(struct sched_cred){ 102, 1002, 1002 }, "svc", NULL);
+
+	assert_non_null(c);
+	sched_client_set_token(c, VS_LOCK_TOKEN_BIT | next_token++);
+	sched_client_set_class(c, VS_CLASS_INTERACTIVE);
+	sched_client_set_proto(c, proto);
+	sched_client_set_policy(s, c, &pol);
+	assert_int_equal(sched_attach(s, c, GPU_A, 10 * GiB), 0);
+	assert_int_equal(sched_footprint(s, c, GPU_A, fp_gib * GiB, 0), 0);
+	return c;
+}
+
+/* Mode on, where memory stays resident (each sees 10 GiB): an
+ * interactive waiter holds the
+ * GPU beside the batch holder (priority keeps their work apart), with no
+ * drop of the batch holder; not where a gate is older than priority or
+ * the two do not fit, and not once its class has lapsed. */
+static void test_cohold_on(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 40 * GiB);
+	struct sched_client *b = client(s, GPU_A, 1), *i, *b2;
+
+	(void)state;
+	sched_client_set_proto(b, VS_PROTO_VERSION);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
+	i = inter_client(s, VS_PROTO_VERSION, 1, 1);
+	sched_out_clear(s);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_HOLDING);
+	assert_int_equal(count(s, VS_MSG_DROP, b, 0), 0);
+	/* A second batch program waits: one batch member per pair. */
+	b2 = client(s, GPU_A, 1);
+	sched_client_set_proto(b2, VS_PROTO_VERSION);
+	assert_int_equal(sched_request(s, b2, GPU_A), 0);
+	assert_int_equal(sched_state_of(b2, GPU_A), SCHED_ST_WAITING);
+	sched_client_del(s, b2);
+	/* Its user loses the class: batch beside batch in mode on, it goes. */
+	sched_out_clear(s);
+	sched_client_set_policy(s, i, &(struct sched_class_pol){ 0, 20, 0 });
+	assert_int_equal(sched_footprint(s, i, GPU_A, 1 * GiB, 1), 0);
+	assert_int_equal(count(s, VS_MSG_DROP, i, 0), 1);
+	assert_int_equal(count(s, VS_MSG_DROP, b, 0), 0);
+	sched_client_del(s, i);
+	/* A gate older than priority: the hand-off as before. */
+	i = inter_client(s, 7, 1, 1);
+	sched_out_clear(s);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_WAITING);
+	assert_int_equal(count(s, VS_MSG_DROP, b, 0), 1);
+	sched_client_del(s, i);
+	sched_client_del(s, b);
+	/* Memory that does not fit: serialized. */
+	b = client(s, GPU_A, 6);
+	sched_client_set_proto(b, VS_PROTO_VERSION);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	i = inter_client(s, VS_PROTO_VERSION, 5, 1);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_WAITING);
+	sched_client_del(s, i);
+	sched_client_del(s, b);
+	sched_free(s);
+}
+
 static void test_no_page(void **state)
 {
 	struct sched_cfg cfg;
@@ -559,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_slot_for_named_gpu),
 		cmocka_unit_test(test_report_changes_nothing),
 		cmocka_unit_test(test_prio_share),
+		cmocka_unit_test(test_cohold_on),
 		cmocka_unit_test(test_no_page),
 	};
 

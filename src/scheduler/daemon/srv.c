@@ -120,6 +120,7 @@ static void on_hello(struct conn *c, const struct vs_hello *m)
 	    ui.n_clients == 1)
 		sched_client_set_weight(c->srv->sched, c->client, pol.weight);
 	sched_client_set_class(c->client, m->klass);
+	sched_client_set_proto(c->client, c->rx.version);
 	set_class_policy(c);
 	vs_label_escape(label, shown, sizeof(shown));
 	plog_info(c, "client %u \"%s\" registered: pid %d, uid %u, protocol "

@@ -49,6 +49,11 @@ void sched_client_set_class(struct sched_client *c, uint32_t klass)
 	c->klass = klass <= VS_CLASS_MAX ? klass : VS_CLASS_BATCH;
 }
 
+void sched_client_set_proto(struct sched_client *c, uint32_t version)
+{
+	c->proto = version;
+}
+
 /* ---- the windows ---- */
 
 /* A slot of a window window_ms wide, at least 1 ms. */
@@ -303,6 +308,33 @@ uint32_t sched_class_grant_flags(const struct sched *s,
 	return interactive_beside(s, m->g, m) ? VS_GRANTF_PACE : 0;
 }
 
+int sched_class_cohold_ok(const struct sched *s, const struct sched_member *m,
+			  unsigned batch, uint64_t sum, uint64_t cap)
+{
+	return s->lock != NULL && m->c->proto >= SCHED_PRIO_PROTO &&
+	       batch <= 1 && cap != 0 && sum <= cap;
+}
+
+int sched_class_cohold(const struct sched *s, const struct sched_gpu *g,
+		       const struct sched_member *m)
+{
+	unsigned batch = sched_class_of(s, m) != VS_CLASS_INTERACTIVE;
+
+	for (const struct dlink *it = g->holders.next; it != &g->holders;
+	     it = it->next) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+
+		/* A holder on its way out (a drop pending), or one whose
+		 * gate does not know priority: wait for the hand-off. */
+		if (h->hard || h->c->proto < SCHED_PRIO_PROTO)
+			return 0;
+		batch += h->klass != VS_CLASS_INTERACTIVE;
+	}
+	return sched_class_cohold_ok(s, m, batch, g->held_fp + m->fp,
+				     sched_cap_group(g, m));
+}
+
 uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g)
 {
 	uint32_t pct = 0;
@@ -435,21 +467,30 @@ uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,
 			  int waiters, int preempt, uint64_t now)
 {
 	struct sched_usage *u = usage_of(h);
+	/* In mode on beside other holders only as interactive (a pair with
+	 * one batch program, sched_class_cohold): lapsed to batch there, it
+	 * goes whoever waits. */
+	int beside = h->g->mode == VS_MODE_ON &&
+		     h->g->n_holders - h->g->n_hard > 1;
 
 	/* Its user lost the class (a reload, a changed policy): batch from
-	 * now on, for the rest of its grant too, with no drop of its own. */
-	if (h->klass == VS_CLASS_INTERACTIVE && !h->c->cp.interactive)
+	 * now on, for the rest of its grant too, with no drop of its own
+	 * unless it holds beside others in mode on. */
+	if (h->klass == VS_CLASS_INTERACTIVE && !h->c->cp.interactive) {
 		h->klass = VS_CLASS_BATCH;
+		if (beside)
+			return SCHED_DROP_CLASS;
+	}
 	if (h->klass == VS_CLASS_INTERACTIVE && u != NULL && u->over) {
 		h->klass = VS_CLASS_BATCH;
-		if (waiters)
+		if (waiters || beside)
 			return SCHED_DROP_BUDGET;
 	}
 	/* The class as a whole used the GPU's share: the same, for every
 	 * user's interactive holder. */
 	if (h->klass == VS_CLASS_INTERACTIVE && h->g->total_over) {
 		h->klass = VS_CLASS_BATCH;
-		if (waiters)
+		if (waiters || beside)
 			return SCHED_DROP_TOTAL;
 	}
 	/* Counted in a cap at its grant, but a cap lifted since (cap_ms 0)

@@ -256,8 +256,11 @@ static void publish(struct sched *s, struct sched_gpu *g)
 	sched_lock_open(s, g);
 }
 
-/* May waiter m start now, beside the current holders? */
-static int fits(const struct sched_gpu *g, const struct sched_member *m)
+/* May waiter m start now, beside the current holders? In mode on only
+ * as a pair of a batch program and interactive ones whose memory fits
+ * (sched_class_cohold). */
+static int fits(const struct sched *s, const struct sched_gpu *g,
+		const struct sched_member *m)
 {
 	if (g->n_holders == 0)
 		return 1;
@@ -265,7 +268,7 @@ static int fits(const struct sched_gpu *g, const struct sched_member *m)
 	case VS_MODE_OFF:
 		return 1;
 	case VS_MODE_ON:
-		return 0;
+		return sched_class_cohold(s, g, m);
 	default:
 		return g->held_fp + m->fp <= sched_cap_group(g, m);
 	}
@@ -365,7 +368,7 @@ void sched_admit(struct sched *s, struct sched_gpu *g)
 		m->cap_wait = sched_class_capped(s, m, now);
 		if (m->cap_wait)
 			continue;
-		if (w == NULL && !fits(g, m))
+		if (w == NULL && !fits(s, g, m))
 			w = m;
 		if (w != NULL) {
 			waiting++;
@@ -388,6 +391,7 @@ void sched_admit(struct sched *s, struct sched_gpu *g)
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 {
 	uint64_t now = sched_now(s), sum = 0, cap = 0;
+	unsigned batch = 0, old = 0;
 	size_t i = 0;
 
 	sched_settle(s, g);
@@ -398,7 +402,13 @@ void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 
 		sum += h->fp;
 		cap = sched_cap_min(cap, h->cap);
-		if (i++ > 0 && (g->mode == VS_MODE_ON || sum > cap))
+		batch += h->klass != VS_CLASS_INTERACTIVE;
+		/* The first holder's gate must honour priority too. */
+		old += h->c->proto < SCHED_PRIO_PROTO;
+		if (i++ > 0 && (g->mode == VS_MODE_ON ?
+				old > 0 ||
+				!sched_class_cohold_ok(s, h, batch, sum, cap) :
+				sum > cap))
 			sched_hard_drop(s, h, reason, now);
 	}
 }

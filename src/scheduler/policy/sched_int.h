@@ -144,6 +144,7 @@ struct sched_client {
 	char label[VS_LABEL_MAX + 1];
 	uint32_t weight;          /* fair share, SCHED_WEIGHT_* */
 	uint32_t klass;           /* asked for, VS_CLASS_* */
+	uint32_t proto;           /* its protocol version (0: not told) */
 	struct sched_class_pol cp; /* its user's, copied from u */
 	uint32_t slot;            /* its user's in the counters */
 	void *user;
@@ -354,6 +355,19 @@ int sched_class_paced(const struct sched *s, const struct sched_gpu *g);
  * member's work: the largest interactive budget among such members; 0
  * when there is none. */
 uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g);
+/* Mode on: waiter m may hold g beside its holders when the group keeps
+ * at most one batch member (the rest interactive), fits the capacity,
+ * and every gate in it honours priority (protocol SCHED_PRIO_PROTO):
+ * the gates then keep the batch member's work off the GPU while the
+ * interactive work runs, so that the interactive program needs no
+ * hand-off where memory stays resident. cohold_ok: the same test for a
+ * group counted elsewhere (batch members, footprint sum, smallest view),
+ * m its newest member. */
+#define SCHED_PRIO_PROTO 8u
+int sched_class_cohold(const struct sched *s, const struct sched_gpu *g,
+		       const struct sched_member *m);
+int sched_class_cohold_ok(const struct sched *s, const struct sched_member *m,
+			  unsigned batch, uint64_t sum, uint64_t cap);
 /* May a capped user's waiter be granted now? */
 int  sched_class_capped(const struct sched *s, const struct sched_member *m,
 			uint64_t now);

@@ -228,6 +228,10 @@ struct sched_class_pol {
 	uint32_t cap_pct;       /* 0: no cap, else 1..100 */
 };
 void sched_client_set_class(struct sched_client *c, uint32_t klass);
+/* The protocol version the client speaks: from 8 its gate honours the
+ * lock page's priority, which lets it share a GPU in mode on with an
+ * interactive program (sched_class_cohold). */
+void sched_client_set_proto(struct sched_client *c, uint32_t version);
 void sched_client_set_policy(struct sched *s, struct sched_client *c,
 			     const struct sched_class_pol *p);
 
