@@ -99,7 +99,23 @@ class Run:
         raise RuntimeError("no result (exit %s)" % p.returncode)
 
     def infer_argv(self, arrivals, stop=None, ready=None, seconds=None):
-        a = [sys.executable, TC, "infer", "--arrivals", arrivals]
+        """The client of an arrangement: the inference-like one with
+        `arrivals` periodic or poisson; "llm" the LLM-serving-like one
+        (llm_client.py); "cells" notebook cells (torch_check.py burst,
+        a burst every 400 ms)."""
+        if arrivals == "llm":
+            a = [sys.executable, os.path.join(HERE, "llm_client.py")]
+        elif arrivals == "cells":
+            a = [sys.executable, TC, "burst", "--gap-ms", "400"]
+            if stop:
+                a += ["--stop-file", stop]
+            if ready:
+                a += ["--ready", ready]
+            if seconds:
+                a += ["--burst-seconds", str(seconds)]
+            return a
+        else:
+            a = [sys.executable, TC, "infer", "--arrivals", arrivals]
         if stop:
             a += ["--stop-file", stop]
         if ready:
@@ -190,7 +206,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--mem-limit", default="8G")
     ap.add_argument("--capacity", default="32G")
-    ap.add_argument("--only", default="solo,plain,mps,auto,on,alone")
+    ap.add_argument("--only", default="solo,plain,mps,auto,on,alone,llm,cells")
     o = ap.parse_args()
     r = Run(o)
     only = set(o.only.split(","))
@@ -202,14 +218,20 @@ def main():
             text=True, timeout=300).stdout.strip().splitlines()[-1])
     except (IndexError, ValueError, subprocess.TimeoutExpired) as e:
         res["kernels"] = {"error": str(e)}
-    for arr in ("periodic", "poisson"):
-        res["solo_infer_" + arr] = r.finish(r.start(
-            "solo.%s.infer" % arr, r.infer_argv(arr, seconds=secs),
-            r.env()), secs + 120)
+    kinds = ["periodic", "poisson"] + [k for k in ("llm", "cells")
+                                       if k in only]
+    for arr in kinds:
+        try:
+            res["solo_infer_" + arr] = r.finish(r.start(
+                "solo.%s.infer" % arr, r.infer_argv(arr, seconds=secs),
+                r.env()), secs + 120)
+        except (RuntimeError, ValueError) as e:
+            res["solo_infer_" + arr] = {"error": str(e)}
+    kinds = [k for k in kinds if "error" not in res["solo_infer_" + k]]
     res["solo_train"] = r.finish(r.start("solo.train", r.train_argv(secs),
                                          r.env()), secs + 180)
     if "plain" in only:
-        for arr in ("periodic", "poisson"):
+        for arr in kinds:
             res["plain_" + arr] = r.pair("plain", arr, r.env(), r.env())
     if "mps" in only:
         m = r.mps()
@@ -219,7 +241,7 @@ def main():
             try:
                 te = dict(m[1], CUDA_MPS_CLIENT_PRIORITY="1")
                 ie = dict(m[1], CUDA_MPS_CLIENT_PRIORITY="0")
-                for arr in ("periodic", "poisson"):
+                for arr in kinds:
                     res["mps_" + arr] = r.pair("mps", arr, te, ie)
             finally:
                 r.mps_quit(m)
@@ -228,8 +250,8 @@ def main():
             continue
         p, sock = r.scheduler(mode, mode)
         try:
-            for arr in (("periodic", "poisson") if mode == "auto"
-                        else ("periodic",)):
+            for arr in (kinds if mode == "auto" else
+                        [k for k in kinds if k != "poisson"]):
                 res["%s_%s" % (mode, arr)] = r.pair(
                     mode, arr, r.shim_env(sock),
                     r.shim_env(sock, "interactive"))
@@ -248,25 +270,33 @@ def main():
     shutil.rmtree(r.tmp, True)
 
     solo_steps = res["solo_train"]["steps_per_s_mean"]
-    for arr in ("periodic", "poisson"):
+    base_p99 = {}
+    for arr in kinds:
         s = res["solo_infer_" + arr]
+        if arr == "cells":
+            s = dict(s, p50_ms=s["later_ms_p50"], p99_ms=s["later_ms_p90"],
+                     answers=[s.get("sum")])
+        base_p99[arr] = s["p99_ms"]
         rows.append(("solo, %s" % arr, s["p50_ms"], s["p99_ms"], None, "-"))
         for k in ("plain", "mps", "auto", "on"):
             v = res.get("%s_%s" % (k, arr))
             if not isinstance(v, (list, tuple)):
                 continue
             t, i = v
+            if arr == "cells":
+                i = dict(i, p50_ms=i["later_ms_p50"], p99_ms=i["later_ms_p90"],
+                         answers=[i.get("sum")])
             same = i["answers"] == s["answers"]
             rows.append(("%s, %s" % (k, arr), i["p50_ms"], i["p99_ms"],
                          pct(t["steps_per_s_mean"], solo_steps),
                          "yes" if same else "NO"))
-    print("| arrangement | client p50 ms | p99 ms | x solo p99 | training %"
-          " of solo | answers as solo |")
+    print("| arrangement | client p50 ms | p99 ms (cells: p90) | x solo p99 "
+          "| training % of solo | answers as solo |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, p50, p99, tr, same in rows:
-        base = res["solo_infer_" + name.split(", ")[1]]["p99_ms"]
+        base = base_p99[name.split(", ")[1]]
         print("| %s | %.2f | %.2f | %.2f | %s | %s |" % (
-            name, p50, p99, p99 / base,
+            name, p50 or 0, p99 or 0, (p99 or 0) / (base or 1),
             "-" if tr is None else "%.1f" % tr, same))
     if "alone_train" in res:
         print("training alone under vshare: %.1f%% of plain solo "
