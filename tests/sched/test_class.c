@@ -374,6 +374,49 @@ static void test_slice_capped(void **state)
 	sched_free(s);
 }
 
+/* interactive_total_pct per GPU: a GPU's own entry in gpus over the
+ * node's default, at its first attach and at a reload, which takes the
+ * file's values (no admin sets it at run time). */
+static void test_total_per_gpu(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR), old;
+	struct sched_gpu_cfg gc;
+	struct sched_gpu_info gi;
+	struct sched_client *c;
+	struct sched_cred cr = { 1, 1000, 1000 };
+	struct sched *s;
+	(void)state;
+
+	memset(&gc, 0, sizeof(gc));
+	memcpy(gc.uuid, GPU_A, VS_UUID_LEN);
+	gc.set = SCHED_GCFG_TOTAL;
+	gc.total_pct = 20;
+	cfg.total_pct = 50;
+	cfg.gpus = &gc;
+	cfg.n_gpus = 1;
+	fake_now = 1;
+	s = sched_new(&cfg, fake_clock, NULL);
+	assert_non_null(s);
+	c = sched_client_new(s, &cr, "p", NULL);
+	assert_int_equal(sched_attach(s, c, GPU_A, 80 * GiB), 0);
+	assert_int_equal(sched_attach(s, c, GPU_B, 80 * GiB), 0);
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_int_equal(gi.total_pct, 20);
+	sched_gpu_info(sched_gpu_find(s, GPU_B), &gi);
+	assert_int_equal(gi.total_pct, 50);
+	/* A reload: GPU_A loses its entry, the default becomes 30. */
+	old = cfg;
+	cfg.gpus = NULL;
+	cfg.n_gpus = 0;
+	cfg.total_pct = 30;
+	assert_int_equal(sched_reconfigure(s, &old, &cfg), 0);
+	sched_gpu_info(sched_gpu_find(s, GPU_A), &gi);
+	assert_int_equal(gi.total_pct, 30);
+	sched_gpu_info(sched_gpu_find(s, GPU_B), &gi);
+	assert_int_equal(gi.total_pct, 30);
+	sched_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_class_total),
 		cmocka_unit_test(test_slice_capped),
+		cmocka_unit_test(test_total_per_gpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
