@@ -31,9 +31,12 @@ bool dra_quantity(const std::string &s, uint64_t &out)
 
 	/* The number: digits with an optional fraction, no sign (memory is
 	 * never negative). */
-	while (i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'))
-		i++;
-	if (i == 0 || s.find('.') != s.rfind('.'))
+	bool digit = false;
+
+	for (; i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'); i++)
+		if (s[i] != '.')
+			digit = true;
+	if (!digit || s.find('.') != s.rfind('.'))
 		return false;
 	v = std::strtold(s.substr(0, i).c_str(), nullptr);
 	std::string rest = s.substr(i);

@@ -325,7 +325,8 @@ def t_restart(bindir):
 def t_refusals(bindir):
     """A claim the API server does not have, one of another UID, one
     allocated on another node's pool, one with a bad class or an unknown
-    parameter: each answered with its error (and no spec), the others of
+    parameter, one whose consumed memory is no quantity: each answered
+    with its error (and no spec), the others of
     the same call prepared; a corrupt checkpoint is kept aside."""
     if need_grpc():
         return SKIP
@@ -339,7 +340,13 @@ def t_refusals(bindir):
         c["status"]["allocation"]["devices"]["config"][0]["opaque"][
             "parameters"]["clas"] = "x"
         r.api.add_claim(c)
+        # What no API server would send, past the double's own check.
+        odd = claim("ffff-odd", "odd", "gpu-0", "1Gi")
+        odd["status"]["allocation"]["devices"]["results"][0][
+            "consumedCapacity"]["memory"] = "."
+        r.api.claims[("team-a", "odd")] = odd
         got = r.prepare(("team-a", UIDS[0], "ok"),
+                        ("team-a", "ffff-odd", "odd"),
                         ("team-a", "f" + UIDS[1][1:], "other-uid"),
                         ("team-a", UIDS[2], "far"),
                         ("team-a", UIDS[3], "bad-class"),
@@ -347,7 +354,8 @@ def t_refusals(bindir):
                         ("team-a", "ffff", "absent"))
         want = {UIDS[0]: "", "f" + UIDS[1][1:]: "another claim of that name",
                 UIDS[2]: "is of pool node-2", UIDS[3]: "class a b is not a word",
-                UIDS[4]: "has clas: only class", "ffff": "HTTP 404"}
+                UIDS[4]: "has clas: only class", "ffff": "HTTP 404",
+                "ffff-odd": "consumed memory . is not a quantity"}
         for uid, err in want.items():
             check((err == "" and got[uid]["error"] == "") or
                   (err != "" and err in got[uid]["error"] and
