@@ -70,6 +70,42 @@ def dashboard_exprs(dash):
     return out
 
 
+def unit_of(expr):
+    """The unit a query's values are in, from the names of what it reads:
+    quantiles of seconds, rates of byte and second counters (bytes per
+    second, seconds per second), increases (counts), rates of other
+    counters (per second), ratios, a 0/1 selection, gauges of seconds and
+    bytes; "short" for a plain number."""
+    rules = ((r"histogram_quantile\(", "s"),
+             (r"\brate\(vshare_\w+_bytes_total\b", "Bps"),
+             (r"\brate\(vshare_\w+_seconds_total\b", "percentunit"),
+             (r"\bincrease\(", "short"),
+             (r"\brate\(vshare_\w+_total\b", "ops"),
+             (r"\bvshare_\w+_ratio\b", "percentunit"),
+             (r"==\s*1\b", "none"),
+             (r"\bvshare_\w+_seconds\b", "s"),
+             (r"\bvshare_\w+_bytes\b", "bytes"))
+    for rx, unit in rules:
+        if re.search(rx, expr):
+            return unit
+    return "short"
+
+
+def target_unit(panel, target):
+    """The unit Grafana shows a target's series in: an override by its
+    query (refId), else the panel's."""
+    fc = panel.get("fieldConfig", {})
+    unit = fc.get("defaults", {}).get("unit")
+    for o in fc.get("overrides", []):
+        m = o.get("matcher", {})
+        if m.get("id") == "byFrameRefID" and \
+                m.get("options") == target.get("refId"):
+            for prop in o.get("properties", []):
+                if prop.get("id") == "unit":
+                    unit = prop["value"]
+    return unit
+
+
 class Monitoring(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -97,6 +133,30 @@ class Monitoring(unittest.TestCase):
                  if n.endswith(s)}
         self.assertEqual(set(self.families) - used, set(),
                          "families missing from the dashboard")
+
+    def test_dashboard_queries(self):
+        """Every query: a sum by GPU index keeps the instance (GPU 0 of
+        two hosts must not add up), a legend naming a GPU names its host,
+        and its series are shown in their own unit (by the panel, or an
+        override of that query)."""
+        with open(DASHBOARD) as f:
+            dash = json.load(f)
+        for p in dash["panels"]:
+            for t in p["targets"]:
+                e, what = t["expr"], "%s / %s" % (p["title"], t.get("refId"))
+                for by in re.findall(r"\bby \(([^)]*)\)", e):
+                    labels = {x.strip() for x in by.split(",")}
+                    self.assertFalse("index" in labels and
+                                     "instance" not in labels,
+                                     "%s sums by index without instance: %s"
+                                     % (what, e))
+                legend = t.get("legendFormat", "")
+                self.assertFalse("{{index}}" in legend and
+                                 "{{instance}}" not in legend,
+                                 "%s: legend %r names no host" % (what, legend))
+                self.assertEqual(target_unit(p, t), unit_of(e),
+                                 "%s: %s shown as %s" % (what, e,
+                                                         target_unit(p, t)))
 
     def test_rules_names(self):
         with open(RULES) as f:
