@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,6 +42,54 @@ def exported():
     if r.returncode != 0:
         raise AssertionError("vsharectl metrics: " + r.stderr)
     return dict(re.findall(r"^# TYPE (\S+) (\S+)$", r.stdout, re.M))
+
+
+def sample_metrics():
+    """`vsharectl metrics` of a daemon with a GPU that has seen a grant
+    and a capped user's program still attached, so that the per-GPU and
+    per-user families have series to read the labels of."""
+    tmp = tempfile.mkdtemp(prefix="vshare-mon.")
+    conf = os.path.join(tmp, "scheduler.json")
+    with open(conf, "w") as f:
+        json.dump({"mode": "on", "policy_users": {
+            str(os.getuid()): {"max_share_pct": 50}}}, f)
+    try:
+        sched = Scheduler(tmp, config=conf)
+        try:
+            c = subprocess.Popen(
+                [os.path.join(BIN, "sched_testclient"), "--socket",
+                 sched.sock, "--label", "A", "--hold-ms", "10", "--cycles",
+                 "1", "--stay", "--quiet"], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, env=base_env())
+            try:
+                text, deadline = "", time.monotonic() + 10
+                while "vshare_user_cap_ratio{" not in text:
+                    if time.monotonic() > deadline:
+                        raise AssertionError("no cap series: " + text)
+                    time.sleep(0.1)
+                    text = run([VSHARECTL, "--socket", sched.sock,
+                                "metrics"]).stdout
+            finally:
+                c.stdin.close()
+                c.wait(timeout=10)
+        finally:
+            sched.stop()
+    finally:
+        shutil.rmtree(tmp, True)
+    return text
+
+
+def doc_metrics():
+    """docs/operations.md's metrics table: name -> (type, labels, what)."""
+    with open(os.path.join(SOURCE, "docs", "operations.md")) as f:
+        text = f.read()
+    rows = {}
+    for m in re.finditer(r"^\| `(vshare_[a-z_]+)` \| (\w+) \|([^|]*)\| "
+                         r"(.*) \|$", text, re.M):
+        rows[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`",
+                                                        m.group(3))),
+                            m.group(4))
+    return rows
 
 
 def unknown_names(exprs, families):
@@ -157,6 +206,37 @@ class Monitoring(unittest.TestCase):
                 self.assertEqual(target_unit(p, t), unit_of(e),
                                  "%s: %s shown as %s" % (what, e,
                                                          target_unit(p, t)))
+
+    def test_metrics_table(self):
+        """docs/operations.md's table has a row for every family the
+        daemon exports and none other, of its type, with the labels its
+        series carry, and names each value of an enumerated label
+        (reasons, kinds, classes, modes)."""
+        rows, text = doc_metrics(), sample_metrics()
+        self.assertEqual(set(rows), set(self.families),
+                         "table rows against the exported families")
+        labels, values = {}, {}
+        for name, body in re.findall(r"^(vshare_[a-z_]+)\{([^}]*)\}", text,
+                                     re.M):
+            for suf in HIST_SUFFIXES:
+                if name.endswith(suf) and \
+                        self.families.get(name[:-len(suf)]) == "histogram":
+                    name = name[:-len(suf)]
+            pairs = dict(re.findall(r'(\w+)="([^"]*)"', body))
+            pairs.pop("le", None)
+            labels.setdefault(name, set()).update(pairs)
+            for k in ("reason", "kind", "class", "mode"):
+                if k in pairs:
+                    values.setdefault(name, set()).add(pairs[k])
+        for name, (typ, doc_labels, what) in rows.items():
+            if name not in self.families:
+                continue
+            self.assertEqual(typ, self.families[name], name + ": type")
+            if name in labels:
+                self.assertEqual(doc_labels, labels[name], name + ": labels")
+            for v in values.get(name, ()):
+                self.assertIn("`%s`" % v, what, "%s: %s=%s not described"
+                              % (name, "label", v))
 
     def test_rules_names(self):
         with open(RULES) as f:
