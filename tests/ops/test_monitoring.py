@@ -84,7 +84,8 @@ def doc_metrics():
     with open(os.path.join(SOURCE, "docs", "operations.md")) as f:
         text = f.read()
     rows = {}
-    for m in re.finditer(r"^\| `(vshare_[a-z_]+)` \| (\w+) \|([^|]*)\| "
+    for m in re.finditer(r"^\| `((?:vshare|process)_[a-z_]+)` \| (\w+) \|"
+                         r"([^|]*)\| "
                          r"(.*) \|$", text, re.M):
         rows[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`",
                                                         m.group(3))),
@@ -216,8 +217,8 @@ class Monitoring(unittest.TestCase):
         self.assertEqual(set(rows), set(self.families),
                          "table rows against the exported families")
         labels, values = {}, {}
-        for name, body in re.findall(r"^(vshare_[a-z_]+)\{([^}]*)\}", text,
-                                     re.M):
+        for name, body in re.findall(r"^((?:vshare|process)_[a-z_]+)\{([^}]*)"
+                                     r"\}", text, re.M):
             for suf in HIST_SUFFIXES:
                 if name.endswith(suf) and \
                         self.families.get(name[:-len(suf)]) == "histogram":
