@@ -20,11 +20,18 @@
 /* Connect to the daemon's socket: an fd, or -1 with the exit code in *ec
  * and a message printed. */
 int vc_connect(const char *path, int *ec);
+/* The same, with why it failed in why (n bytes) instead of printed: a
+ * stale or missing socket (*ec VC_EXIT_DOWN), or a refusal with what to
+ * do about it (the first directory the user may not enter, or the
+ * socket's group and whether users may join it). */
+int vc_connect_why(const char *path, int *ec, char *why, size_t n);
 
 struct vc_reply {
 	int32_t status;      /* VS_OK or VS_E_* */
 	char   *text;        /* JSON or message, NUL-terminated, malloc'd */
 	size_t  len;
+	int     keep_error;  /* set by the caller: an ERROR frame's code and
+			      * words in status and text, not printed */
 };
 
 /* Send one request, in the oldest protocol version that has its type (so

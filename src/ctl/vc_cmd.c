@@ -15,6 +15,7 @@
 
 #include "vc.h"
 #include "vc_cdi.h"
+#include "vc_check.h"
 #include "vc_name.h"
 
 #ifndef VSHARE_VERSION
@@ -69,6 +70,12 @@ static const struct vc_cmd cmds[] = {
 	{ .name = "name", .arg = "[--prefix P] LABEL=NAME...", .admin = 1,
 	  .help = "name a label's clients in status (name --help)",
 	  .local = vc_name_cmd },
+	{ .name = "check",
+	  .help = "whether the scheduler answers, and what to do if not",
+	  .local = vc_check_cmd },
+	{ .name = "bytes", .arg = "SIZE",
+	  .help = "the bytes of a memory size, as VSHARE_MEM_LIMIT reads it",
+	  .local = vc_bytes_cmd },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 

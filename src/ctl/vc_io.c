@@ -17,7 +17,72 @@
 
 #define VC_TIMEOUT_S 10
 
-int vc_connect(const char *path, int *ec)
+/* A group users may be told to join: one with a name that is not root's.
+ * A socket of group root (the scheduler found no group vshare to give it
+ * to, or runs with socket_group "") or of a nameless group is root's
+ * alone, and telling a user to join it would be wrong advice. */
+static const char *joinable(gid_t gid)
+{
+	const struct group *gr = gid != 0 ? getgrgid(gid) : NULL;
+
+	return gr != NULL ? gr->gr_name : NULL;
+}
+
+static void group_name(gid_t gid, char *out, size_t n)
+{
+	const struct group *gr = getgrgid(gid);
+
+	if (gr != NULL)
+		snprintf(out, n, "%s", gr->gr_name);
+	else
+		snprintf(out, n, "%u", (unsigned)gid);
+}
+
+/* What a user refused the socket should do: the one advice vsharectl and
+ * vshare-run --check give. The first directory on the way that the user
+ * may not enter is named; else the socket's group decides. */
+static void perm_why(const char *path, char *why, size_t n)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], grp[64];
+	const char *g;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *p = strchr(dir + 1, '/'); p != NULL; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (access(dir, X_OK) != 0 && stat(dir, &st) == 0) {
+			group_name(st.st_gid, grp, sizeof(grp));
+			g = joinable(st.st_gid);
+			snprintf(why, n, "permission denied on %s: you may not "
+				 "enter %s (mode %04o, group %s): %s%s%s", path,
+				 dir, (unsigned)(st.st_mode & 07777), grp,
+				 g && (st.st_mode & S_IXGRP) ? "join group " :
+				 "ask the administrator to let you in",
+				 g && (st.st_mode & S_IXGRP) ? g : "",
+				 g && (st.st_mode & S_IXGRP) ?
+				 " and log in again" : "");
+			return;
+		}
+		*p = '/';
+	}
+	if (stat(path, &st) != 0) {
+		snprintf(why, n, "permission denied on %s (ask the "
+			 "administrator)", path);
+		return;
+	}
+	group_name(st.st_gid, grp, sizeof(grp));
+	if ((g = joinable(st.st_gid)) != NULL)
+		snprintf(why, n, "permission denied on %s (join group %s and "
+			 "log in again)", path, g);
+	else
+		snprintf(why, n, "permission denied on %s (the socket's group "
+			 "is %s, which users should not join: the administrator "
+			 "creates group vshare (systemd-sysusers) or sets "
+			 "socket_group in the scheduler's config, and restarts "
+			 "vshare-scheduler)", path, grp);
+}
+
+int vc_connect_why(const char *path, int *ec, char *why, size_t n)
 {
 	struct sockaddr_un sa;
 	struct timeval tv = { VC_TIMEOUT_S, 0 };
@@ -25,7 +90,7 @@ int vc_connect(const char *path, int *ec)
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "vsharectl: socket path too long: %s\n", path);
+		snprintf(why, n, "socket path too long: %s", path);
 		*ec = VC_EXIT_USAGE;
 		return -1;
 	}
@@ -34,7 +99,7 @@ int vc_connect(const char *path, int *ec)
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		fprintf(stderr, "vsharectl: socket: %s\n", strerror(errno));
+		snprintf(why, n, "socket: %s", strerror(errno));
 		*ec = VC_EXIT_ERROR;
 		return -1;
 	}
@@ -42,30 +107,37 @@ int vc_connect(const char *path, int *ec)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 		return fd;
+	*ec = VC_EXIT_DOWN;
 	if (errno == ECONNREFUSED && stat(path, &st) == 0 &&
 	    !S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "vsharectl: %s is not a socket\n", path);
+		snprintf(why, n, "%s is not a socket", path);
 		*ec = VC_EXIT_USAGE;
-	} else if (errno == ENOENT || errno == ECONNREFUSED ||
-		   errno == ENOTDIR) {
-		fprintf(stderr, "vsharectl: vshare-scheduler is not running "
-			"(socket %s)\n", path);
-		*ec = VC_EXIT_DOWN;
+	} else if (errno == ECONNREFUSED) {
+		snprintf(why, n, "vshare-scheduler is not running (connection "
+			 "refused: %s is a stale socket)", path);
+	} else if (errno == ENOENT || errno == ENOTDIR) {
+		snprintf(why, n, "vshare-scheduler is not running (socket %s "
+			 "does not exist)", path);
 	} else if (errno == EACCES || errno == EPERM) {
-		const struct group *gr = stat(path, &st) == 0 ?
-					 getgrgid(st.st_gid) : NULL;
-
-		fprintf(stderr, "vsharectl: permission denied: cannot connect "
-			"to %s (members of group %s may: ask to be added)\n",
-			path, gr ? gr->gr_name : "of the socket");
+		perm_why(path, why, n);
 		*ec = VC_EXIT_ERROR;
 	} else {
-		fprintf(stderr, "vsharectl: cannot connect to %s: %s\n", path,
-			strerror(errno));
+		snprintf(why, n, "cannot connect to %s: %s", path,
+			 strerror(errno));
 		*ec = VC_EXIT_ERROR;
 	}
 	close(fd);
 	return -1;
+}
+
+int vc_connect(const char *path, int *ec)
+{
+	char why[512];
+	int fd = vc_connect_why(path, ec, why, sizeof(why));
+
+	if (fd < 0)
+		fprintf(stderr, "vsharectl: %s\n", why);
+	return fd;
 }
 
 static int write_full(int fd, const void *buf, size_t n)
@@ -215,6 +287,14 @@ static int read_reply(int fd, uint16_t type, struct vc_reply *out)
 		return io_error(r);
 	if (r == VS_FRX_VERSION)
 		return version_mismatch(type, &rx);
+	if (r == VS_FRX_FRAME && rx.in.hdr.type == VS_MSG_ERROR &&
+	    out->keep_error) {
+		const struct vs_error *e = vs_frx_payload(&rx);
+
+		out->status = e->code;
+		out->text = strndup(e->msg, sizeof(e->msg));
+		return VC_EXIT_ERROR;
+	}
 	if (r == VS_FRX_FRAME && rx.in.hdr.type == VS_MSG_ERROR)
 		return print_error(type, vs_frx_payload(&rx));
 	fprintf(stderr, "vsharectl: malformed reply from vshare-scheduler: "

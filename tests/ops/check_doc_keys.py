@@ -23,7 +23,9 @@ SRCDIR) holds the pages checked against them:
   the queue; the keys that need a restart under SIGHUP.
 - man/vsharectl.1.scd: an entry under COMMANDS for every command and none
   other, each in the synopsis; every option of `cdi generate`.
-- packaging/scheduler.json: every key at its default, and no other.
+- packaging/scheduler.json (the example): every key at its default, and
+  no other; packaging/scheduler-etc.json (what /etc/vshare/scheduler.json
+  gets): only keys whose values differ from their defaults.
 
 Prints each difference and exits 1 if there is any, 0 otherwise."""
 
@@ -262,6 +264,17 @@ def check_packaged(errors, docs, table, defaults):
     compare(errors, where, "key", packaged, defaults)
     for key, val in packaged.items():
         check_default(errors, where, key, json.dumps(val), table, defaults)
+    # The conffile: a key at its default would pin it there for good (a
+    # changed default never reaches an admin who edited another key).
+    where = "packaging/scheduler-etc.json"
+    with open(os.path.join(docs, where), encoding="utf-8") as f:
+        etc = json.load(f)
+    for key, val in etc.items():
+        if key not in defaults:
+            errors.append("%s: %s does not exist" % (where, key))
+        elif val == packaged.get(key):
+            errors.append("%s: %s is at its default; leave it out" %
+                          (where, key))
 
 
 def check_ctl_man(errors, docs, cmds, cdi_opts):

@@ -92,6 +92,17 @@ class Install(unittest.TestCase):
         if HAVE_CONFIG:
             self.assert_file(os.path.join(SYSCONFDIR, "vshare", "scheduler.json"))
             self.assert_file(os.path.join(DATADIR, "vshare", "scheduler.json"))
+            # /etc gets only what differs from the defaults (nothing),
+            # share/ the example with every key.
+            for rel, src in (((SYSCONFDIR, "vshare", "scheduler.json"),
+                              "scheduler-etc.json"),
+                             ((DATADIR, "vshare", "scheduler.json"),
+                              "scheduler.json")):
+                with open(self.p(*rel)) as a, open(os.path.join(
+                        SOURCE, "packaging", src)) as b:
+                    self.assertEqual(a.read(), b.read(), os.path.join(*rel))
+            with open(self.p(SYSCONFDIR, "vshare", "scheduler.json")) as f:
+                self.assertEqual(f.read().strip(), "{}")
         # The monitoring examples (docs/operations.md, "Metrics").
         for rel in ("systemd/metrics-network.conf",
                     "monitoring/vshare-alerts.yml",

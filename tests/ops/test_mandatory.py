@@ -12,13 +12,17 @@ chroot: unit.shim_node tests the shim's side of them.)
 The root holds copies of the host's programs and the libraries ldd names
 for them, the test driver as libcuda.so.1, and the scheduler's socket in
 its /run/vshare (the scheduler runs outside; a short directory is bound
-there). Whatever it mounted is unmounted, failing or not. Needs root
-(chroot, mount);
+there). It runs in a mount namespace of its own (unshare -m, private
+propagation), so that what it mounts is never in the host's, and goes
+with the namespace's last process even when a timeout kills the test;
+whatever it mounted is also unmounted at its end, failing or not. Needs
+root (chroot, mount, unshare);
 exit 77 otherwise, or under a sanitizer (its runtime cannot come first in
 ld.so.preload)."""
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -175,6 +179,21 @@ class Mandatory(unittest.TestCase):
         self.r.preload(True)
         self.r.client_conf("")
 
+    def test_mounts_are_private(self):
+        """The root's /proc and /run/vshare are mounted in this test's own
+        mount namespace only: the namespace it was started in (its
+        parent's, ctest's) never sees them."""
+        parent = "/proc/%d" % os.getppid()
+        self.assertNotEqual(os.readlink("/proc/self/ns/mnt"),
+                            os.readlink(parent + "/ns/mnt"))
+        with open("/proc/self/mountinfo") as f:
+            here = f.read()
+        with open(parent + "/mountinfo") as f:
+            host = f.read()
+        for target in self.r.mounted:
+            self.assertIn(" %s " % target, here)
+            self.assertNotIn(" %s " % target, host)
+
     def test_cuda_program_scheduled(self):
         """LD_PRELOAD cleared and VSHARE_SOCKET elsewhere: still
         scheduled, on the node's socket."""
@@ -306,9 +325,24 @@ def skip_reason():
     return None
 
 
+def private_namespace():
+    """Run this script again in a mount namespace of its own, once."""
+    if os.environ.get("VSHARE_MANDATORY_NS") == "1":
+        return
+    unshare = shutil.which("unshare", path="/usr/bin:/bin")
+    if unshare is None:
+        print("FAIL: no unshare (util-linux) for a private mount namespace")
+        raise SystemExit(1)
+    os.environ["VSHARE_MANDATORY_NS"] = "1"
+    os.execv(unshare, [unshare, "--mount", "--propagation", "private",
+                       sys.executable, os.path.abspath(__file__)] +
+             sys.argv[1:])
+
+
 if __name__ == "__main__":
     # Told to ctest as a skip (77), not as a pass of no test.
     if skip_reason():
         print("skipped: " + skip_reason())
         raise SystemExit(77)
+    private_namespace()
     opsutil.main()

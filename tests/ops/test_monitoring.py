@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -43,6 +44,55 @@ def exported():
     return dict(re.findall(r"^# TYPE (\S+) (\S+)$", r.stdout, re.M))
 
 
+def sample_metrics():
+    """`vsharectl metrics` of a daemon with a GPU that has seen a grant
+    and a capped user's program still attached, so that the per-GPU and
+    per-user families have series to read the labels of."""
+    tmp = tempfile.mkdtemp(prefix="vshare-mon.")
+    conf = os.path.join(tmp, "scheduler.json")
+    with open(conf, "w") as f:
+        json.dump({"mode": "on", "policy_users": {
+            str(os.getuid()): {"max_share_pct": 50}}}, f)
+    try:
+        sched = Scheduler(tmp, config=conf)
+        try:
+            c = subprocess.Popen(
+                [os.path.join(BIN, "sched_testclient"), "--socket",
+                 sched.sock, "--label", "A", "--hold-ms", "10", "--cycles",
+                 "1", "--stay", "--quiet"], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, env=base_env())
+            try:
+                text, deadline = "", time.monotonic() + 10
+                while "vshare_user_cap_ratio{" not in text:
+                    if time.monotonic() > deadline:
+                        raise AssertionError("no cap series: " + text)
+                    time.sleep(0.1)
+                    text = run([VSHARECTL, "--socket", sched.sock,
+                                "metrics"]).stdout
+            finally:
+                c.stdin.close()
+                c.wait(timeout=10)
+        finally:
+            sched.stop()
+    finally:
+        shutil.rmtree(tmp, True)
+    return text
+
+
+def doc_metrics():
+    """docs/operations.md's metrics table: name -> (type, labels, what)."""
+    with open(os.path.join(SOURCE, "docs", "operations.md")) as f:
+        text = f.read()
+    rows = {}
+    for m in re.finditer(r"^\| `((?:vshare|process)_[a-z_]+)` \| (\w+) \|"
+                         r"([^|]*)\| "
+                         r"(.*) \|$", text, re.M):
+        rows[m.group(1)] = (m.group(2), set(re.findall(r"`(\w+)`",
+                                                        m.group(3))),
+                            m.group(4))
+    return rows
+
+
 def unknown_names(exprs, families):
     """The metric names in the PromQL texts that the daemon does not
     export; a histogram's _bucket, _sum and _count are its own."""
@@ -68,6 +118,42 @@ def dashboard_exprs(dash):
         if v["type"] == "query":
             out.append(v["query"]["query"])
     return out
+
+
+def unit_of(expr):
+    """The unit a query's values are in, from the names of what it reads:
+    quantiles of seconds, rates of byte and second counters (bytes per
+    second, seconds per second), increases (counts), rates of other
+    counters (per second), ratios, a 0/1 selection, gauges of seconds and
+    bytes; "short" for a plain number."""
+    rules = ((r"histogram_quantile\(", "s"),
+             (r"\brate\(vshare_\w+_bytes_total\b", "Bps"),
+             (r"\brate\(vshare_\w+_seconds_total\b", "percentunit"),
+             (r"\bincrease\(", "short"),
+             (r"\brate\(vshare_\w+_total\b", "ops"),
+             (r"\bvshare_\w+_ratio\b", "percentunit"),
+             (r"==\s*1\b", "none"),
+             (r"\bvshare_\w+_seconds\b", "s"),
+             (r"\bvshare_\w+_bytes\b", "bytes"))
+    for rx, unit in rules:
+        if re.search(rx, expr):
+            return unit
+    return "short"
+
+
+def target_unit(panel, target):
+    """The unit Grafana shows a target's series in: an override by its
+    query (refId), else the panel's."""
+    fc = panel.get("fieldConfig", {})
+    unit = fc.get("defaults", {}).get("unit")
+    for o in fc.get("overrides", []):
+        m = o.get("matcher", {})
+        if m.get("id") == "byFrameRefID" and \
+                m.get("options") == target.get("refId"):
+            for prop in o.get("properties", []):
+                if prop.get("id") == "unit":
+                    unit = prop["value"]
+    return unit
 
 
 class Monitoring(unittest.TestCase):
@@ -97,6 +183,61 @@ class Monitoring(unittest.TestCase):
                  if n.endswith(s)}
         self.assertEqual(set(self.families) - used, set(),
                          "families missing from the dashboard")
+
+    def test_dashboard_queries(self):
+        """Every query: a sum by GPU index keeps the instance (GPU 0 of
+        two hosts must not add up), a legend naming a GPU names its host,
+        and its series are shown in their own unit (by the panel, or an
+        override of that query)."""
+        with open(DASHBOARD) as f:
+            dash = json.load(f)
+        for p in dash["panels"]:
+            for t in p["targets"]:
+                e, what = t["expr"], "%s / %s" % (p["title"], t.get("refId"))
+                for by in re.findall(r"\bby \(([^)]*)\)", e):
+                    labels = {x.strip() for x in by.split(",")}
+                    self.assertFalse("index" in labels and
+                                     "instance" not in labels,
+                                     "%s sums by index without instance: %s"
+                                     % (what, e))
+                legend = t.get("legendFormat", "")
+                self.assertFalse("{{index}}" in legend and
+                                 "{{instance}}" not in legend,
+                                 "%s: legend %r names no host" % (what, legend))
+                self.assertEqual(target_unit(p, t), unit_of(e),
+                                 "%s: %s shown as %s" % (what, e,
+                                                         target_unit(p, t)))
+
+    def test_metrics_table(self):
+        """docs/operations.md's table has a row for every family the
+        daemon exports and none other, of its type, with the labels its
+        series carry, and names each value of an enumerated label
+        (reasons, kinds, classes, modes)."""
+        rows, text = doc_metrics(), sample_metrics()
+        self.assertEqual(set(rows), set(self.families),
+                         "table rows against the exported families")
+        labels, values = {}, {}
+        for name, body in re.findall(r"^((?:vshare|process)_[a-z_]+)\{([^}]*)"
+                                     r"\}", text, re.M):
+            for suf in HIST_SUFFIXES:
+                if name.endswith(suf) and \
+                        self.families.get(name[:-len(suf)]) == "histogram":
+                    name = name[:-len(suf)]
+            pairs = dict(re.findall(r'(\w+)="([^"]*)"', body))
+            pairs.pop("le", None)
+            labels.setdefault(name, set()).update(pairs)
+            for k in ("reason", "kind", "class", "mode"):
+                if k in pairs:
+                    values.setdefault(name, set()).add(pairs[k])
+        for name, (typ, doc_labels, what) in rows.items():
+            if name not in self.families:
+                continue
+            self.assertEqual(typ, self.families[name], name + ": type")
+            if name in labels:
+                self.assertEqual(doc_labels, labels[name], name + ": labels")
+            for v in values.get(name, ()):
+                self.assertIn("`%s`" % v, what, "%s: %s=%s not described"
+                              % (name, "label", v))
 
     def test_rules_names(self):
         with open(RULES) as f:

@@ -270,15 +270,60 @@ class Check(unittest.TestCase):
             os.chmod(os.path.join(tmp, "vsharectl"), 0o755)
         lib = self.fake_lib(tmp)
         os.chmod(lib, 0o644)
+        as_user = ["setpriv", "--reuid=12345", "--regid=12345",
+                   "--clear-groups"]
         try:
-            r = run(["setpriv", "--reuid=12345", "--regid=12345",
-                     "--clear-groups", script, "--socket", path, "--lib", lib,
-                     "--check"])
+            r = run(as_user + [script, "--socket", path, "--lib", lib,
+                               "--check"])
+            ctl = run(as_user + [os.path.join(tmp, "vsharectl"), "--socket",
+                                 path, "status"])
         finally:
             srv.close()
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         self.assertIn("permission denied on %s (" % path, r.stdout)
+        # vsharectl itself gives the same advice, word for word.
+        why = r.stdout.split("scheduler: not reachable: ", 1)[1].strip()
+        self.assertEqual(ctl.stderr.strip(), "vsharectl: " + why)
         return r.stdout
+
+    def test_directory_not_enterable(self):
+        """A socket in a directory the user may not enter exists: the
+        line names that directory and says whom to ask, where it said
+        the socket does not exist; vsharectl says the same."""
+        self.need_root()
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            inner = os.path.join(tmp, "inner")
+            os.mkdir(inner, 0o700)
+            os.mkdir(os.path.join(inner, "vshare"), 0o755)
+            path = os.path.join(inner, "vshare", "s.sock")
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(path)
+            srv.listen(1)
+            for prog in (VSHARE_RUN, VSHARECTL):
+                dst = os.path.join(tmp, os.path.basename(prog))
+                shutil.copy(prog, dst)
+                os.chmod(dst, 0o755)
+            lib = self.fake_lib(tmp)
+            os.chmod(lib, 0o644)
+            as_user = ["setpriv", "--reuid=12345", "--regid=12345",
+                       "--clear-groups"]
+            try:
+                r = run(as_user + [os.path.join(tmp, "vshare-run"),
+                                   "--socket", path, "--lib", lib, "--check"])
+                ctl = run(as_user + [os.path.join(tmp, "vsharectl"),
+                                     "--socket", path, "status"])
+            finally:
+                srv.close()
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertNotIn("does not exist", r.stdout)
+        want = ("scheduler: not reachable: permission denied on %s: you may "
+                "not enter %s (mode 0700, group root): ask the administrator "
+                "to let you in\n" % (path, inner))
+        self.assertIn(want, r.stdout)
+        self.assertEqual(ctl.returncode, 1, ctl.stderr)
+        self.assertEqual(ctl.stderr, "vsharectl: " +
+                         want[len("scheduler: not reachable: "):])
 
     def need_root(self):
         if os.geteuid() != 0 or not shutil.which("setpriv"):
