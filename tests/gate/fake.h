@@ -103,6 +103,8 @@ struct fs_msg {
 		struct vs_footprint fp;
 		struct vs_gpu_ref ref;
 		struct vs_swapped swapped;
+		struct vs_usage usage;
+		struct vs_unshared unshared;
 	} u;
 };
 

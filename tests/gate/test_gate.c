@@ -378,6 +378,7 @@ void capture_passes_and_defers_release(void **state)
 void fail_open_without_scheduler(void **state)
 {
 	struct entrant e;
+	struct fs_msg m;
 	uint64_t t0 = now_ms();
 	int tok;
 
@@ -395,7 +396,14 @@ void fail_open_without_scheduler(void **state)
 	fs_start();
 	assert_int_equal(fs_wait(VS_MSG_HELLO, NULL, 5000), 0);
 	assert_int_equal(fs_wait(VS_MSG_ATTACH, NULL, 2000), 0);
+	/* Welcomed, it says it ran unshared, and why, before it asks. */
+	assert_int_equal(fs_wait(VS_MSG_UNSHARED, &m, 2000), 0);
+	assert_int_equal(m.u.unshared.reason, VS_UNSHARED_ABSENT);
+	/* Within the test's time (the shim's clock is the coarse one, a
+	 * few ms a step). */
+	assert_true(m.u.unshared.ms <= now_ms() - t0 + 10);
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
+	assert_int_equal(fs_count(VS_MSG_UNSHARED), 1);
 	assert_int_equal(LD(&fk.syncs[0]), 1);
 	entrant_start(&e, 0, NULL, 0);
 	sleep_ms(100);
@@ -596,6 +604,8 @@ void old_scheduler_version_1(void **state)
 	assert_int_equal(fs_wait(VS_MSG_RELEASED, &m, 2000), 0);
 	assert_int_equal(m.version, 1);
 	assert_int_equal(fs_count(VS_MSG_SWAPPED), 0);
+	/* Version 1 has no use reports either. */
+	assert_int_equal(fs_count(VS_MSG_USAGE), 0);
 	assert_int_equal(fs_connections(), 2);
 	fake_shutdown();
 	fs_stop();

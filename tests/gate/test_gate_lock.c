@@ -116,6 +116,35 @@ void lock_take_for_early_waiter(void **state)
 	__atomic_store_n(&mode_wait_ms, 0u, __ATOMIC_SEQ_CST);
 }
 
+/* A hold the client thread took itself, for a waiter that came before
+ * the MODE: nothing wakes the thread while the gate is open, yet it looks
+ * at its use and tells it every VS_USAGE_REPORT_MS. */
+void lock_take_reports_usage(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+
+	(void)state;
+	__atomic_store_n(&mode_wait_ms, 60000u, __ATOMIC_SEQ_CST);
+	fs_lock_page();
+	free_word();
+	fs_start();
+	env_init();
+	entrant_start(&e, 0, NULL, 200);
+	assert_int_equal(entrant_wait(&e, 3000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_wait(VS_MSG_TOOK, NULL, 2000), 0);
+	assert_int_equal(fs_wait(VS_MSG_USAGE, &m, VS_USAGE_REPORT_MS + 3000), 0);
+	assert_true(m.u.usage.busy_ms >= 200);
+	assert_true(m.u.usage.busy_ms + m.u.usage.idle_ms >=
+		    VS_USAGE_REPORT_MS - 100);
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	assert_int_equal(LD(&fk.bad_order), 0);
+	fake_shutdown();
+	fs_stop();
+	__atomic_store_n(&mode_wait_ms, 0u, __ATOMIC_SEQ_CST);
+}
+
 /* An open GPU whose word another client took already: the waiter
  * asks. */
 void lock_closed_asks(void **state)

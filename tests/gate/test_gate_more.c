@@ -53,6 +53,11 @@ void reconnect_after_scheduler_restart(void **state)
 	fs_start();
 	assert_int_equal(fs_wait(VS_MSG_HELLO, &m, 4000), 0);
 	assert_string_equal(m.u.hello.label, "gate-test");
+	/* It ran unshared from the loss to this WELCOME, and says so. */
+	assert_int_equal(fs_wait(VS_MSG_UNSHARED, &m, 2000), 0);
+	assert_int_equal(m.u.unshared.reason, VS_UNSHARED_LOST);
+	assert_true(m.u.unshared.ms >= 300 &&
+		    m.u.unshared.ms <= now_ms() - t0 + 10);
 	assert_int_equal(fs_wait(VS_MSG_REQUEST, NULL, 2000), 0);
 	fs_grant(0, 0);
 	sleep_ms(50);
@@ -268,6 +273,40 @@ void eager_swap_out(void **state)
 	 * and before RELEASED went out. */
 	assert_int_equal(LD(&fk.prefetch_out[0]), 1);
 	assert_int_equal(LD(&fk.sync_before_prefetch_out), 1);
+	fake_shutdown();
+	fs_stop();
+}
+
+/* A release tells the hold's use first: USAGE, with the time held busy
+ * (a call in flight for 300 ms) and idle (nothing submitted for 500 ms,
+ * past the idle gap), and the eager swap-out's bytes, then RELEASED. */
+void release_reports_usage(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+	uint8_t u[VS_UUID_LEN];
+
+	(void)state;
+	setenv("VSHARE_SWAP_OUT", "eager", 1);
+	granted_start(0);
+	entrant_start(&e, 0, NULL, 300);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	sleep_ms(500);
+	fs_drop(0, VS_DROP_QUANTUM);
+	assert_int_equal(fs_wait(VS_MSG_USAGE, &m, 2000), 0);
+	assert_int_equal(fs_wait(VS_MSG_RELEASED, NULL, 2000), 0);
+	assert_int_equal(m.len, sizeof(struct vs_usage));
+	fake_uuid(0, u);
+	assert_memory_equal(m.u.usage.uuid, u, VS_UUID_LEN);
+	/* Lower bounds only: the times slept, less the idle gap and a look. */
+	assert_true(m.u.usage.busy_ms >= 300);
+	assert_true(m.u.usage.idle_ms >= 250);
+	/* The fake's released callback moved 1 MiB in 10 us. */
+	assert_int_equal(m.u.usage.swapout_bytes, 1u << 20);
+	assert_int_equal(m.u.usage.swapout_us, 10);
+	assert_int_equal(m.u.usage.flags, 0);
+	assert_int_equal(fs_count(VS_MSG_USAGE), 1);
 	fake_shutdown();
 	fs_stop();
 }

@@ -375,6 +375,10 @@ uint64_t client_idle_gap(int dev);
  * RELEASED, the hold ending); lowers *timeout (NULL: none) to the next
  * look. -1 if sending failed. */
 int  client_use_due(int dev, struct client_gpu *g, int final, int *timeout);
+/* Lowers *timeout to the next look while g is held: after a pass that
+ * began a hold (a take by the client thread itself), too, since nothing
+ * wakes the thread while its gate is open. */
+void client_use_timeout(const struct client_gpu *g, int *timeout);
 /* A swap-out at a release, reported with the next usage report. */
 void client_use_swapout(struct client_gpu *g, const struct client_swap *sw);
 /* The program began to run unshared (VS_UNSHARED_*): the first reason

@@ -78,7 +78,7 @@ void client_use_swapout(struct client_gpu *g, const struct client_swap *sw)
 	g->use.swapout_us += sw->us;
 }
 
-static int send_usage(struct client_gpu *g)
+static int send_usage(int dev, struct client_gpu *g)
 {
 	struct vs_usage m;
 
@@ -91,13 +91,16 @@ static int send_usage(struct client_gpu *g)
 		       g->use.swapout_us : VS_SWAPPED_US_MAX;
 	g->use.busy_ms = g->use.idle_ms = 0;
 	g->use.swapout_bytes = g->use.swapout_us = 0;
+	log_debug("GPU %d: held %llu ms busy, %llu ms idle, %llu bytes swapped "
+		  "out since the last report", dev,
+		  (unsigned long long)m.busy_ms, (unsigned long long)m.idle_ms,
+		  (unsigned long long)m.swapout_bytes);
 	return client_send(VS_MSG_USAGE, &m, sizeof(m));
 }
 
 int client_use_due(int dev, struct client_gpu *g, int final, int *timeout)
 {
 	uint64_t now = gate_now_ms();
-	int t;
 
 	if (g->held)
 		look(dev, g, now);
@@ -111,16 +114,21 @@ int client_use_due(int dev, struct client_gpu *g, int final, int *timeout)
 	if (g->use.busy_ms || g->use.idle_ms || g->use.swapout_bytes) {
 		if (final || now >= g->use.sent_ms + VS_USAGE_REPORT_MS) {
 			g->use.sent_ms = now;
-			if (send_usage(g))
+			if (send_usage(dev, g))
 				return -1;
 		}
 	}
-	if (g->held && g->use.at_ms != 0 && timeout != NULL) {
-		t = (int)CLIENT_USE_TICK_MS;
-		if (*timeout < 0 || t < *timeout)
-			*timeout = t;
-	}
+	if (timeout != NULL)
+		client_use_timeout(g, timeout);
 	return 0;
+}
+
+void client_use_timeout(const struct client_gpu *g, int *timeout)
+{
+	int t = (int)CLIENT_USE_TICK_MS;
+
+	if (g->held && g->use.at_ms != 0 && (*timeout < 0 || t < *timeout))
+		*timeout = t;
 }
 
 void client_unshared_begin(uint32_t why)

@@ -447,6 +447,7 @@ static int gpu_work(int dev, struct client_gpu *g, int *timeout)
 	/* After the REQUEST: its wait sets the time to look again. */
 	if (client_wait_due(dev, g, timeout) && wait_query(g))
 		return -1;
+	client_use_timeout(g, timeout);
 	return 0;
 }
 
