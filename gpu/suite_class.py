@@ -38,7 +38,8 @@ from suite_fair import (MISS, USER_A, USER_B, _as, _pct, _public, _ready,
                         _sched, _tc, _two_users)
 from suite_lib import Result, median, run_selected
 
-CLASS_CHECKS = ["class-infer", "class-pace", "class-claimer", "class-cap"]
+CLASS_CHECKS = ["class-infer", "class-pace", "class-claimer", "class-cap",
+                "prio"]
 PACE_KEEP = 0.97         # class-pace: paced training at least this of unpaced
 INFER_P99_X = 3.0        # class-infer: p99 at most this times solo
 INFER_TRAIN = 0.80       # class-infer: training at least this of solo
@@ -411,6 +412,83 @@ def preempt_split(logs):
             "wait_p99_ms": _pct([g[0] for g in got], 99)}
 
 
+# ---- prio --------------------------------------------------------------
+
+# Priority at kernel granularity (gpu/prio_bench.py): the targets, as
+# (arrangement, client p50 x solo, p99 x solo, training share of solo);
+# None where there is none.
+PRIO_TARGETS = [
+    ("auto_periodic", 1.15, 1.3, 0.85),
+    ("auto_poisson", None, 1.6, 0.85),
+    ("on_periodic", None, 2.0, 0.80),
+    ("auto_llm", 1.1, None, 0.85),
+    ("on_llm", None, None, 0.60),
+    ("auto_cells", 1.2, None, None),
+    ("on_cells", 1.2, None, None),
+]
+
+
+def _prio_row(res, key, p50x, p99x, train):
+    """One arrangement of prio_bench's JSON against its targets, beside
+    the plain and MPS figures of the same run."""
+    kind = key.split("_", 1)[1]
+    solo, pair = res.get("solo_infer_" + kind), res.get(key)
+    name = "priority: %s" % key.replace("_", ", ")
+    if not isinstance(pair, list) or not solo or "error" in solo:
+        return Result(name, "benchmark", SKIP, detail="not run: %s" % (
+            (solo or {}).get("error", "no result")))
+    ps = "later_ms_p50" if kind == "cells" else "p50_ms"
+    pt = "later_ms_p90" if kind == "cells" else "p99_ms"
+    st = res["solo_train"]["steps_per_s_mean"]
+    t, c = pair
+    ok = (p50x is None or c[ps] <= p50x * solo[ps]) and \
+         (p99x is None or c[pt] <= p99x * solo[pt]) and \
+         (train is None or t["steps_per_s_mean"] >= train * st)
+    ok = ok and c.get("answers", c.get("sum")) == solo.get("answers",
+                                                            solo.get("sum"))
+    base = []
+    for other in ("plain", "mps"):
+        v = res.get("%s_%s" % (other, kind))
+        if isinstance(v, list):
+            base.append("%s p50 %.2f / tail %.2f ms, training %.1f%%" % (
+                other, v[1][ps], v[1][pt],
+                100 * v[0]["steps_per_s_mean"] / st))
+    return Result(
+        name, "benchmark", PASS if ok else MISS,
+        measured="p50 %.2f ms, tail %.2f ms (solo %.2f / %.2f); training "
+                 "%.1f%% of solo" % (c[ps], c[pt], solo[ps], solo[pt],
+                                     100 * t["steps_per_s_mean"] / st),
+        baseline="; ".join(base),
+        target="p50 <= %sx, tail <= %sx solo, training >= %s of solo, "
+               "answers as solo's" % (p50x, p99x, train),
+        detail="gpu/prio_bench.py (tail: p99, cells p90); the training's "
+               "kernels %s" % res.get("kernels"), data={key: pair})
+
+
+def bench_prio(env):
+    o = env.opts
+    d = env.fresh_dir("prio")
+    p = env.run("prio", [o.python, os.path.join(env.gpu_src, "prio_bench.py"),
+                         "--vshare-dir", env.vshare, "--out", d,
+                         "--seconds", str(o.class_seconds // 3 or 15),
+                         "--mem-limit", o.mem_limit,
+                         "--capacity", o.capacity],
+                env.base_env(), timeout=590)
+    if not p.ok:
+        return Result("priority at kernel granularity", "benchmark", FAIL,
+                      detail=p.why())
+    res = p.json
+    rows = [_prio_row(res, *t) for t in PRIO_TARGETS]
+    alone = res.get("alone_train")
+    if alone:
+        share = alone["steps_per_s_mean"] / res["solo_train"]["steps_per_s_mean"]
+        rows.append(Result("priority: a batch program alone", "benchmark",
+                           PASS if share >= 0.995 else MISS,
+                           measured="%.1f%% of plain" % (100 * share),
+                           target=">= 99.5% of plain"))
+    return rows
+
+
 def run_class(env, guard, selected, guarded_many):
     """The class checks that are selected, each after the memory guard
     (stamp's few KiB need none)."""
@@ -418,4 +496,5 @@ def run_class(env, guard, selected, guarded_many):
         ("class-infer", 2 * env.opts.mem_limit_bytes, bench_class_infer),
         ("class-pace", 2 * env.opts.mem_limit_bytes, bench_class_pace),
         ("class-claimer", 0, bench_class_claimer),
-        ("class-cap", 0, bench_class_cap)])
+        ("class-cap", 0, bench_class_cap),
+        ("prio", 2 * env.opts.mem_limit_bytes, bench_prio)])
