@@ -69,7 +69,12 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 	memset(&req, 0, sizeof(req));
 	rc = vc_call(fd, VS_MSG_STATUS, &req, sizeof(req), &r);
 	close(fd);
-	if (rc == VC_EXIT_OK) {
+	if (rc == VC_EXIT_OK && r.status != VS_OK) {
+		/* A status for admins only: a REPLY that refuses, from a
+		 * daemon that runs. */
+		printf("scheduler: reachable (status refused: %s)\n",
+		       r.len ? r.text : vs_err_name(r.status));
+	} else if (rc == VC_EXIT_OK) {
 		double proto = doc_protocol(r.text);
 
 		if (proto > 0)

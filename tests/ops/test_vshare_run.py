@@ -286,6 +286,34 @@ class Check(unittest.TestCase):
         self.assertEqual(ctl.stderr.strip(), "vsharectl: " + why)
         return r.stdout
 
+    def test_status_refused_is_reachable(self):
+        """A scheduler whose status is for admins only answers a user's
+        --check with a refusal: it runs, and the line says so (not an
+        unknown protocol version, not unreachable)."""
+        self.need_root()
+        need("sched")
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            conf = os.path.join(tmp, "scheduler.json")
+            with open(conf, "w") as f:
+                f.write('{"status_public": false, "socket_mode": "0666"}\n')
+            sched = Scheduler(tmp, config=conf)
+            try:
+                for prog in (VSHARE_RUN, VSHARECTL):
+                    dst = os.path.join(tmp, os.path.basename(prog))
+                    shutil.copy(prog, dst)
+                    os.chmod(dst, 0o755)
+                lib = self.fake_lib(tmp)
+                os.chmod(lib, 0o644)
+                r = run(["setpriv", "--reuid=12345", "--regid=12345",
+                         "--clear-groups", os.path.join(tmp, "vshare-run"),
+                         "--socket", sched.sock, "--lib", lib, "--check"])
+            finally:
+                sched.stop()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("scheduler: reachable (status refused: ", r.stdout)
+        self.assertNotIn("unknown", r.stdout)
+
     def test_directory_not_enterable(self):
         """A socket in a directory the user may not enter exists: the
         line names that directory and says whom to ask, where it said
