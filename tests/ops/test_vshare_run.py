@@ -144,6 +144,19 @@ class Usage(unittest.TestCase):
             self.assertEqual(r.returncode, 0, (v, r.stderr))
             self.assertIn("VSHARE_MEM_LIMIT=%s\n" % v, r.stdout)
 
+    def test_label_rule_from_vsharectl(self):
+        """--label is checked by vsharectl label, the C rule: 63 bytes
+        (of UTF-8, not characters) pass, 64 do not; a control character
+        shows as '?' in what vsharectl prints."""
+        r = run([VSHARECTL, "label", "a\tb"])
+        self.assertEqual((r.returncode, r.stdout), (0, "a?b\n"), r.stderr)
+        ok = "\u00e9" * 31 + "x"          # 63 bytes, 32 characters
+        r = run([VSHARE_RUN, "--label", ok, "--print-env"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("VSHARE_LABEL=%s\n" % ok, r.stdout)
+        self.assert_usage_error("--label", ok + "y", "--", "true",
+                                needle="longer than 63 bytes")
+
     def test_bad_arguments_exit_2(self):
         self.assert_usage_error("--bogus", "--", "true", needle="--bogus")
         self.assert_usage_error("--socket", needle="needs a value")
