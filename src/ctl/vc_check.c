@@ -10,6 +10,9 @@
  *   vsharectl bytes S  the bytes of the memory size S, in the grammar of
  *                      VSHARE_MEM_LIMIT (src/common/size.c: no unit below
  *                      1 MiB is a unit left out); exit 0 or 2.
+ *   vsharectl label T  the label T as status will show it (src/common/
+ *                      label.c's rule), refused past what HELLO carries;
+ *                      exit 0 or 2.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "label.h"
 #include "size.h"
 #include "status_json.h"
 #include "vc.h"
@@ -69,7 +73,12 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 	memset(&req, 0, sizeof(req));
 	rc = vc_call(fd, VS_MSG_STATUS, &req, sizeof(req), &r);
 	close(fd);
-	if (rc == VC_EXIT_OK) {
+	if (rc == VC_EXIT_OK && r.status != VS_OK) {
+		/* A status for admins only: a REPLY that refuses, from a
+		 * daemon that runs. */
+		printf("scheduler: reachable (status refused: %s)\n",
+		       r.len ? r.text : vs_err_name(r.status));
+	} else if (rc == VC_EXIT_OK) {
 		double proto = doc_protocol(r.text);
 
 		if (proto > 0)
@@ -122,4 +131,29 @@ int vc_bytes_cmd(const struct vc_args *a, int argc, char **argv)
 			"or 1073741824)\n", s);
 		return VC_EXIT_USAGE;
 	}
+}
+
+int vc_label_cmd(const struct vc_args *a, int argc, char **argv)
+{
+	char label[VS_LABEL_MAX];
+
+	(void)a;
+	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+		printf("usage: vsharectl label TEXT\nThe label as vsharectl "
+		       "status shows it (a byte that is not UTF-8 text, or a "
+		       "control\ncharacter, becomes '?'); at most %d bytes.\n",
+		       VS_LABEL_MAX - 1);
+		return VC_EXIT_OK;
+	}
+	if (argc != 2 || argv[1][0] == '\0')
+		return usage("label", " TEXT");
+	if (strlen(argv[1]) >= sizeof(label)) {
+		fprintf(stderr, "vsharectl: label '%s' is longer than %d bytes\n",
+			argv[1], VS_LABEL_MAX - 1);
+		return VC_EXIT_USAGE;
+	}
+	strcpy(label, argv[1]);
+	vs_label_clean(label);
+	printf("%s\n", label);
+	return VC_EXIT_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * vsharectl check and vsharectl bytes (vc_check.c), local commands of
+ * vsharectl check, bytes and label (vc_check.c), local commands of
  * the table in vc_cmd.c.
  */
 #ifndef VSHARE_VC_CHECK_H
@@ -9,5 +9,6 @@
 
 int vc_check_cmd(const struct vc_args *a, int argc, char **argv);
 int vc_bytes_cmd(const struct vc_args *a, int argc, char **argv);
+int vc_label_cmd(const struct vc_args *a, int argc, char **argv);
 
 #endif

@@ -47,7 +47,7 @@ complete -p vshare-run >/dev/null || fail "vshare-run: no complete -F"
 
 # vsharectl: commands read from the built program's --help, and the same
 # list when the program cannot be run.
-all="auto bytes cdi check disable enable metrics name policy set-slice set-tq set-weight status"
+all="auto bytes cdi check disable enable label metrics name policy set-slice set-tq set-weight status"
 expect _vsharectl "$all" "$ctl" ""
 expect _vsharectl "set-slice set-tq set-weight status" "$ctl" s
 expect _vsharectl "$all" /nonexistent/vsharectl ""

@@ -144,6 +144,19 @@ class Usage(unittest.TestCase):
             self.assertEqual(r.returncode, 0, (v, r.stderr))
             self.assertIn("VSHARE_MEM_LIMIT=%s\n" % v, r.stdout)
 
+    def test_label_rule_from_vsharectl(self):
+        """--label is checked by vsharectl label, the C rule: 63 bytes
+        (of UTF-8, not characters) pass, 64 do not; a control character
+        shows as '?' in what vsharectl prints."""
+        r = run([VSHARECTL, "label", "a\tb"])
+        self.assertEqual((r.returncode, r.stdout), (0, "a?b\n"), r.stderr)
+        ok = "\u00e9" * 31 + "x"          # 63 bytes, 32 characters
+        r = run([VSHARE_RUN, "--label", ok, "--print-env"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("VSHARE_LABEL=%s\n" % ok, r.stdout)
+        self.assert_usage_error("--label", ok + "y", "--", "true",
+                                needle="longer than 63 bytes")
+
     def test_bad_arguments_exit_2(self):
         self.assert_usage_error("--bogus", "--", "true", needle="--bogus")
         self.assert_usage_error("--socket", needle="needs a value")
@@ -285,6 +298,34 @@ class Check(unittest.TestCase):
         why = r.stdout.split("scheduler: not reachable: ", 1)[1].strip()
         self.assertEqual(ctl.stderr.strip(), "vsharectl: " + why)
         return r.stdout
+
+    def test_status_refused_is_reachable(self):
+        """A scheduler whose status is for admins only answers a user's
+        --check with a refusal: it runs, and the line says so (not an
+        unknown protocol version, not unreachable)."""
+        self.need_root()
+        need("sched")
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            conf = os.path.join(tmp, "scheduler.json")
+            with open(conf, "w") as f:
+                f.write('{"status_public": false, "socket_mode": "0666"}\n')
+            sched = Scheduler(tmp, config=conf)
+            try:
+                for prog in (VSHARE_RUN, VSHARECTL):
+                    dst = os.path.join(tmp, os.path.basename(prog))
+                    shutil.copy(prog, dst)
+                    os.chmod(dst, 0o755)
+                lib = self.fake_lib(tmp)
+                os.chmod(lib, 0o644)
+                r = run(["setpriv", "--reuid=12345", "--regid=12345",
+                         "--clear-groups", os.path.join(tmp, "vshare-run"),
+                         "--socket", sched.sock, "--lib", lib, "--check"])
+            finally:
+                sched.stop()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("scheduler: reachable (status refused: ", r.stdout)
+        self.assertNotIn("unknown", r.stdout)
 
     def test_directory_not_enterable(self):
         """A socket in a directory the user may not enter exists: the
