@@ -137,7 +137,9 @@ void gate_prio_interactive(int on)
 /* The share in force on g (0: none, or unbound). */
 uint32_t gate_prio_pct(struct gate_gpu *g)
 {
-	const uint32_t *p = A_LOAD_RLX(&g->prio_pct);
+	/* Acquire: pairs with the bind's store, after the client mapped the
+	 * page. */
+	const uint32_t *p = __atomic_load_n(&g->prio_pct, __ATOMIC_ACQUIRE);
 	uint32_t v;
 
 	if (p == NULL)
