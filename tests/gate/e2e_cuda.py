@@ -409,21 +409,29 @@ def t_use():
     s.stop()
 
 
+def told(s, a):
+    """The status's client of program a once it said it ran unshared
+    (None if it ended or 20 s passed first)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and a.poll() is None:
+        c, _, _ = use_of(s.sock, a.pid)
+        if c is not None and c.get("unshared_why"):
+            return c
+        time.sleep(0.1)
+    return None
+
+
 def t_unshared_told():
     """A program that starts before the scheduler runs unshared; once the
     scheduler is up it says so (reason absent, and for how long); after a
     restart of the scheduler it says it again, reason lost."""
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
-    a = prog("-n", 200, "-k", 10000, "-g", 10)
+    # About 12 s of work: time for the shim's backoff (up to 2 s between
+    # tries) to find each scheduler, however slowly a loaded machine runs.
+    a = prog("-n", 600, "-k", 10000, "-g", 10)
     time.sleep(0.5)
     s.start()
-    deadline = time.monotonic() + 8
-    c = None
-    while time.monotonic() < deadline:
-        c, _, _ = use_of(s.sock, a.pid)
-        if c is not None and c.get("unshared_why"):
-            break
-        time.sleep(0.1)
+    c = told(s, a)
     check(c is not None and c["unshared_why"] == "absent" and
           c["unshared_ms"] >= 300,
           "the program said it ran unshared before it connected: %s" % c)
@@ -440,12 +448,7 @@ def t_unshared_told():
     s.kill()
     time.sleep(0.5)
     s.start()
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
-        c, _, _ = use_of(s.sock, a.pid)
-        if c is not None and c.get("unshared_why"):
-            break
-        time.sleep(0.1)
+    c = told(s, a)
     check(c is not None and c["unshared_why"] == "lost",
           "after a restart: reason lost: %s" % c)
     check("ran unshared for" in s.logtext(), "the daemon logged it")
