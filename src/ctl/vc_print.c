@@ -320,13 +320,14 @@ static void print_class(const struct client *c, const struct vs_st_val *m)
 		       m[VS_SM_cap_used_pct].num);
 }
 
-/* --wide: what a member used (status version 5; an older daemon's
- * document lacks the keys, read as 0, and shows "-" for NVML's). */
+/* --wide: what a member used (status version 6: an older daemon's
+ * document lacks the keys, which would read as 0, so every column of
+ * it shows "-"). */
 static void print_use(const struct vs_st_val *m, const struct doc *d)
 {
 	char mem[32] = "-", sm[16] = "-", busy[32], idle[32], in[32], out[32];
 
-	if (d->v[VS_SD_version].num < 5) {
+	if (d->v[VS_SD_version].num < 6) {
 		printf("  %10s %4s %9s %9s %10s %10s", "-", "-", "-", "-", "-",
 		       "-");
 		return;
@@ -521,7 +522,8 @@ static void print_doc(const struct doc *d)
 		printf("\n");
 		for (size_t i = 0; i < d->n_clients; i++)
 			print_client(&d->clients[i], d);
-		if (d->wide)
+		/* A daemon before document version 6 has no figures to sum. */
+		if (d->wide && d->v[VS_SD_version].num >= 6)
 			print_sums(d);
 	}
 	if (d->v[VS_SD_clients_omitted].num > 0)

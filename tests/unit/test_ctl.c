@@ -243,7 +243,7 @@ static void test_gpu_target(void **state)
 }
 
 /* What vc_print_status prints for a document, as one string. */
-static char *printed(const char *json)
+static char *printed_as(const char *json, int wide)
 {
 	FILE *t = tmpfile();
 	int saved = dup(1);
@@ -253,7 +253,7 @@ static char *printed(const char *json)
 	assert_non_null(out);
 	fflush(stdout);
 	dup2(fileno(t), 1);
-	assert_int_equal(vc_print_status(json, 0), VC_EXIT_OK);
+	assert_int_equal(vc_print_status(json, wide), VC_EXIT_OK);
 	fflush(stdout);
 	dup2(saved, 1);
 	close(saved);
@@ -261,6 +261,11 @@ static char *printed(const char *json)
 	assert_true(fread(out, 1, 8191, t) > 0);
 	fclose(t);
 	return out;
+}
+
+static char *printed(const char *json)
+{
+	return printed_as(json, 0);
 }
 
 /* The status says what is known: a capacity nothing gave is unknown,
@@ -296,6 +301,62 @@ static void test_status_words(void **state)
 	free(t);
 }
 
+/* t has s (the text is shown when not). */
+static void contains(const char *t, const char *s)
+{
+	if (strstr(t, s) == NULL)
+		fail_msg("no \"%s\" in:\n%s", s, t);
+}
+
+/* --wide: each member's use, summed by user and by name; a program
+ * that ran unshared says so; a daemon's document before version 6 has
+ * no use figures, shown as "-" rather than as zeros. */
+static void test_status_use(void **state)
+{
+	static const char member[] =
+		"{\"uuid\": \"GPU-a\", \"state\": \"holding\", "
+		"\"managed\": 1048576, \"gpu_mem\": 50331648, \"sm_pct\": 37, "
+		"\"busy_ms\": 1500, \"idle_ms\": 61000, \"swapin_bytes\": 0, "
+		"\"swapout_bytes\": 2097152}";
+	char doc[2048], *t;
+	(void)state;
+
+	snprintf(doc, sizeof(doc), "{\"version\": 6, \"gpus\": [{\"uuid\": "
+		 "\"GPU-a\", \"index\": 0, \"capacity\": 1073741824}], "
+		 "\"clients\": [{\"id\": 1, \"pid\": 10, \"uid\": 0, "
+		 "\"label\": \"k8s:0-1\", \"name\": \"ns/pod/c\", "
+		 "\"gpus\": [%s], \"unshared_ms\": 2500, \"unshared_why\": "
+		 "\"lost\"}, {\"id\": 2, \"pid\": 11, \"uid\": 0, \"label\": "
+		 "\"job\", \"name\": \"\", \"gpus\": [%s], \"unshared_why\": "
+		 "\"\"}]}", member, member);
+	t = printed_as(doc, 1);
+	contains(t, "GPU-MEM");
+	contains(t, "48.0 MiB  37%     1.5 s     1m01s        0 B"
+		    "    2.0 MiB");
+	/* The user's two programs, then the named one alone. */
+	contains(t, "BY USER");
+	contains(t, "root                       0    96.0 MiB    2.0 MiB   74%"
+		    "     3.0 s     2m02s");
+	contains(t, "ns/pod/c                 all    48.0 MiB    1.0 MiB   37%"
+		    "     1.5 s     1m01s");
+	contains(t, "ran unshared for 2.5 s before it connected "
+		    "(its connection to the scheduler ended)");
+	free(t);
+	/* Without --wide: no use columns, the unshared line all the same. */
+	t = printed(doc);
+	assert_null(strstr(t, "GPU-MEM"));
+	contains(t, "ran unshared for 2.5 s");
+	free(t);
+	/* Document version 5: the keys absent, every figure "-". */
+	doc[12] = '5';
+	assert_non_null(strstr(doc, "\"version\": 5"));
+	t = printed_as(doc, 1);
+	assert_null(strstr(t, "48.0 MiB"));
+	assert_null(strstr(t, "BY USER"));
+	contains(t, "         -    -         -         -");
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_target),
 		cmocka_unit_test(test_local_command),
 		cmocka_unit_test(test_status_words),
+		cmocka_unit_test(test_status_use),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
