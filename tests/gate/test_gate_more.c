@@ -311,6 +311,26 @@ void release_reports_usage(void **state)
 	fs_stop();
 }
 
+/* A process that ends holding its GPU tells what the hold did since
+ * its last report before its connection closes (which releases it). */
+void exit_reports_usage(void **state)
+{
+	struct entrant e;
+	struct fs_msg m;
+
+	(void)state;
+	granted_start(0);
+	entrant_start(&e, 0, NULL, 200);
+	assert_int_equal(entrant_wait(&e, 2000), 0);
+	entrant_join(&e);
+	assert_int_equal(fs_count(VS_MSG_USAGE), 0);
+	fake_shutdown();
+	assert_int_equal(fs_wait(VS_MSG_USAGE, &m, 2000), 0);
+	assert_true(m.u.usage.busy_ms >= 200);
+	assert_int_equal(fs_count(VS_MSG_RELEASED), 0);
+	fs_stop();
+}
+
 /* Footprints go out when they move by a step, not on every change. */
 void footprint_reports(void **state)
 {

@@ -437,6 +437,13 @@ static void *client_main(void *arg)
 			wake_drain();
 	}
 	(void)client_fast_adopt();
+	/* The process ends, and the connection's end releases its GPUs:
+	 * what its holds did since their last report goes out first. */
+	for (int dev = 0; dev < GATE_MAX_GPUS && client_c.sock >= 0 &&
+	     client_c.welcomed; dev++)
+		if (client_g.gpu[dev].held &&
+		    client_use_due(dev, &client_g.gpu[dev], 1, NULL) != 0)
+			break;
 	client_set_sock(-1);
 	pthread_mutex_lock(&done_mu);
 	thread_done = 1;
