@@ -249,8 +249,9 @@ struct vs_swapped {
 };
 
 /* VS_MSG_USAGE: what a holder did with a GPU since its last report,
- * sent at each release (before RELEASED) and every VS_USAGE_REPORT_MS
- * while it holds the GPU, only when something is to be told. busy_ms:
+ * sent at each release (before RELEASED), every VS_USAGE_REPORT_MS
+ * while it holds the GPU and at its exit (before its connection's end
+ * releases the GPU), only when something is to be told. busy_ms:
  * held with calls in flight or submissions less than the program's
  * idle gap apart (the pause after which the shim would release to a
  * waiter); idle_ms: held and idle by that rule. swapout_*: the
