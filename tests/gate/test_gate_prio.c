@@ -217,3 +217,23 @@ void prio_capture_and_fork(void **state)
 	assert_int_equal(slept, 0);
 	prio_stop();
 }
+
+/* The pages unbound between an interactive submission's entry and its
+ * exit (the connection ended): the submission is still taken back, so
+ * the watcher goes idle instead of looking for ever. */
+void prio_unbound_mid_submission(void **state)
+{
+	int tok;
+
+	(void)state;
+	prio_start(20);
+	gate_prio_interactive(1);
+	tok = bracket_enter(0, FAKE_STREAM(0));
+	assert_true(tok >= 0);
+	assert_true(word.busy != 0);
+	gate_prio_bind(0, NULL, NULL);
+	bracket_exit(0, tok);
+	assert_int_equal(gate_prio_poll(), 0);
+	gate_prio_interactive(0);
+	prio_stop();
+}

@@ -75,6 +75,10 @@ static struct prio_watch {
 
 static __thread void *prio_stream
 	__attribute__((tls_model("initial-exec")));
+/* gate_prio_before counted this thread's submission in prio_subm: its
+ * _after takes it back, even if the pages were unbound meanwhile. */
+static __thread int prio_counted
+	__attribute__((tls_model("initial-exec")));
 
 static uint64_t prio_now(void)
 {
@@ -302,9 +306,11 @@ void gate_prio_before(struct gate_gpu *g, void *stream)
 	uint64_t d;
 
 	prio_stream = stream;
+	prio_counted = 0;
 	if (w == NULL)
 		return;
 	__atomic_add_fetch(&g->prio_subm, 1, __ATOMIC_SEQ_CST);
+	prio_counted = 1;
 	d = prio_now() + PRIO_HOLD_NS;
 	A_STORE(&g->prio_mine, d);
 	A_STORE(&w->busy, d);
@@ -334,9 +340,16 @@ static struct gate_prio_mark *mark_for(struct gate_gpu *g, void *ctx,
 		if (e->rec < old->rec || (old->mark != NULL && e->mark == NULL))
 			old = e;
 	}
+	/* A mark is an event of one context: another context's stream
+	 * needs one of its own. */
+	if (old->mark != NULL && old->ctx != ctx) {
+		gate_g.ops->mark_free(old->mark);
+		old->mark = NULL;
+	}
 	if (old->mark == NULL)
 		old->mark = gate_g.ops->mark_new();
 	old->ctx = ctx;
+	old->pending = 0;
 	old->stream = stream;
 	return old;
 }
@@ -348,9 +361,11 @@ void gate_prio_after(struct gate_gpu *g)
 	void *ctx;
 	struct gate_prio_mark *e;
 
-	if (A_LOAD(&g->prio_w) == NULL)
+	if (!prio_counted)
 		return;
-	if (!A_LOAD_RLX(&gate_g.captures) && ops->mark_new != NULL) {
+	prio_counted = 0;
+	if (A_LOAD(&g->prio_w) != NULL && !A_LOAD_RLX(&gate_g.captures) &&
+	    ops->mark_new != NULL) {
 		ctx = ops->current_context != NULL ? ops->current_context() : NULL;
 		pthread_mutex_lock(&g->prio_mu);
 		e = mark_for(g, ctx, prio_stream);
