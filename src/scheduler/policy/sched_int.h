@@ -263,10 +263,9 @@ uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g,
 			  uint64_t *opening);
 void     sched_lock_open(struct sched *s, struct sched_gpu *g);
 uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g);
-/* The slot's priority share (proto.h, "Priority"): set only when it
- * changes; _of reads it back (0 without a slot). */
+/* The slot's priority share (proto.h, "Priority"): stored only when it
+ * changes. */
 void     sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct);
-uint32_t sched_lock_prio_of(const struct sched *s, const struct sched_gpu *g);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */

@@ -170,11 +170,3 @@ void sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct)
 	if (__atomic_load_n(&s->lock->slot[i].prio, __ATOMIC_RELAXED) != pct)
 		__atomic_store_n(&s->lock->slot[i].prio, pct, __ATOMIC_SEQ_CST);
 }
-
-uint32_t sched_lock_prio_of(const struct sched *s, const struct sched_gpu *g)
-{
-	int i = slot_of(s, g);
-
-	return i < 0 ? 0 : __atomic_load_n(&s->lock->slot[i].prio,
-					   __ATOMIC_RELAXED);
-}
