@@ -5,6 +5,7 @@ NVIDIA MPS with client priority in the same run (docs/benchmarks.md,
 
     prio_bench.py --vshare-dir BUILD --out DIR [--seconds S]
                   [--mem-limit SIZE] [--capacity SIZE] [--only LIST]
+                  [--kinds LIST] [--variant NAME=KEY=VALUE,...]...
 
 An inference-like client (torch_check.py infer: a request every 50 ms,
 periodic or Poisson arrivals of the same mean) beside PyTorch training
@@ -19,6 +20,8 @@ periodic or Poisson arrivals of the same mean) beside PyTorch training
   on        vshare, mode on, quantum 30 s, the client interactive
   alone     the training alone under vshare beside nothing (the cost of
             the gate on a batch program), against solo
+  NAME      each --variant: mode auto as above, both programs with the
+            variables given (a setting's effect, in the same run)
 
 Also: the training's kernel durations (median, p99, from the PyTorch
 profiler), which bound what a request can wait for at the submission
@@ -207,6 +210,12 @@ def main():
     ap.add_argument("--mem-limit", default="8G")
     ap.add_argument("--capacity", default="32G")
     ap.add_argument("--only", default="solo,plain,mps,auto,on,alone,llm,cells")
+    ap.add_argument("--kinds", default="periodic,poisson",
+                    help="the inference-like clients to run (llm and cells "
+                    "are added by --only)")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=KEY=VALUE[,KEY=VALUE...]: one more mode auto "
+                    "arrangement, both programs with these variables")
     o = ap.parse_args()
     r = Run(o)
     only = set(o.only.split(","))
@@ -218,8 +227,8 @@ def main():
             text=True, timeout=300).stdout.strip().splitlines()[-1])
     except (IndexError, ValueError, subprocess.TimeoutExpired) as e:
         res["kernels"] = {"error": str(e)}
-    kinds = ["periodic", "poisson"] + [k for k in ("llm", "cells")
-                                       if k in only]
+    kinds = [k for k in o.kinds.split(",") if k] + [
+        k for k in ("llm", "cells") if k in only]
     for arr in kinds:
         try:
             res["solo_infer_" + arr] = r.finish(r.start(
@@ -258,6 +267,20 @@ def main():
         finally:
             p.send_signal(signal.SIGTERM)
             p.wait(timeout=20)
+    variants = []
+    for v in o.variant:
+        name, _, kv = v.partition("=")
+        extra = dict(x.split("=", 1) for x in kv.split(",") if x)
+        variants.append(name)
+        p, sock = r.scheduler("v-" + name, "auto")
+        try:
+            for arr in kinds:
+                te = dict(r.shim_env(sock), **extra)
+                ie = dict(r.shim_env(sock, "interactive"), **extra)
+                res["%s_%s" % (name, arr)] = r.pair(name, arr, te, ie)
+        finally:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=20)
     if "alone" in only:
         p, sock = r.scheduler("alone", "auto")
         try:
@@ -278,7 +301,7 @@ def main():
                      answers=[s.get("sum")])
         base_p99[arr] = s["p99_ms"]
         rows.append(("solo, %s" % arr, s["p50_ms"], s["p99_ms"], None, "-"))
-        for k in ("plain", "mps", "auto", "on"):
+        for k in ["plain", "mps", "auto", "on"] + variants:
             v = res.get("%s_%s" % (k, arr))
             if not isinstance(v, (list, tuple)):
                 continue

@@ -74,7 +74,7 @@ struct gate_gpu {
 	 * interactive side: its marks, submissions between before and
 	 * after (atomic), its own deadline (atomic), watched (atomic). */
 	pthread_mutex_t prio_mu;
-	uint64_t prio_tokens, prio_last, prio_since, prio_held_ns;
+	uint64_t prio_tokens, prio_last, prio_since, prio_held_ns, prio_holds;
 	int      prio_holding;
 	uint64_t prio_seen_ns;
 	struct gate_prio_mark prio_marks[GATE_PRIO_MARKS];
