@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""What `vsharectl status` says of real programs' GPU use, beside what
+the GPU says (docs/operations.md, "Use"): three programs under the shim
+on one GPU in mode auto, for --seconds:
+
+  train   PyTorch training (torch_check.py bench), batch: it computes
+          all the time, so its busy time should be about its held time
+  infer   the inference-like client (torch_check.py infer, a request
+          every 50 ms), interactive: mostly idle while it holds
+  sleep   a kernel of about a second (torch.cuda._sleep), a
+          synchronize, then a second of sleep on the CPU, in turn:
+          busy about half of its held time
+
+Near the end it prints each program's held, busy and idle time (the
+last two as reported, every 5 s) and
+device memory from `vsharectl --json status`, and the memory
+nvidia-smi gives for the same pid. Every shim process runs with
+VSHARE_MEM_LIMIT, the scheduler with a small capacity.
+
+    use_check.py --vshare-dir BUILD --out DIR [--seconds S]"""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TC = os.path.join(HERE, "torch_check.py")
+
+SLEEPER = r"""
+import sys, time, torch
+end = time.monotonic() + float(sys.argv[1])
+x = torch.ones(1 << 20, device="cuda")
+t0 = time.monotonic(); torch.cuda._sleep(100000000); torch.cuda.synchronize()
+cycles = int(100000000 / max(1e-3, time.monotonic() - t0))
+while time.monotonic() < end:
+    torch.cuda._sleep(cycles)
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+print(float(x.sum()))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vshare-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=float, default=16)
+    ap.add_argument("--mem-limit", default="4G")
+    ap.add_argument("--capacity", default="16G")
+    o = ap.parse_args()
+    os.makedirs(o.out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="vsuse.")
+    sock = os.path.join(tmp, "s.sock")
+    cfg = os.path.join(tmp, "s.json")
+    with open(cfg, "w") as f:
+        json.dump({"mode": "auto", "capacity": o.capacity}, f)
+    sched = subprocess.Popen(
+        [os.path.join(o.vshare_dir, "bin", "vshare-scheduler"), "--socket",
+         sock, "--config", cfg],
+        stdout=open(os.path.join(o.out, "sched.log"), "w"),
+        stderr=subprocess.STDOUT)
+    while not os.path.exists(sock):
+        if sched.poll() is not None:
+            print("the scheduler did not start")
+            return 1
+        time.sleep(0.05)
+    env = dict(os.environ, LD_PRELOAD=os.path.join(o.vshare_dir, "lib",
+                                                   "libvshare.so"),
+               VSHARE_SOCKET=sock, VSHARE_MEM_LIMIT=o.mem_limit,
+               PYTORCH_CUDA_ALLOC_CONF="expandable_segments:False")
+    s = str(o.seconds)
+    progs = {
+        "train": ([sys.executable, TC, "bench", "--seconds", s], {}),
+        "infer": ([sys.executable, TC, "infer", "--seconds", s],
+                  {"VSHARE_CLASS": "interactive"}),
+        "sleep": ([sys.executable, "-c", SLEEPER, s], {}),
+    }
+    procs = {}
+    for name, (argv, extra) in progs.items():
+        procs[name] = subprocess.Popen(
+            argv, env=dict(env, **extra), stdout=subprocess.DEVNULL,
+            stderr=open(os.path.join(o.out, name + ".err"), "w"))
+    time.sleep(o.seconds - 1)
+    ctl = os.path.join(o.vshare_dir, "bin", "vsharectl")
+    doc = json.loads(subprocess.run([ctl, "-s", sock, "--json", "status"],
+                                    capture_output=True, text=True,
+                                    timeout=10).stdout)
+    smi = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                          "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True).stdout
+    smi_mem = {}
+    for line in smi.splitlines():
+        p, _, m = line.partition(",")
+        if p.strip().isdigit() and m.strip().isdigit():
+            smi_mem[int(p)] = int(m) << 20
+    wide = subprocess.run([ctl, "-s", sock, "--wide", "status"],
+                          capture_output=True, text=True, timeout=10).stdout
+    for p in procs.values():
+        p.wait(timeout=120)
+    sched.send_signal(signal.SIGTERM)
+    sched.wait(timeout=20)
+    by_pid = {p.pid: n for n, p in procs.items()}
+    print("| program | class | held s | busy s | idle s | busy %% of busy + idle "
+          "| device memory (vshare) | nvidia-smi |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for c in doc.get("clients", []):
+        name = by_pid.get(c["pid"], "?")
+        for m in c.get("gpus", []):
+            held = m.get("held_total_ms", 0)
+            print("| %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f MiB | %s |" % (
+                name, c.get("class"), held / 1e3, m.get("busy_ms", 0) / 1e3,
+                m.get("idle_ms", 0) / 1e3,
+                100.0 * m.get("busy_ms", 0) /
+                max(1, m.get("busy_ms", 0) + m.get("idle_ms", 0)),
+                m.get("gpu_mem", 0) / 2**20,
+                "%.0f MiB" % (smi_mem[c["pid"]] / 2**20)
+                if c["pid"] in smi_mem else "-"))
+    print(wide)
+    with open(os.path.join(o.out, "status.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
