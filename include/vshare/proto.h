@@ -400,7 +400,16 @@ struct vs_policy {
  * words are untrusted: a deadline in the past or further ahead than the
  * renewal allows counts as none, and a batch gate holds back at most
  * `prio` percent of its time (the share of what a hostile writer can
- * take from it), whatever `busy` says.
+ * take from it), whatever `busy` says. *
+ * An interactive program whose requests come in a rhythm (the starts of
+ * its bursts of submissions, a few ms of quiet apart, at steady
+ * intervals) also stores into `next` when it expects the next one, at
+ * the earliest; 0 when they come at random. Far from that time (and
+ * with no interactive work seen for a few ms) a batch gate keeps its
+ * queue to the longer bound of pacing, and to the short one again in
+ * time for its queue to drain before the request. `next` only loosens
+ * a batch program's queue bound: a writer of junk there can delay the
+ * interactive programs' work, never hold a batch program back.
  */
 #define VS_LOCK_PAGE_MAGIC 0x4b4c5356u /* "VSLK" */
 #define VS_LOCK_SLOTS      255u
@@ -435,7 +444,12 @@ struct vs_lock_word {
 				  * until this CLOCK_MONOTONIC time, ns */
 	uint32_t seq;            /* a futex: bumped when busy clears */
 	uint32_t sleepers;       /* batch threads asleep on seq */
-	uint8_t  pad[40];        /* one cache line per word */
+	uint64_t next;           /* 0, or the earliest time the interactive
+				  * program expects its next request
+				  * (CLOCK_MONOTONIC ns), where its requests
+				  * come in a rhythm: until shortly before,
+				  * batch gates may queue more */
+	uint8_t  pad[32];        /* one cache line per word */
 };
 
 struct vs_lock_words {
@@ -552,6 +566,7 @@ _Static_assert(offsetof(struct vs_lock_slot, prio) == 24, "vs_lock_slot layout")
 _Static_assert(offsetof(struct vs_lock_word, busy) == 8, "vs_lock_word layout");
 _Static_assert(offsetof(struct vs_lock_word, seq) == 16, "vs_lock_word layout");
 _Static_assert(offsetof(struct vs_lock_word, sleepers) == 20, "vs_lock_word layout");
+_Static_assert(offsetof(struct vs_lock_word, next) == 24, "vs_lock_word layout");
 _Static_assert(sizeof(struct vs_lock_words) == 16384, "vs_lock_words size");
 
 /* One row per message type: who sends it and how long its payload is.

@@ -237,3 +237,86 @@ void prio_unbound_mid_submission(void **state)
 	gate_prio_interactive(0);
 	prio_stop();
 }
+
+/* One request of the interactive program at the fake time t: a
+ * submission of 1 ms of work, then the watcher's look once it passed. */
+static void request_at(uint64_t t)
+{
+	__atomic_store_n(&fk.pace_now, t, __ATOMIC_SEQ_CST);
+	submit(1 * MS);
+	__atomic_store_n(&fk.pace_now, t + 3 * MS / 2, __ATOMIC_SEQ_CST);
+	assert_int_equal(gate_prio_poll(), 0);
+}
+
+/* Requests every 50 ms teach a rhythm: after four intervals the word
+ * says when the next is due (early rather than late, never after it);
+ * submissions within a request start none; requests at random
+ * intervals take the prediction back. */
+void prio_rhythm_published(void **state)
+{
+	uint64_t t0, t;
+
+	(void)state;
+	prio_start(20);
+	gate_prio_interactive(1);
+	t0 = now_ns();
+	for (int i = 0; i < 4; i++) {
+		request_at(t0 + (uint64_t)i * 50 * MS);
+		assert_int_equal(word.next, 0);
+	}
+	t = t0 + 4 * 50 * MS;
+	request_at(t);
+	assert_true(word.next > t + 30 * MS && word.next <= t + 50 * MS);
+	/* A submission less than 2 ms after the last belongs to the same
+	 * request. */
+	__atomic_store_n(&fk.pace_now, t + 9 * MS / 5, __ATOMIC_SEQ_CST);
+	submit(100000);
+	__atomic_store_n(&fk.pace_now, t + 2 * MS, __ATOMIC_SEQ_CST);
+	assert_int_equal(gate_prio_poll(), 0);
+	assert_true(word.next > t + 30 * MS && word.next <= t + 50 * MS);
+	t += 50 * MS;
+	request_at(t);
+	assert_true(word.next > t + 30 * MS && word.next <= t + 50 * MS);
+	/* Now 10 ms, then 90 ms apart: no rhythm. */
+	t += 10 * MS;
+	request_at(t);
+	t += 90 * MS;
+	request_at(t);
+	assert_int_equal(word.next, 0);
+	gate_prio_interactive(0);
+	prio_stop();
+}
+
+/* The batch side: beside active interactive work its queue is held to
+ * the short bound (VSHARE_PRIO_PACE_US), and to pacing's longer one
+ * (VSHARE_PACE_US) only while the next request is further than that
+ * bound's drain and a margin, no more than a second ahead, and no
+ * interactive work was seen in the last 2 ms. */
+void prio_rhythm_paces_far(void **state)
+{
+	struct gate_gpu *g = &gate_g.gpu[0];
+	uint64_t now, tight, far;
+
+	(void)state;
+	prio_start(20);
+	tight = gate_g.conf.prio_pace_ns;
+	far = gate_g.conf.pace_ns;
+	assert_true(tight != 0 && far > tight);
+	now = now_ns();
+	g->prio_seen_ns = now - 10 * MS;
+	word.next = 0;
+	assert_int_equal(gate_prio_pace_ns(g), tight);
+	word.next = now + 40 * MS;
+	assert_int_equal(gate_prio_pace_ns(g), far);
+	word.next = now + far + 500000;
+	assert_int_equal(gate_prio_pace_ns(g), tight);
+	word.next = now - 1 * MS;
+	assert_int_equal(gate_prio_pace_ns(g), tight);
+	word.next = now + 2000 * MS;
+	assert_int_equal(gate_prio_pace_ns(g), tight);
+	word.next = now + 40 * MS;
+	g->prio_seen_ns = now - 1 * MS;
+	assert_int_equal(gate_prio_pace_ns(g), tight);
+	word.next = 0;
+	prio_stop();
+}

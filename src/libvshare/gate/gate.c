@@ -261,7 +261,7 @@ static int enter_prio(struct gate_gpu *g, int dev, void *stream)
 	}
 	gate_prio_hold(g, dev);
 	if (gate_g.conf.prio_pace_ns != 0 && gate_prio_active(g))
-		return enter_paced(dev, stream, gate_g.conf.prio_pace_ns);
+		return enter_paced(dev, stream, gate_prio_pace_ns(g));
 	if (A_LOAD_RLX(&g->pace))
 		return enter_paced(dev, stream, gate_g.conf.pace_ns);
 	return enter_dev(dev);

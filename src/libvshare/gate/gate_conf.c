@@ -12,8 +12,6 @@
 #include "shim_env.h"
 #include "shim_node.h"
 
-#define GATE_SPIN_MIN_CPUS    4
-
 void gate_conf_read(struct gate_conf *c)
 {
 	struct shim_set_val spin = shim_setting(SET_SPIN_US);

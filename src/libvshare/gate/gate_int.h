@@ -82,6 +82,12 @@ struct gate_gpu {
 	int      prio_subm;
 	uint64_t prio_mine;
 	int      prio_watched;
+	/* The interactive side's rhythm (under prio_mu, but `after`,
+	 * atomic): the end of its last submission, the start of its
+	 * current request, the mean interval between starts, its mean
+	 * deviation, and how many intervals have been seen. */
+	uint64_t prio_after_ns, prio_req_at, prio_req_iv, prio_req_dev;
+	unsigned prio_req_n;
 
 	/* Set once by the first slow-path entrant (device_info). */
 	int      known;
@@ -90,6 +96,11 @@ struct gate_gpu {
 } __attribute__((aligned(64)));
 
 /* The gate's settings, read from the environment once, at gate_init. */
+/* Below this many usable CPUs nothing of the gate spins by default
+ * (gate_conf.c, gate_prio.c): the spinner would take the CPU of the
+ * thread it waits for. */
+#define GATE_SPIN_MIN_CPUS 4
+
 struct gate_conf {
 	int      disabled;
 	uint64_t spin_ns;          /* a waiter busy-waits for its grant, the
@@ -175,6 +186,10 @@ extern const struct gate_pace_test *gate_pace_test
  * flight lately (its batch work keeps its queue short). */
 uint32_t gate_prio_pct(struct gate_gpu *g);
 void gate_prio_hold(struct gate_gpu *g, int dev);
+/* The bound on a batch program's queued work beside active interactive
+ * work on g: the short one (prio_pace_ns), or pacing's longer one while
+ * the next request of an interactive program with a rhythm is far. */
+uint64_t gate_prio_pace_ns(struct gate_gpu *g);
 void gate_prio_before(struct gate_gpu *g, void *stream);
 void gate_prio_after(struct gate_gpu *g);
 int  gate_prio_active(struct gate_gpu *g);

@@ -64,6 +64,7 @@
  * them, and on an H200 a watcher that slept after 32 looks left its
  * requests at 1.9x solo where one that yields for 300 us gave 1.0x. */
 #define PRIO_SPIN_NS     300000ull
+#define PRIO_SPINS       32          /* below GATE_SPIN_MIN_CPUS */
 #define PRIO_POLL_NS     20000ull
 /* A held batch thread yields between looks for its first
  * PRIO_HOLD_SPIN_NS before it sleeps on the futex: most holds end
@@ -73,6 +74,18 @@
 /* An interactive program seen busy within this long is active: batch
  * work on its GPU keeps its queue short (gate_prio_pace_ns). */
 #define PRIO_ACTIVE_NS   1000000000ull
+/* The rhythm of requests: a submission after this much quiet (since
+ * the program's previous one went in) starts a request; starts more
+ * than PRIO_REQ_MAX_NS apart start the rhythm over; PRIO_REQ_SEEN
+ * intervals are seen before a prediction, and only intervals whose
+ * mean deviation is at most an eighth of their mean are a rhythm. The
+ * prediction is the mean less four deviations: early rather than late. */
+#define PRIO_REQ_GAP_NS  2000000ull
+#define PRIO_REQ_MAX_NS  1000000000ull
+#define PRIO_REQ_SEEN    4u
+/* A batch queue held to the longer bound until this long before the
+ * request beyond that bound's own drain. */
+#define PRIO_FAR_MARGIN_NS 1000000ull
 
 const struct gate_prio_test *gate_prio_test;
 
@@ -89,6 +102,17 @@ static __thread void *prio_stream
  * _after takes it back, even if the pages were unbound meanwhile. */
 static __thread int prio_counted
 	__attribute__((tls_model("initial-exec")));
+
+/* Spinning for the time above pays only where CPUs are left for the
+ * threads spun for; below GATE_SPIN_MIN_CPUS (or VSHARE_SPIN_US=0 said
+ * explicitly) the watcher looks PRIO_SPINS times, and a held batch
+ * thread not at all, before they sleep. */
+static int prio_spins(void)
+{
+	if (gate_g.conf.spin_forced)
+		return gate_g.conf.spin_ns != 0;
+	return gate_g.conf.cpus >= GATE_SPIN_MIN_CPUS;
+}
 
 static uint64_t prio_now(void)
 {
@@ -251,7 +275,8 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 			nap = left - (now - start);
 		if (nap > PRIO_NAP_NS)
 			nap = PRIO_NAP_NS;
-		if (now - start < PRIO_HOLD_SPIN_NS && gate_prio_test == NULL) {
+		if (now - start < PRIO_HOLD_SPIN_NS && prio_spins() &&
+		    gate_prio_test == NULL) {
 			sched_yield();
 			now = prio_now();
 			continue;
@@ -266,6 +291,27 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 	}
 	pthread_setcancelstate(old, NULL);
 	hold_end(g, now);
+}
+
+uint64_t gate_prio_pace_ns(struct gate_gpu *g)
+{
+	struct vs_lock_word *w = A_LOAD(&g->prio_w);
+	uint64_t tight = gate_g.conf.prio_pace_ns, far = gate_g.conf.pace_ns;
+	uint64_t next, now;
+
+	if (w == NULL || far <= tight)
+		return tight;
+	next = A_LOAD_RLX(&w->next);
+	if (next == 0)
+		return tight;
+	now = prio_now();
+	/* Within a request (its work seen moments ago), or near the next:
+	 * the short bound. */
+	if (now - A_LOAD_RLX(&g->prio_seen_ns) < PRIO_REQ_GAP_NS)
+		return tight;
+	if (next > now + far + PRIO_FAR_MARGIN_NS && next - now <= PRIO_REQ_MAX_NS)
+		return far;
+	return tight;
 }
 
 int gate_prio_active(struct gate_gpu *g)
@@ -315,12 +361,53 @@ static void watch_start(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* A request of the interactive program begins at t: the interval
+ * since the last one's start teaches its rhythm, and the word says when
+ * the next is due, or 0 while there is no rhythm. */
+static void request_begins(struct gate_gpu *g, struct vs_lock_word *w,
+			   uint64_t t)
+{
+	uint64_t iv, d, next = 0;
+
+	pthread_mutex_lock(&g->prio_mu);
+	if (g->prio_req_at != 0 && t > g->prio_req_at) {
+		iv = t - g->prio_req_at;
+		if (iv > PRIO_REQ_MAX_NS) {
+			g->prio_req_n = 0;
+		} else if (g->prio_req_n == 0) {
+			g->prio_req_iv = iv;
+			g->prio_req_dev = iv / 8;
+			g->prio_req_n = 1;
+		} else {
+			d = iv > g->prio_req_iv ? iv - g->prio_req_iv :
+			    g->prio_req_iv - iv;
+			if (iv > g->prio_req_iv)
+				g->prio_req_iv += (iv - g->prio_req_iv) / 8;
+			else
+				g->prio_req_iv -= (g->prio_req_iv - iv) / 8;
+			if (d > g->prio_req_dev)
+				g->prio_req_dev += (d - g->prio_req_dev) / 4;
+			else
+				g->prio_req_dev -= (g->prio_req_dev - d) / 4;
+			if (g->prio_req_n < PRIO_REQ_SEEN)
+				g->prio_req_n++;
+		}
+	}
+	g->prio_req_at = t;
+	if (g->prio_req_n >= PRIO_REQ_SEEN &&
+	    g->prio_req_dev * 8 <= g->prio_req_iv)
+		next = t + g->prio_req_iv - 4 * g->prio_req_dev;
+	pthread_mutex_unlock(&g->prio_mu);
+	if (A_LOAD_RLX(&w->next) != next)
+		A_STORE(&w->next, next);
+}
+
 /* Before an interactive submission to g: batch gates hold their new
  * work back from now on. */
 void gate_prio_before(struct gate_gpu *g, void *stream)
 {
 	struct vs_lock_word *w = A_LOAD(&g->prio_w);
-	uint64_t d;
+	uint64_t d, now, after;
 
 	prio_stream = stream;
 	prio_counted = 0;
@@ -328,9 +415,13 @@ void gate_prio_before(struct gate_gpu *g, void *stream)
 		return;
 	__atomic_add_fetch(&g->prio_subm, 1, __ATOMIC_SEQ_CST);
 	prio_counted = 1;
-	d = prio_now() + PRIO_HOLD_NS;
+	now = prio_now();
+	d = now + PRIO_HOLD_NS;
 	A_STORE(&g->prio_mine, d);
 	A_STORE(&w->busy, d);
+	after = A_LOAD_RLX(&g->prio_after_ns);
+	if (after == 0 || (now > after && now - after >= PRIO_REQ_GAP_NS))
+		request_begins(g, w, now);
 	if (!A_LOAD_RLX(&g->prio_watched)) {
 		pthread_mutex_lock(&pw.mu);
 		if (!g->prio_watched) {
@@ -392,6 +483,7 @@ void gate_prio_after(struct gate_gpu *g)
 		}
 		pthread_mutex_unlock(&g->prio_mu);
 	}
+	__atomic_store_n(&g->prio_after_ns, prio_now(), __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&g->prio_subm, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -480,6 +572,7 @@ static void *watch_main(void *arg)
 {
 	struct timespec ts = { 0, (long)PRIO_POLL_NS };
 	uint64_t since = 0;
+	int looks = 0;
 
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0, 0, 0);
@@ -492,11 +585,13 @@ static void *watch_main(void *arg)
 			break;
 		if (!gate_prio_poll()) {
 			since = 0;
+			looks = 0;
 			continue;
 		}
 		if (since == 0)
 			since = gate_now_ns();
-		if (gate_now_ns() - since < PRIO_SPIN_NS)
+		if (prio_spins() ? gate_now_ns() - since < PRIO_SPIN_NS :
+				   looks++ < PRIO_SPINS)
 			sched_yield();
 		else
 			nanosleep(&ts, NULL);
@@ -524,6 +619,9 @@ void gate_prio_atfork_child(void)
 		g->prio_holding = 0;
 		g->prio_holds = 0;
 		g->prio_held_ns = 0;
+		g->prio_after_ns = g->prio_req_at = 0;
+		g->prio_req_iv = g->prio_req_dev = 0;
+		g->prio_req_n = 0;
 		A_STORE(&g->prio_watched, 0);
 		A_STORE(&g->prio_subm, 0);
 	}
