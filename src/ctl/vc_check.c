@@ -107,8 +107,10 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 
 int vc_bytes_cmd(const struct vc_args *a, int argc, char **argv)
 {
+	char why[VS_SIZE_ERR_LEN];
 	uint64_t v;
 	const char *s;
+	int rc;
 
 	(void)a;
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
@@ -121,20 +123,14 @@ int vc_bytes_cmd(const struct vc_args *a, int argc, char **argv)
 	if (argc != 2 || argv[1][0] == '\0')
 		return usage("bytes", " SIZE");
 	s = argv[1];
-	switch (vs_parse_size(s, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, &v)) {
-	case 0:
-		printf("%llu\n", (unsigned long long)v);
-		return VC_EXIT_OK;
-	case -2:
-		fprintf(stderr, "vsharectl: '%s' has no unit and is below "
-			"1 MiB: add one (like %sG or %sM; bytes as %sB)\n", s, s,
-			s, s);
-		return VC_EXIT_USAGE;
-	default:
-		fprintf(stderr, "vsharectl: '%s' is not a size (like 8G, 512M "
-			"or 1073741824)\n", s);
+	rc = vs_parse_size(s, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, &v);
+	if (rc != 0) {
+		fprintf(stderr, "vsharectl: %s\n",
+			vs_size_error(why, sizeof(why), s, rc));
 		return VC_EXIT_USAGE;
 	}
+	printf("%llu\n", (unsigned long long)v);
+	return VC_EXIT_OK;
 }
 
 /* The kernel id in a connection file's name among the command's words:

@@ -194,7 +194,7 @@ def t_label_cut_between_characters():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()
     label = "xy" + "\u00e9" * 40     # 82 bytes; byte 63 begins an e-acute
-    p = prog("-n", 3, "-k", 1000, "-m", 8, "-W", 3000, VSHARE_LABEL=label)
+    p = prog("-n", 3, "-k", 1000, "-m", 8, "-W", 5000, VSHARE_LABEL=label)
     seen = None
     deadline = time.monotonic() + 20
     while seen is None and time.monotonic() < deadline and p.poll() is None:
