@@ -114,14 +114,18 @@ int vc_bytes_cmd(const struct vc_args *a, int argc, char **argv)
 
 	(void)a;
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-		printf("usage: vsharectl bytes SIZE\nThe bytes of a memory size "
+		printf("usage: vsharectl bytes [--] SIZE\nThe bytes of a memory size "
 		       "as VSHARE_MEM_LIMIT reads it (8G, 512M, 1.5T, 8GiB, "
 		       "4096B; a number\nwith no unit is bytes from 1 MiB on, "
 		       "and refused below: a unit left out).\n");
 		return VC_EXIT_OK;
 	}
+	if (argc == 3 && strcmp(argv[1], "--") == 0) {
+		argc--;
+		argv++;
+	}
 	if (argc != 2 || argv[1][0] == '\0')
-		return usage("bytes", " SIZE");
+		return usage("bytes", " [--] SIZE");
 	s = argv[1];
 	rc = vs_parse_size(s, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, &v);
 	if (rc != 0) {

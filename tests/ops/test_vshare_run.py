@@ -164,6 +164,9 @@ class Usage(unittest.TestCase):
         self.assert_usage_error("--socket", needle="needs a value")
         self.assert_usage_error("--mem-limit", "3X", "--", "true", needle="3X")
         self.assert_usage_error("--mem-limit", "-1", "--", "true", needle="-1")
+        # A value that reads as one of vsharectl's own words is a value.
+        self.assert_usage_error("--mem-limit", "--help", "--", "true",
+                                needle="'--help': not a size")
         self.assert_usage_error("--idle-ms", "1.5", "--", "true", needle="1.5")
         self.assert_usage_error("--idle-ms", "3600001", "--", "true",
                                 needle="3600000")

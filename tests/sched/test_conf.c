@@ -582,6 +582,11 @@ static void test_policy_bad(void **state)
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"8X\"}}}",
 	    "policy_users.0.mem_limit: '8X': not a size (like 8G, 512M or "
 	    "1.5T; bytes like 4096B)");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"9P\"}}}",
+	    "policy_users.0.mem_limit: '9P': not a size");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"9000T\"}}}",
+	    "policy_users.0.mem_limit: \"9000T\" is past the largest limit, "
+	    "9007199254740992 bytes");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": -1}}}",
 	    "policy_users.0.mem_limit: must be bytes");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": 1.5}}}",
