@@ -66,6 +66,25 @@ static int cont(char c)
 	return ((unsigned char)c & 0xc0) == 0x80;
 }
 
+size_t vs_label_cut(char *out, size_t n, const char *src)
+{
+	size_t k = strlen(src);
+
+	if (k >= n) {
+		/* Back to the start of the character at the cut: at most 3
+		 * continuation bytes; more are not UTF-8, and clean shows
+		 * them as '?' wherever the cut falls. */
+		k = n - 1;
+		for (int i = 0; i < 3 && k > 0 && cont(src[k]); i++)
+			k--;
+		if (cont(src[k]))
+			k = n - 1;
+	}
+	memcpy(out, src, k);
+	out[k] = '\0';
+	return k;
+}
+
 size_t vs_label_cols(const char *label)
 {
 	size_t cols = 0;

@@ -25,6 +25,12 @@
 /* Clean a NUL-terminated label in place; its length does not change. */
 void vs_label_clean(char *label);
 
+/* Copy src into out (n bytes, n > 0), cut to at most n - 1 bytes between
+ * characters: where the cut would split a UTF-8 sequence it comes before
+ * the sequence instead. The shim and vsharectl label cut a label to what
+ * HELLO carries with it. Returns the bytes copied. */
+size_t vs_label_cut(char *out, size_t n, const char *src);
+
 /* Characters (columns) of a clean label. */
 size_t vs_label_cols(const char *label);
 

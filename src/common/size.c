@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,4 +39,16 @@ int vs_parse_size(const char *s, unsigned flags, uint64_t *out)
 		return -2;
 	*out = (uint64_t)v;
 	return 0;
+}
+
+char *vs_size_error(char *out, size_t n, const char *text, int rc)
+{
+	if (rc == -2)
+		snprintf(out, n, "'%.64s': a size needs a unit (K, M, G, T); a "
+			 "bare number below 1 MiB is refused, write %.64sG or "
+			 "%.64sB", text, text, text);
+	else
+		snprintf(out, n, "'%.64s': not a size (like 8G, 512M or 1.5T; "
+			 "bytes like 4096B)", text);
+	return out;
 }

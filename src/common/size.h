@@ -6,6 +6,7 @@
 #ifndef VSHARE_SIZE_H
 #define VSHARE_SIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A lower-case "b" may end the size ("512mb"): the shim's environment
@@ -24,5 +25,17 @@
  * K/M/G/T (either case), "i", "B". 0 and *out set; -1 when not a size;
  * -2 for a small size with no unit under VS_SIZE_NEED_UNIT. */
 int vs_parse_size(const char *s, unsigned flags, uint64_t *out);
+
+/* Why vs_parse_size refused text (its -1 or -2), in the words every
+ * program of vshare says it with, so that the scheduler's config, the
+ * shim, vsharectl and the cluster plugins never say it differently:
+ *   '8': a size needs a unit (K, M, G, T); a bare number below 1 MiB is
+ *   refused, write 8G or 8B
+ *   '3X': not a size (like 8G, 512M or 1.5T; bytes like 4096B)
+ * The caller puts what was refused in front ("--shard-mem ", "capacity:
+ * "). Written into out (n bytes; VS_SIZE_ERR_LEN always holds it, the
+ * value shown cut to 64 bytes); returns out. */
+#define VS_SIZE_ERR_LEN 256
+char *vs_size_error(char *out, size_t n, const char *text, int rc);
 
 #endif

@@ -13,6 +13,10 @@
  *   vsharectl label T  the label T as status will show it (src/common/
  *                      label.c's rule), refused past what HELLO carries;
  *                      exit 0 or 2.
+ *   vsharectl label --jupyter-kernel NAME [--] WORD...
+ *                      the label of a Jupyter kernel whose command is
+ *                      WORD..., jupyter:ID:NAME, cut between characters
+ *                      to what HELLO carries; exit 0 or 2.
  */
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -103,50 +107,132 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 
 int vc_bytes_cmd(const struct vc_args *a, int argc, char **argv)
 {
+	char why[VS_SIZE_ERR_LEN];
 	uint64_t v;
 	const char *s;
+	int rc;
 
 	(void)a;
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-		printf("usage: vsharectl bytes SIZE\nThe bytes of a memory size "
+		printf("usage: vsharectl bytes [--] SIZE\nThe bytes of a memory size "
 		       "as VSHARE_MEM_LIMIT reads it (8G, 512M, 1.5T, 8GiB, "
 		       "4096B; a number\nwith no unit is bytes from 1 MiB on, "
 		       "and refused below: a unit left out).\n");
 		return VC_EXIT_OK;
 	}
+	if (argc == 3 && strcmp(argv[1], "--") == 0) {
+		argc--;
+		argv++;
+	}
 	if (argc != 2 || argv[1][0] == '\0')
-		return usage("bytes", " SIZE");
+		return usage("bytes", " [--] SIZE");
 	s = argv[1];
-	switch (vs_parse_size(s, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, &v)) {
-	case 0:
-		printf("%llu\n", (unsigned long long)v);
-		return VC_EXIT_OK;
-	case -2:
-		fprintf(stderr, "vsharectl: '%s' has no unit and is below "
-			"1 MiB: add one (like %sG or %sM; bytes as %sB)\n", s, s,
-			s, s);
-		return VC_EXIT_USAGE;
-	default:
-		fprintf(stderr, "vsharectl: '%s' is not a size (like 8G, 512M "
-			"or 1073741824)\n", s);
+	rc = vs_parse_size(s, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, &v);
+	if (rc != 0) {
+		fprintf(stderr, "vsharectl: %s\n",
+			vs_size_error(why, sizeof(why), s, rc));
 		return VC_EXIT_USAGE;
 	}
+	printf("%llu\n", (unsigned long long)v);
+	return VC_EXIT_OK;
+}
+
+/* The kernel id in a connection file's name among the command's words:
+ * the first word whose base name is ID.json or kernel-ID.json, ID of
+ * letters, digits, '_' and '-' (Jupyter names it kernel-UUID.json; a bare
+ * KernelManager's tmpXXXX.json gives the start of its own name). Its
+ * first 8 characters go into id (9 bytes); 0 when there is none. */
+static int kernel_id(int argc, char **argv, char *id)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *base = strrchr(argv[i], '/');
+		size_t len;
+
+		base = base ? base + 1 : argv[i];
+		len = strlen(base);
+		if (len <= 5 || strcmp(base + len - 5, ".json") != 0)
+			continue;
+		len -= 5;
+		if (strncmp(base, "kernel-", 7) == 0) {
+			base += 7;
+			len -= len >= 7 ? 7 : len;
+		}
+		if (len == 0 || strspn(base, "0123456789ABCDEFGHIJKLMNOPQRSTUVW"
+				 "XYZabcdefghijklmnopqrstuvwxyz_-") < len)
+			continue;
+		snprintf(id, 9, "%.*s", (int)(len < 8 ? len : 8), base);
+		return 1;
+	}
+	return 0;
+}
+
+/* A Jupyter kernel's label: jupyter:ID:NAME, the id first so that it
+ * survives the status table's cut and tells two notebooks of one
+ * kernelspec apart; jupyter:NAME without a connection file. NAME is cut
+ * between characters so that the whole fits in what HELLO carries. */
+static int jupyter_label(const char *name, int argc, char **argv)
+{
+	char id[9], label[VS_LABEL_MAX];
+	int n;
+
+	if (name[0] == '\0') {
+		fprintf(stderr, "vsharectl: label: --jupyter-kernel needs a "
+			"kernel name\n");
+		return VC_EXIT_USAGE;
+	}
+	if (argc > 0 && strcmp(argv[0], "--") == 0) {
+		argc--;
+		argv++;
+	}
+	n = kernel_id(argc, argv, id) ?
+		snprintf(label, sizeof(label), "jupyter:%s:", id) :
+		snprintf(label, sizeof(label), "jupyter:");
+	vs_label_cut(label + n, sizeof(label) - (size_t)n, name);
+	vs_label_clean(label);
+	printf("%s\n", label);
+	return VC_EXIT_OK;
+}
+
+static void label_usage(void)
+{
+	printf("usage: vsharectl label [--] TEXT\n"
+	       "       vsharectl label --jupyter-kernel NAME [--] "
+	       "[COMMAND WORD]...\n"
+	       "The label as vsharectl status shows it (a byte that is not "
+	       "UTF-8 text, or a\ncontrol character, becomes '?'); at most "
+	       "%d bytes, a longer TEXT refused.\n"
+	       "--jupyter-kernel: the label of the kernel NAME that runs "
+	       "COMMAND,\njupyter:ID:NAME, ID the first 8 characters of the "
+	       "kernel id in its connection\nfile's name (kernel-ID.json "
+	       "among the words), or jupyter:NAME without one;\nNAME is cut "
+	       "between characters to fit.\n",
+	       VS_LABEL_MAX - 1);
 }
 
 int vc_label_cmd(const struct vc_args *a, int argc, char **argv)
 {
 	char label[VS_LABEL_MAX];
+	const char *kopt = "--jupyter-kernel";
+	size_t klen = strlen(kopt);
 
 	(void)a;
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-		printf("usage: vsharectl label TEXT\nThe label as vsharectl "
-		       "status shows it (a byte that is not UTF-8 text, or a "
-		       "control\ncharacter, becomes '?'); at most %d bytes.\n",
-		       VS_LABEL_MAX - 1);
+		label_usage();
 		return VC_EXIT_OK;
 	}
+	if (argc >= 2 && strcmp(argv[1], kopt) == 0)
+		return jupyter_label(argc > 2 ? argv[2] : "", argc - 3,
+				     argv + 3);
+	if (argc >= 2 && strncmp(argv[1], kopt, klen) == 0 &&
+	    argv[1][klen] == '=')
+		return jupyter_label(argv[1] + klen + 1, argc - 2, argv + 2);
+	if (argc == 3 && strcmp(argv[1], "--") == 0) {
+		argc--;
+		argv++;
+	}
 	if (argc != 2 || argv[1][0] == '\0')
-		return usage("label", " TEXT");
+		return usage("label", " [--] TEXT, or --jupyter-kernel NAME "
+			     "[--] [WORD]...");
 	if (strlen(argv[1]) >= sizeof(label)) {
 		fprintf(stderr, "vsharectl: label '%s' is longer than %d bytes\n",
 			argv[1], VS_LABEL_MAX - 1);

@@ -77,7 +77,8 @@ static const struct vc_cmd cmds[] = {
 	  .help = "the bytes of a memory size, as VSHARE_MEM_LIMIT reads it",
 	  .local = vc_bytes_cmd },
 	{ .name = "label", .arg = "TEXT",
-	  .help = "a label as status shows it (VSHARE_LABEL's rule)",
+	  .help = "a label as status shows it, or a Jupyter kernel's "
+		  "(label --help)",
 	  .local = vc_label_cmd },
 };
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -58,6 +58,23 @@ static int bad(const char *what, const char *arg)
 	return 2;
 }
 
+/* A size option, GPU memory in the shim's grammar, above 0: 0, or the
+ * usage error that names the value and says why (src/common/size.c). */
+static int size_opt(const char *opt, const char *arg, uint64_t *out)
+{
+	char why[VS_SIZE_ERR_LEN];
+	int rc = vs_parse_size(arg, VS_SIZE_NEED_UNIT, out);
+
+	if (rc != 0)
+		return bad((std::string(opt) + " " +
+			    vs_size_error(why, sizeof(why), arg, rc)).c_str(),
+			   nullptr);
+	if (*out == 0)
+		return bad((std::string(opt) + " takes a size above 0").c_str(),
+			   arg);
+	return 0;
+}
+
 /* A DNS subdomain, as Kubernetes names drivers and nodes. */
 static bool subdomain(const std::string &s)
 {
@@ -90,15 +107,9 @@ static int take(int ch, const char *arg, dra_conf &c)
 	case 'g': c.gpus = arg; break;
 	case 'H': c.host_root = arg; break;
 	case 'm':
-		if (vs_parse_size(arg, VS_SIZE_NEED_UNIT, &c.default_mem) != 0 ||
-		    c.default_mem == 0)
-			return bad("--default-mem takes a size such as 1G", arg);
-		break;
+		return size_opt("--default-mem", arg, &c.default_mem);
 	case 'S':
-		if (vs_parse_size(arg, VS_SIZE_NEED_UNIT, &c.mem_step) != 0 ||
-		    c.mem_step == 0)
-			return bad("--mem-step takes a size such as 256M", arg);
-		break;
+		return size_opt("--mem-step", arg, &c.mem_step);
 	case 'L':
 		if (log_level_parse(arg) < 0)
 			return bad("--log-level takes error, warn, info or debug",

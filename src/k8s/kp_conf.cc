@@ -78,6 +78,23 @@ static int bad(const char *what, const char *arg)
 	return 2;
 }
 
+/* A size option, GPU memory in the shim's grammar, above 0: 0, or the
+ * usage error that names the value and says why (src/common/size.c). */
+static int size_opt(const char *opt, const char *arg, uint64_t *out)
+{
+	char why[VS_SIZE_ERR_LEN];
+	int rc = vs_parse_size(arg, VS_SIZE_NEED_UNIT, out);
+
+	if (rc != 0)
+		return bad((std::string(opt) + " " +
+			    vs_size_error(why, sizeof(why), arg, rc)).c_str(),
+			   nullptr);
+	if (*out == 0)
+		return bad((std::string(opt) + " takes a size above 0").c_str(),
+			   arg);
+	return 0;
+}
+
 static bool number(const char *s, unsigned long min, unsigned long max,
 		   unsigned *out)
 {
@@ -150,10 +167,7 @@ static int take(int ch, const char *arg, kp_conf &c)
 			return bad("--shares takes 1 to 1000", arg);
 		break;
 	case 'M':
-		if (vs_parse_size(arg, VS_SIZE_NEED_UNIT, &c.shard_mem) != 0 ||
-		    c.shard_mem == 0)
-			return bad("--shard-mem takes a size such as 4G", arg);
-		break;
+		return size_opt("--shard-mem", arg, &c.shard_mem);
 	case 'C':
 		c.cls = arg;
 		if (!word(c.cls))

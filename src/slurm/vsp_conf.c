@@ -115,16 +115,16 @@ int vsp_conf_parse(struct vsp_conf *c, int argc, char **argv,
 			return -1;
 		}
 		rc = set_option(c, o, eq + 1);
-		if (rc == -2) {
-			snprintf(err, errlen, "bad value in '%s' (no unit, and "
-				 "below 1 MiB: add one, like %sG or %sM; bytes "
-				 "as %sB)", argv[i], eq + 1, eq + 1, eq + 1);
+		if (rc != 0 && o->type == VSP_T_SIZE) {
+			char why[VS_SIZE_ERR_LEN];
+
+			snprintf(err, errlen, "%s %s", o->key,
+				 vs_size_error(why, sizeof(why), eq + 1, rc));
 			return -1;
 		}
 		if (rc != 0) {
 			snprintf(err, errlen, "bad value in '%s' (%s)", argv[i],
 				 o->type == VSP_T_PATH ? "an absolute path" :
-				 o->type == VSP_T_SIZE ? "a size like 8G" :
 				 o->type == VSP_T_BOOL ? "yes or no" :
 				 "shards, gpus or all");
 			return -1;
@@ -268,17 +268,13 @@ const char *vsp_class_name(int cls)
 
 int vsp_mem_parse(const char *text, uint64_t *out, char *err, size_t errlen)
 {
-	switch (vs_parse_size(text, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, out)) {
-	case 0:
+	char why[VS_SIZE_ERR_LEN];
+	int rc = vs_parse_size(text, VS_SIZE_LOWER_B | VS_SIZE_NEED_UNIT, out);
+
+	if (rc == 0)
 		return 0;
-	case -2:
-		snprintf(err, errlen, "--vshare-mem '%s' has no unit and is "
-			 "below 1 MiB: add one (like %sG or %sM; bytes as %sB)",
-			 text, text, text, text);
-		return -1;
-	}
-	snprintf(err, errlen, "--vshare-mem '%s' is not a size (like 8G, 512M "
-		 "or 1073741824)", text);
+	snprintf(err, errlen, "--vshare-mem %s",
+		 vs_size_error(why, sizeof(why), text, rc));
 	return -1;
 }
 

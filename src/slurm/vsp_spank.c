@@ -59,7 +59,7 @@ static int opt_class(int val, const char *arg, int remote)
 
 static int opt_mem(int val, const char *arg, int remote)
 {
-	char err[200];
+	char err[320];
 
 	(void)val;
 	(void)remote;

@@ -231,7 +231,8 @@ def more_steps(sess, env, jenv):
         f.write(good.strip() + " shard_mem=lots\n")
     rc, out = step_env(sess, jenv, "--gres=shard:1")
     with open(sess.path("slurmd.log")) as f:
-        logged = "bad value in 'shard_mem=lots'" in f.read()
+        logged = ("shard_mem 'lots': not a size (like 8G, 512M or 1.5T; "
+                  "bytes like 4096B)") in f.read()
     check("limit=" not in out and logged,
           "a bad plugstack.conf option stops a required plugin's step, "
           "logged by slurmd (srun exit %d: %s)" % (rc, out.strip()))
@@ -288,9 +289,11 @@ def srun_options(sess, jenv, sched_sock):
           % (rc, out.strip()[-300:]))
 
     # Refused by srun itself, before the job is submitted.
-    for opt, said in (("--vshare-mem=8", "--vshare-mem '8' has no unit "
-                       "and is below 1 MiB: add one (like 8G or 8M"),
-                      ("--vshare-mem=lots", "is not a size"),
+    for opt, said in (("--vshare-mem=8", "--vshare-mem '8': a size needs "
+                       "a unit (K, M, G, T); a bare number below 1 MiB is "
+                       "refused, write 8G or 8B"),
+                      ("--vshare-mem=lots", "--vshare-mem 'lots': not a size "
+                       "(like 8G, 512M or 1.5T; bytes like 4096B)"),
                       ("--vshare-class=urgent", "--vshare-class 'urgent' "
                        "is not a class (want interactive or batch)")):
         rc, out = step_env(sess, jenv, "--gres=shard:1", opt)

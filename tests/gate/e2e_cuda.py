@@ -187,6 +187,30 @@ def t_registered_early():
     s.stop()
 
 
+def t_label_cut_between_characters():
+    """A VSHARE_LABEL longer than HELLO carries (63 bytes) is cut between
+    characters: status shows its whole characters, where a cut at byte 63
+    left the first byte of a two-byte character, shown as '?'."""
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
+    s.start()
+    label = "xy" + "\u00e9" * 40     # 82 bytes; byte 63 begins an e-acute
+    p = prog("-n", 3, "-k", 1000, "-m", 8, "-W", 5000, VSHARE_LABEL=label)
+    seen = None
+    deadline = time.monotonic() + 20
+    while seen is None and time.monotonic() < deadline and p.poll() is None:
+        out = subprocess.run([CTL, "-s", s.sock, "--json", "status"],
+                             capture_output=True, text=True, timeout=5)
+        for c in json.loads(out.stdout)["clients"] if out.returncode == 0 else []:
+            if c.get("pid") == p.pid:
+                seen = c.get("label")
+        time.sleep(0.05)
+    ok_exit(p)
+    check(seen == label[:32],
+          "status shows the label's first 62 bytes, 30 whole characters "
+          "after xy (%r)" % seen)
+    s.stop()
+
+
 def t_sched_restart():
     s = Scheduler(SCHED, TMP, mode="on", tq_s=1)
     s.start()

@@ -375,7 +375,16 @@ def t_refusals(bindir):
                       (["--node-name", "n", "--driver", "vshare"],
                        "DNS subdomain"),
                       (["--node-name", "n", "--mem-step", "3G"],
-                       "multiple of --mem-step")):
+                       "multiple of --mem-step"),
+                      (["--node-name", "n", "--default-mem", "8"],
+                       "--default-mem '8': a size needs a unit (K, M, G, T); "
+                       "a bare number below 1 MiB is refused, write 8G or "
+                       "8B\n"),
+                      (["--node-name", "n", "--mem-step", "1x"],
+                       "--mem-step '1x': not a size (like 8G, 512M or 1.5T; "
+                       "bytes like 4096B)\n"),
+                      (["--node-name", "n", "--mem-step", "0"],
+                       "--mem-step takes a size above 0: 0\n")):
         p = subprocess.run([prog] + args, capture_output=True, text=True,
                            env={"PATH": os.environ.get("PATH", "")})
         check(p.returncode == 2 and msg in p.stderr,

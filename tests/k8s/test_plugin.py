@@ -605,7 +605,13 @@ def t_refusals(bindir):
                   "%s: and serves on: %s" % (mode, dict(a.envs)))
     prog = os.path.join(bindir, "vshare-device-plugin")
     for args, msg in ((["--shares", "0"], "--shares takes 1 to 1000"),
-                      (["--shard-mem", "12"], "--shard-mem takes a size"),
+                      (["--shard-mem", "12"], "--shard-mem '12': a size "
+                       "needs a unit (K, M, G, T); a bare number below 1 MiB "
+                       "is refused, write 12G or 12B\n"),
+                      (["--shard-mem", "4X"], "--shard-mem '4X': not a size "
+                       "(like 8G, 512M or 1.5T; bytes like 4096B)\n"),
+                      (["--shard-mem", "0"], "--shard-mem takes a size above "
+                       "0: 0\n"),
                       (["--mode", "x"], "--mode takes cdi or env"),
                       (["--class", "a b"], "--class takes a word"),
                       (["--endpoint", "a/b"], "without a slash"),

@@ -73,6 +73,9 @@ expect _vsharectl "--wide" "$ctl" --w
 expect _vsharectl "" "$ctl" enable --w
 expect _vsharectl "" "$ctl" set-tq ""
 expect _vsharectl "" "$ctl" status ""
+expect _vsharectl "--jupyter-kernel" "$ctl" label --j
+expect _vsharectl "" "$ctl" label --jupyter-kernel k --
+expect _vsharectl "" "$ctl" label --js
 contains _vsharectl "$dir/vsharectl" "$ctl" --socket "$dir/vsh"
 # The global options (those of one command, such as name's --prefix, are
 # that command's own).

@@ -4,11 +4,19 @@ writes (wrapping an existing kernel's argv), where it goes, and errors."""
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import unittest
 
-from opsutil import BIN, VSHARE_RUN, base_env, main, parse_env_lines, run
+from opsutil import BIN, VSHARE_RUN, VSHARECTL, base_env, main, parse_env_lines, run
+
+
+def cut(text, size):
+    """text cut between characters to at most size bytes of UTF-8, as
+    the shim cuts a label (src/common/label.c: vs_label_cut)."""
+    data = text.encode()[:size]
+    return data.decode(errors="ignore")
 
 
 class Kernelspec(unittest.TestCase):
@@ -149,6 +157,51 @@ class Kernelspec(unittest.TestCase):
                 env=self.env)
         self.assertEqual(r.returncode, 2)
         self.assertIn("--jupyter-kernel needs a kernel name", r.stderr)
+
+    def test_kernel_label_cut_between_characters(self):
+        """A kernelspec's name in another script is cut between characters:
+        vsharectl label composes the label (a cut at byte 63 split a
+        two-byte character in half)."""
+        rt = "/run/user/1000/jupyter/runtime/kernel-12345678-aaaa.json"
+        name = "x" + "\u00e9" * 40           # 81 bytes
+        got = self.label("--jupyter-kernel", name, "--", "x", "-f", rt)
+        self.assertEqual(got, "jupyter:12345678:x" + "\u00e9" * 22)
+        self.assertEqual(len(got.encode()), 62)
+        got = self.label("--jupyter-kernel", "\u00e9" * 40, "--", "python3")
+        self.assertEqual(got, "jupyter:" + "\u00e9" * 27)
+        # The same words from vsharectl itself.
+        r = run([VSHARECTL, "label", "--jupyter-kernel", name, "--", "x",
+                 "-f", rt], env=self.env)
+        self.assertEqual((r.returncode, r.stdout),
+                         (0, "jupyter:12345678:x" + "\u00e9" * 22 + "\n"),
+                         r.stderr)
+
+    def test_kernel_label_without_vsharectl(self):
+        """Without vsharectl beside vshare-run or on PATH, the label has
+        the same words, the name whole: the shim cuts it between
+        characters to what vsharectl gives (gate.e2e's
+        label_cut_between_characters holds the shim's cut)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            tools = os.path.join(tmp, "tools")
+            os.mkdir(tools)
+            for t in ("sh", "dirname", "readlink", "grep", "sed", "tr",
+                      "cat"):
+                os.symlink(shutil.which(t), os.path.join(tools, t))
+            alone = os.path.join(tmp, "vshare-run")
+            shutil.copy(VSHARE_RUN, alone)
+            env = dict(self.env, PATH=tools)
+            rt = "/tmp/kernel-9f8e7d6c-0000.json"
+            name = "x" + "\u00e9" * 40
+            for words in (["x", "-f", rt], ["x", "--f=" + rt],
+                          ["x", "-f", "/tmp/tmp40h0ofzr.json"],
+                          ["x", "/tmp/a b.json", rt], ["python3"]):
+                r = run([alone, "--jupyter-kernel", name, "--print-env",
+                         "--"] + words, env=env)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got = parse_env_lines(r.stdout)["VSHARE_LABEL"]
+                want = self.label("--jupyter-kernel", name, "--", *words)
+                self.assertGreater(len(got.encode()), 63)
+                self.assertEqual(cut(got, 63), want, words)
 
     def test_errors(self):
         r = self.install("--install-kernel", "--prefix", self.prefix,

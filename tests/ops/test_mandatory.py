@@ -288,7 +288,9 @@ class Mandatory(unittest.TestCase):
         self.r.client_conf("mem_limit = 32 megs\n")
         p = self.r.run("vs-compute", "--seconds", "0", "--mem", "16M")
         self.assertNotEqual(p.returncode, 0)
-        self.assertIn("a bad mem_limit refuses every allocation", p.stderr)
+        self.assertIn("line 2: mem_limit '32 megs': not a size (like 8G, "
+                      "512M or 1.5T; bytes like 4096B); until then every "
+                      "allocation is refused", p.stderr)
 
     def test_disable_ignored(self):
         """VSHARE_DISABLE=1 cannot take a program off the scheduler."""

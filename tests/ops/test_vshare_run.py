@@ -136,9 +136,11 @@ class Usage(unittest.TestCase):
         message that asks for one, instead of a limit of 8 bytes."""
         for v in ("8", "1048575", "0.5", "0008"):
             self.assert_usage_error("--mem-limit", v, "--", "true",
-                                    needle="'%s' has no unit" % v)
+                                    needle="'%s': a size needs a unit" % v)
         r = run([VSHARE_RUN, "--mem-limit", "8", "--", "true"])
-        self.assertIn("like 8G or 8M", r.stderr)
+        self.assertIn("vsharectl: '8': a size needs a unit (K, M, G, T); a "
+                      "bare number below 1 MiB is refused, write 8G or 8B\n",
+                      r.stderr)
         for v in ("0", "1048576", "8B", "8G", "1.5G"):
             r = run([VSHARE_RUN, "--mem-limit", v, "--print-env"])
             self.assertEqual(r.returncode, 0, (v, r.stderr))
@@ -162,6 +164,9 @@ class Usage(unittest.TestCase):
         self.assert_usage_error("--socket", needle="needs a value")
         self.assert_usage_error("--mem-limit", "3X", "--", "true", needle="3X")
         self.assert_usage_error("--mem-limit", "-1", "--", "true", needle="-1")
+        # A value that reads as one of vsharectl's own words is a value.
+        self.assert_usage_error("--mem-limit", "--help", "--", "true",
+                                needle="'--help': not a size")
         self.assert_usage_error("--idle-ms", "1.5", "--", "true", needle="1.5")
         self.assert_usage_error("--idle-ms", "3600001", "--", "true",
                                 needle="3600000")

@@ -133,7 +133,7 @@ def t_reload(bindir):
         with open(d.conf, "w") as f:
             f.write('{"policy_users": {"%s": {"mem_limit": "2X"}}}' % uid)
         d.proc.send_signal(signal.SIGHUP)
-        wait_for(lambda: "mem_limit: bad size" in d.logtext(), 5,
+        wait_for(lambda: "mem_limit: '2X': not a size" in d.logtext(), 5,
                  "the reload's error in the log")
         check(nothing_more(s), "a failed reload sends no policy")
         check(not closed_by_peer(s, 0.2), "the client stays connected")

@@ -171,12 +171,16 @@ static void test_bad_values(void **state)
 	bad("{\"capacity\": \"1e3\"}", "capacity");
 	/* GPU memory in the shim's grammar: no unit below 1 MiB is a unit
 	 * left out, as a number or a string, globally or per GPU. */
-	bad("{\"capacity\": \"40\"}", "capacity: \"40\" has no unit and is "
-	    "below 1 MiB: add one (\"40G\" or \"40M\"; bytes as \"40B\")");
-	bad("{\"capacity\": 40}", "capacity: 40 has no unit");
-	bad("{\"capacity\": 1048575}", "capacity: 1048575 has no unit");
+	bad("{\"capacity\": \"40\"}", "capacity: '40': a size needs a unit "
+	    "(K, M, G, T); a bare number below 1 MiB is refused, write 40G or "
+	    "40B");
+	bad("{\"capacity\": 40}", "capacity: '40': a size needs a unit");
+	bad("{\"capacity\": 1048575}", "capacity: '1048575': a size needs a "
+	    "unit");
 	bad("{\"gpus\": {\"GPU-00000000-0000-0000-0000-0000000000aa\": "
-	    "{\"capacity\": \"12\"}}}", "capacity: \"12\" has no unit");
+	    "{\"capacity\": \"12\"}}}", "capacity: '12': a size needs a unit");
+	bad("{\"capacity\": \"40X\"}", "capacity: '40X': not a size (like 8G, "
+	    "512M or 1.5T; bytes like 4096B)");
 	/* The metrics' listen address: numbers and a port, nothing else. */
 	bad("{\"metrics_listen\": \"localhost:9464\"}", "metrics_listen: ");
 	bad("{\"metrics_listen\": \"127.0.0.1\"}", "not ADDRESS:PORT");
@@ -576,15 +580,23 @@ static void test_policy_bad(void **state)
 	bad("{\"policy_users\": {\"0\": {\"limit\": 3}}}",
 	    "policy_users.0.limit: unknown key");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"8X\"}}}",
-	    "policy_users.0.mem_limit: bad size");
+	    "policy_users.0.mem_limit: '8X': not a size (like 8G, 512M or "
+	    "1.5T; bytes like 4096B)");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"9P\"}}}",
+	    "policy_users.0.mem_limit: '9P': not a size");
+	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"9000T\"}}}",
+	    "policy_users.0.mem_limit: \"9000T\" is past the largest limit, "
+	    "9007199254740992 bytes");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": -1}}}",
 	    "policy_users.0.mem_limit: must be bytes");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": 1.5}}}",
 	    "policy_users.0.mem_limit");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": \"8\"}}}",
-	    "policy_users.0.mem_limit: 8 has no unit and is below 1 MiB");
+	    "policy_users.0.mem_limit: '8': a size needs a unit (K, M, G, T); "
+	    "a bare number below 1 MiB is refused, write 8G or 8B");
 	bad("{\"policy_users\": {\"0\": {\"mem_limit\": 8}}}",
-	    "policy_users.0.mem_limit: 8 has no unit and is below 1 MiB");
+	    "policy_users.0.mem_limit: '8': a size needs a unit (K, M, G, T); "
+	    "a bare number below 1 MiB is refused, write 8G or 8B");
 	bad("{\"policy_users\": {\"0\": {\"require\": 1}}}",
 	    "policy_users.0.require: must be true or false");
 	bad("{\"policy_users\": {\"0\": {\"weight\": 0}}}",

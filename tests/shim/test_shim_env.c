@@ -294,7 +294,15 @@ static void test_read_env(void **state)
 	read_logged(SET_MEM_LIMIT, &v, log, sizeof(log));
 	assert_int_equal(v.given, 0);
 	assert_int_equal(v.u, 0);
-	assert_non_null(strstr(log, "VSHARE_MEM_LIMIT=\"8\" has no unit"));
+	assert_non_null(strstr(log, "VSHARE_MEM_LIMIT='8': a size needs a "
+			       "unit (K, M, G, T); a bare number below 1 MiB "
+			       "is refused, write 8G or 8B; using the default"));
+	setenv("VSHARE_MEM_LIMIT", "8X", 1);
+	read_logged(SET_MEM_LIMIT, &v, log, sizeof(log));
+	assert_int_equal(v.given, 0);
+	assert_non_null(strstr(log, "VSHARE_MEM_LIMIT='8X': not a size (like "
+			       "8G, 512M or 1.5T; bytes like 4096B); using the "
+			       "default"));
 	unsetenv("VSHARE_MEM_LIMIT");
 	setenv("VSHARE_LABEL", "nightly", 1);
 	read_logged(SET_LABEL, &v, log, sizeof(log));

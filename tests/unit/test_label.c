@@ -69,6 +69,32 @@ static void test_fit(void **state)
 	assert_string_equal(small, "\xe2\x82\xac~");
 }
 
+static void cut_is(const char *in, size_t n, const char *want)
+{
+	char buf[80];
+
+	assert_int_equal(vs_label_cut(buf, n, in), strlen(want));
+	assert_string_equal(buf, want);
+}
+
+/* A label cut to what HELLO carries: whole characters only. */
+static void test_cut(void **state)
+{
+	(void)state;
+	cut_is("short", 64, "short");
+	cut_is("abcdef", 4, "abc");
+	cut_is("", 1, "");
+	/* "ab" then a two-byte character: 3 bytes would split it. */
+	cut_is("ab\xc3\xa9", 4, "ab");
+	cut_is("ab\xc3\xa9", 5, "ab\xc3\xa9");
+	/* A four-byte character cut after each of its bytes. */
+	cut_is("a\xf0\x9f\x98\x80", 3, "a");
+	cut_is("a\xf0\x9f\x98\x80", 5, "a");
+	cut_is("a\xf0\x9f\x98\x80", 6, "a\xf0\x9f\x98\x80");
+	/* Continuation bytes alone are no character: cut where asked. */
+	cut_is("a\x80\x80\x80\x80\x80", 5, "a\x80\x80\x80");
+}
+
 static void escape_is(const char *in, const char *want)
 {
 	char buf[VS_LABEL_ESC_SIZE(64)];
@@ -114,6 +140,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_escape),
 	};
 

@@ -76,8 +76,17 @@ static void test_shard_mem_unit(void **state)
 	(void)state;
 
 	assert_int_equal(vsp_conf_parse(&c, 1, no_unit, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "bad value in 'shard_mem=40' (no unit, and "
-			       "below 1 MiB: add one, like 40G or 40M"));
+	assert_string_equal(err, "shard_mem '40': a size needs a unit (K, M, "
+			    "G, T); a bare number below 1 MiB is refused, "
+			    "write 40G or 40B");
+	{
+		char *word[] = { "shard_mem=lots" };
+
+		assert_int_equal(vsp_conf_parse(&c, 1, word, err, sizeof(err)),
+				 -1);
+		assert_string_equal(err, "shard_mem 'lots': not a size (like "
+				    "8G, 512M or 1.5T; bytes like 4096B)");
+	}
 	assert_int_equal(parse(&c, bytes, 1), 0);
 	assert_int_equal(c.shard_mem, 40);
 	assert_int_equal(parse(&c, plain, 1), 0);
@@ -207,14 +216,16 @@ static void test_mem_option(void **state)
 	/* vshare-run's --mem-limit rule: a plain number below 1 MiB lost its
 	 * unit, and the message says which to add. */
 	assert_int_equal(vsp_mem_parse("8", &v, err, sizeof(err)), -1);
-	assert_string_equal(err, "--vshare-mem '8' has no unit and is below "
-			    "1 MiB: add one (like 8G or 8M; bytes as 8B)");
+	assert_string_equal(err, "--vshare-mem '8': a size needs a unit (K, "
+			    "M, G, T); a bare number below 1 MiB is refused, "
+			    "write 8G or 8B");
 	assert_int_equal(vsp_mem_parse("1048575", &v, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "add one"));
+	assert_non_null(strstr(err, "'1048575': a size needs a unit"));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
 		assert_int_equal(vsp_mem_parse(bad[i], &v, err, sizeof(err)), -1);
-		assert_non_null(strstr(err, "is not a size"));
+		assert_non_null(strstr(err, "': not a size (like 8G, 512M or "
+				       "1.5T; bytes like 4096B)"));
 	}
 }
 

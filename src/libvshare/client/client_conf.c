@@ -83,12 +83,13 @@ void client_conf_read(struct client_conf *c)
 	_Static_assert(sizeof(c->socket_path) == 107 + 1,
 		       "VSHARE_SOCKET's longest length in shim_settings.def");
 	snprintf(c->socket_path, sizeof(c->socket_path), "%s", sock);
+	/* A longer label is cut to what HELLO carries, between characters
+	 * (vsharectl label cuts a Jupyter kernel's label the same way). */
 	if (label.given)
-		snprintf(c->label, VS_LABEL_MAX, "%s", label.s);
+		vs_label_cut(c->label, VS_LABEL_MAX, label.s);
 	else
 		default_label(c->label, VS_LABEL_MAX);
-	/* The wire label allows UTF-8 text without control characters; the
-	 * cut above may have split a character. */
+	/* The wire label allows UTF-8 text without control characters. */
 	vs_label_clean(c->label);
 	c->idle_ms = shim_set_u64(SET_IDLE_MS);
 	c->idle_learn = (int)shim_set_u64(SET_IDLE_LEARN);

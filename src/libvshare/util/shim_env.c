@@ -197,7 +197,7 @@ static struct shim_set_val read_setting(enum shim_set_id id, int quiet)
 	const struct shim_setting *s = &shim_settings[id];
 	const char *text = secure_getenv(s->name);
 	struct shim_set_val v = { .u = s->dflt, .s = s->dflt_s };
-	char dflt[64], want[64];
+	char dflt[64], want[64], why[VS_SIZE_ERR_LEN];
 	int rc;
 
 	if (text == NULL || *text == '\0')
@@ -206,10 +206,9 @@ static struct shim_set_val read_setting(enum shim_set_id id, int quiet)
 	if (rc == 0 || quiet)
 		return v;
 	shim_setting_default(s, dflt, sizeof(dflt));
-	if (rc == -2) {
-		log_warn("%s=\"%s\" has no unit and is below 1 MiB: add one "
-			 "(like %sG or %sM; bytes as %sB); using the default "
-			 "(%s)", s->name, text, text, text, text, dflt);
+	if (rc == -2 || s->type == SHIM_T_SIZE || s->type == SHIM_T_MEM) {
+		log_warn("%s=%s; using the default (%s)", s->name,
+			 vs_size_error(why, sizeof(why), text, rc), dflt);
 		return v;
 	}
 	if (s->type == SHIM_T_STRING) {

@@ -100,11 +100,12 @@ static void parse_line(struct shim_node *n, const char *path, int no,
 		if (rc == 0)
 			return;
 		set_strict(n, k);
-		if (rc == -2) {
-			log_error("%s, line %d: mem_limit = %s has no unit and "
-				  "is below 1 MiB: add one (%sG or %sM; bytes "
-				  "as %sB); until then every allocation is "
-				  "refused", path, no, v, v, v, v);
+		if (!strcmp(k, "mem_limit")) {
+			char why[VS_SIZE_ERR_LEN];
+
+			log_error("%s, line %d: mem_limit %s; until then every "
+				  "allocation is refused", path, no,
+				  vs_size_error(why, sizeof(why), v, rc));
 			return;
 		}
 	}

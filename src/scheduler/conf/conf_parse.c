@@ -59,7 +59,7 @@ static int get_str(const cJSON *it, const char *key, char *out, size_t n,
 static int get_size(const cJSON *it, const char *key, int mem, uint64_t lo,
 		    uint64_t hi, uint64_t *out, char *err, size_t errlen)
 {
-	char num[32];
+	char num[32], why[VS_SIZE_ERR_LEN];
 	int rc;
 
 	if (!cJSON_IsString(it)) {
@@ -68,18 +68,12 @@ static int get_size(const cJSON *it, const char *key, int mem, uint64_t lo,
 		if (!mem || *out == 0 || *out >= VS_SIZE_MIN_PLAIN)
 			return 0;
 		snprintf(num, sizeof(num), "%llu", (unsigned long long)*out);
-		ERR("%s: %s has no unit and is below 1 MiB: add one (\"%sG\" "
-		    "or \"%sM\"; bytes as \"%sB\")", key, num, num, num, num);
+		ERR("%s: %s", key, vs_size_error(why, sizeof(why), num, -2));
 	}
 	rc = vs_parse_size(it->valuestring, mem ? VS_SIZE_NEED_UNIT : 0, out);
-	if (rc == -2)
-		ERR("%s: \"%s\" has no unit and is below 1 MiB: add one "
-		    "(\"%sG\" or \"%sM\"; bytes as \"%sB\")", key,
-		    it->valuestring, it->valuestring, it->valuestring,
-		    it->valuestring);
 	if (rc != 0)
-		ERR("%s: bad size \"%s\" (bytes, or like \"8G\")", key,
-		    it->valuestring);
+		ERR("%s: %s", key,
+		    vs_size_error(why, sizeof(why), it->valuestring, rc));
 	if (*out < lo || *out > hi)
 		ERR("%s: %s is out of range (%llu to %llu bytes)", key,
 		    it->valuestring, (unsigned long long)lo,

@@ -45,7 +45,7 @@ void conf_policy_free(struct conf *c)
 static int get_limit(struct conf_pol *p, const cJSON *v, const char *key,
 		     char *err, size_t errlen)
 {
-	char num[32];
+	char num[32], why[VS_SIZE_ERR_LEN];
 	const char *text = num;
 	double d;
 	int rc;
@@ -56,9 +56,10 @@ static int get_limit(struct conf_pol *p, const cJSON *v, const char *key,
 	if (cJSON_IsString(v)) {
 		text = v->valuestring;
 		rc = vs_parse_size(text, VS_SIZE_NEED_UNIT, &p->mem_limit);
-		if (rc == -1 || (rc == 0 && p->mem_limit > POL_LIMIT_MAX))
-			ERR("%s.mem_limit: bad size \"%s\" (bytes, or like "
-			    "\"8G\")", key, text);
+		if (rc == 0 && p->mem_limit > POL_LIMIT_MAX)
+			ERR("%s.mem_limit: \"%s\" is past the largest limit, "
+			    "%llu bytes", key, text,
+			    (unsigned long long)POL_LIMIT_MAX);
 	} else {
 		d = cJSON_IsNumber(v) ? v->valuedouble : -1;
 		if (d < 0 || d > (double)POL_LIMIT_MAX ||
@@ -71,10 +72,9 @@ static int get_limit(struct conf_pol *p, const cJSON *v, const char *key,
 		rc = p->mem_limit != 0 && p->mem_limit < VS_SIZE_MIN_PLAIN ?
 		     -2 : 0;
 	}
-	if (rc == -2)
-		ERR("%s.mem_limit: %s has no unit and is below 1 MiB: add one "
-		    "(\"%sG\" or \"%sM\"; bytes as \"%sB\")", key, text, text,
-		    text, text);
+	if (rc != 0)
+		ERR("%s.mem_limit: %s", key,
+		    vs_size_error(why, sizeof(why), text, rc));
 	p->has_limit = 1;
 	return 0;
 }
