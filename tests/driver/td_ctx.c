@@ -287,6 +287,25 @@ CUresult cuCtxSynchronize(void)
 	return td_ctx_sync(c);
 }
 
+/* CUDA 13's variant: the context named, NULL for the current one. */
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	CUresult rc;
+
+	if (ctx == NULL)
+		return cuCtxSynchronize();
+	if ((rc = td_check_init()) != CUDA_SUCCESS)
+		return rc;
+	if (!td_ctx_valid(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	td_lock();
+	rc = td_capture_check_ctx(ctx);
+	td_unlock();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	return td_ctx_sync(ctx);
+}
+
 CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
 	CUresult rc = td_check_init();
