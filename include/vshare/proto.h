@@ -252,9 +252,12 @@ struct vs_swapped {
  * sent at each release (before RELEASED), every VS_USAGE_REPORT_MS
  * while it holds the GPU and at its exit (before its connection's end
  * releases the GPU), only when something is to be told. busy_ms:
- * held with calls in flight or submissions less than the program's
- * idle gap apart (the pause after which the shim would release to a
- * waiter); idle_ms: held and idle by that rule. swapout_*: the
+ * held with work submitted and not finished, or submitting, as the shim
+ * sees it: calls in flight, a thread waiting in a synchronize, or less
+ * than the program's idle gap since its last submission or since a
+ * wait or query found its work unfinished; idle_ms: held and none of
+ * that. The meaning is the client's alone: a frame of the same layout
+ * from an older client counted only submissions. swapout_*: the
  * prefetch of its managed memory to the host at its releases
  * (VSHARE_SWAP_OUT=eager). The scheduler clamps busy_ms + idle_ms to
  * the time it saw the client hold the GPU. */

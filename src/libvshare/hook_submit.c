@@ -1,7 +1,8 @@
 /*
  * The hooks whose body is the same for every symbol of their kind,
  * generated from hooks.def: submissions pass the gate, capture begin/end
- * keep the gate's count of active captures.
+ * keep the gate's count of active captures, the program's waits and
+ * queries tell the gate that its work is still running.
  */
 #include "gate.h"
 #include "cu_query.h"
@@ -46,6 +47,35 @@ CUresult sym params                                                       \
 	if (was_ && (r_ == CUDA_SUCCESS ||                                \
 		     !cuq_stream_capturing((void *)(stream))))            \
 		gate_capture_delta(-1);                                   \
+	HOOK_LEAVE();                                                     \
+}
+
+/* A wait of the program's for its own work (gate.h, gate_sync_begin):
+ * the driver's call unchanged, inside the gate's count of waiting
+ * threads (which a thread cancelled inside the driver's wait leaves at
+ * its end). Not a submission: no gate to pass and nothing asked of the
+ * driver but the thread's context, so a capture or a closed gate makes
+ * no difference to it. */
+#define H_BODY_SYNC(sym, stream, params, args)                            \
+CUresult sym params                                                       \
+{                                                                         \
+	struct gate_sync w_;                                              \
+	HOOK_ENTER(sym, args);                                            \
+	gate_sync_begin(&w_);                                             \
+	r_ = real_ args;                                                  \
+	gate_sync_end(&w_);                                               \
+	HOOK_LEAVE();                                                     \
+}
+
+/* A query of the program's: its answer unchanged; "not ready" says its
+ * work was still running at this time. */
+#define H_BODY_QUERY(sym, stream, params, args)                           \
+CUresult sym params                                                       \
+{                                                                         \
+	HOOK_ENTER(sym, args);                                            \
+	r_ = real_ args;                                                  \
+	if (r_ == CUDA_ERROR_NOT_READY)                                   \
+		gate_sync_unfinished();                                   \
 	HOOK_LEAVE();                                                     \
 }
 

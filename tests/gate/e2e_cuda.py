@@ -433,6 +433,48 @@ def t_use():
     s.stop()
 
 
+def t_use_waits():
+    """Busy covers the work a program waits for: one kernel of 1 s and a
+    wait for it by each of the driver's ways (cuCtxSynchronize and its
+    CUDA 13 variant, cuStreamSynchronize, cuEventSynchronize, and
+    cuStreamQuery every 10 ms), then 0.5 s held with nothing to do. Each
+    program's busy time in the metrics, once it has ended, covers at least
+    80% of its kernel (the launch returns at once: without the waits only
+    the idle gap after it would count), and its idle time the rest of its
+    hold."""
+    td = "GPU-76737464-0000-0000-0000-000000000000"
+    s = Scheduler(SCHED, TMP, mode="on", tq_s=30, gpus={td: {"mode": "on"}})
+    s.start()
+    uid = str(os.getuid())
+    busy0 = idle0 = 0.0
+    for how in ("ctx", "ctx2", "stream", "event", "query"):
+        # Through a GRANT: the scheduler counts a hold taken through the
+        # lock page from its TOOK, which the client thread sends on its
+        # next pass (up to a second later when nothing else wakes it).
+        a = prog("-n", 1, "-k", 1000000, "-w", how, "-E", 500,
+                 VSHARE_LOCK_PAGE="0")
+        ok_exit(a)
+        # The program's last report comes with its exit; the daemon's
+        # text may be a second old.
+        deadline = time.monotonic() + 5
+        while True:
+            got = metrics(s.sock)
+            busy = metric(got, "vshare_gpu_busy_seconds_total", gpu=td,
+                          uid=uid) - busy0
+            idle = metric(got, "vshare_gpu_idle_held_seconds_total", gpu=td,
+                          uid=uid) - idle0
+            if (busy >= 0.8 and idle >= 0.3) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        check(busy >= 0.8, "-w %s: busy %.3f s of a 1 s kernel waited for"
+              % (how, busy))
+        check(idle >= 0.3, "-w %s: idle %.3f s of 0.5 s held after it"
+              % (how, idle))
+        busy0 += busy
+        idle0 += idle
+    s.stop()
+
+
 def told(s, a):
     """The status's client of program a once it said it ran unshared
     (None if it ended or 20 s passed first)."""

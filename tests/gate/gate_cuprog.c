@@ -5,8 +5,13 @@
  * shim's hooks. Kernels are the test driver's built-in vs_sleep (and
  * vs_sleep_ts after a growth, so the log tells the phases apart).
  *   gate_cuprog [-n KERNELS] [-k KERNEL_US] [-g GAP_MS] [-m ALLOC_MB]
- *               [-M GROW_MB] [-P PAUSE_MS] [-d DEVICE] [-c] [-a] [-F]
- *               [-Q]
+ *               [-M GROW_MB] [-P PAUSE_MS] [-d DEVICE] [-w WAIT]
+ *               [-E END_MS] [-c] [-a] [-F] [-Q]
+ * -w: how the program waits for each kernel: ctx (cuCtxSynchronize, the
+ *     default), ctx2 (cuCtxSynchronize_v2 of the current context), stream
+ *     (cuStreamSynchronize), event (an event recorded behind it,
+ *     cuEventSynchronize) or query (cuStreamQuery every 10 ms until done);
+ * -E: sleep END_MS after the kernels, before the end (the GPU still held);
  * -c: also capture three kernels into a graph and launch it;
  * -a: check results with vs_add after the kernels;
  * -Q: launch the kernels back to back on one stream, an event after each,
@@ -35,6 +40,7 @@ FN(cuMemcpyHtoD_v2); FN(cuMemcpyDtoH_v2); FN(cuStreamCreate);
 FN(cuStreamBeginCapture_v2); FN(cuStreamEndCapture);
 FN(cuGraphInstantiateWithFlags); FN(cuGraphLaunch); FN(cuStreamSynchronize);
 FN(cuEventCreate); FN(cuEventRecord); FN(cuEventQuery);
+FN(cuCtxSynchronize_v2); FN(cuEventSynchronize); FN(cuStreamQuery);
 
 static int load(void)
 {
@@ -53,7 +59,8 @@ static int load(void)
 	LOAD(cuMemcpyDtoH_v2); LOAD(cuStreamCreate); LOAD(cuStreamBeginCapture_v2);
 	LOAD(cuStreamEndCapture); LOAD(cuGraphInstantiateWithFlags);
 	LOAD(cuGraphLaunch); LOAD(cuStreamSynchronize); LOAD(cuEventCreate);
-	LOAD(cuEventRecord); LOAD(cuEventQuery);
+	LOAD(cuEventRecord); LOAD(cuEventQuery); LOAD(cuCtxSynchronize_v2);
+	LOAD(cuEventSynchronize); LOAD(cuStreamQuery);
 	return 0;
 }
 
@@ -130,6 +137,33 @@ static void queue_depth(long n, unsigned long long us)
 	free(ev);
 }
 
+/* -w: wait for the work launched on the legacy stream. */
+static void wait_for(const char *how)
+{
+	static CUevent ev;
+	CUresult r;
+
+	if (strcmp(how, "ctx") == 0) {
+		CK(p_cuCtxSynchronize());
+	} else if (strcmp(how, "ctx2") == 0) {
+		CK(p_cuCtxSynchronize_v2(NULL));
+	} else if (strcmp(how, "stream") == 0) {
+		CK(p_cuStreamSynchronize(NULL));
+	} else if (strcmp(how, "event") == 0) {
+		if (ev == NULL)
+			CK(p_cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+		CK(p_cuEventRecord(ev, NULL));
+		CK(p_cuEventSynchronize(ev));
+	} else if (strcmp(how, "query") == 0) {
+		while ((r = p_cuStreamQuery(NULL)) == CUDA_ERROR_NOT_READY)
+			sleep_ms(10);
+		CK(r);
+	} else {
+		fprintf(stderr, "-w %s: ctx, ctx2, stream, event or query\n", how);
+		exit(2);
+	}
+}
+
 static void add_check(void)
 {
 	enum { N = 1024 };
@@ -179,12 +213,14 @@ static void late_check(CUdeviceptr buf, long mb)
 int main(int argc, char **argv)
 {
 	long n = 10, us = 10000, gap = 0, alloc = 0, grow = -1, pause = 0, before = 0;
+	long end = 0;
+	const char *how = "ctx";
 	int opt, capture = 0, add = 0, ordinal = 0, late = 0, queue = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr buf = 0, big = 0;
 
-	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:caFQ")) != -1) {
+	while ((opt = getopt(argc, argv, "n:k:g:m:M:P:W:d:w:E:caFQ")) != -1) {
 		switch (opt) {
 		case 'n': n = atol(optarg); break;
 		case 'k': us = atol(optarg); break;
@@ -194,6 +230,8 @@ int main(int argc, char **argv)
 		case 'P': pause = atol(optarg); break;
 		case 'W': before = atol(optarg); break;
 		case 'd': ordinal = atoi(optarg); break;
+		case 'w': how = optarg; break;
+		case 'E': end = atol(optarg); break;
 		case 'c': capture = 1; break;
 		case 'a': add = 1; break;
 		case 'F': late = 1; break;
@@ -224,7 +262,7 @@ int main(int argc, char **argv)
 			sleep_ms(pause);
 		launch(grow > 0 && i >= n / 2 ? "vs_sleep_ts" : "vs_sleep",
 		       (unsigned long long)us, NULL);
-		CK(p_cuCtxSynchronize());
+		wait_for(how);
 		if (gap)
 			sleep_ms(gap);
 	}
@@ -234,6 +272,7 @@ int main(int argc, char **argv)
 		add_check();
 	if (late)
 		late_check(buf, alloc);
+	sleep_ms(end);
 	if (buf)
 		CK(p_cuMemFree_v2(buf));
 	if (big)

@@ -51,6 +51,24 @@ int gate_try_enter(int dev)
 								 : GATE_TRY_CLOSED;
 }
 
+void gate_sync_begin(struct gate_sync *w)
+{
+	w->token = 9;
+	w->since = 0;
+	__atomic_add_fetch(&stub.syncs_begun, 1, __ATOMIC_SEQ_CST);
+}
+
+void gate_sync_end(const struct gate_sync *w)
+{
+	if (w->token == 9)
+		__atomic_add_fetch(&stub.syncs_ended, 1, __ATOMIC_SEQ_CST);
+}
+
+void gate_sync_unfinished(void)
+{
+	__atomic_add_fetch(&stub.unfinished, 1, __ATOMIC_SEQ_CST);
+}
+
 void gate_capture_delta(int delta)
 {
 	__atomic_add_fetch(&stub.captures, delta, __ATOMIC_SEQ_CST);

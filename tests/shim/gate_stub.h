@@ -15,6 +15,8 @@ struct gate_stub {
 	int prepare_fails;    /* gate_prepare answers -1 */
 	int try_open;         /* gate_try_enter finds the gate open */
 	int try_enters, try_exits;
+	int syncs_begun, syncs_ended; /* gate_sync_begin / _end */
+	int unfinished;               /* gate_sync_unfinished */
 	void *last_stream;
 };
 

@@ -5,6 +5,7 @@
  * Compiled like the shim, with every driver variant under its own name.
  */
 #include <cuda.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -447,6 +448,95 @@ static void test_capture_deltas(void **state)
 	CK(cuStreamDestroy_v2(s));
 }
 
+/* A thread in a synchronize, for test_wait_hooks. */
+static void *sync_thread(void *arg)
+{
+	CK(cuCtxSetCurrent(ctx0));
+	CK(cuStreamSynchronize((CUstream)arg));
+	return NULL;
+}
+
+#define SYNCS_IN() (__atomic_load_n(&stub.syncs_begun, __ATOMIC_SEQ_CST) - \
+		    __atomic_load_n(&stub.syncs_ended, __ATOMIC_SEQ_CST))
+
+/* The program's waits and queries of its own work: each wait calls the
+ * driver's between gate_sync_begin and gate_sync_end (a thread blocked in
+ * one is inside), each query that answers "not ready" tells the gate; the
+ * program gets the driver's answers, a capture's refusal included. The
+ * shim's own waits and queries (a release's synchronize, pacing's marks)
+ * pass none of it. */
+static void test_wait_hooks(void **state)
+{
+	const struct gate_cuda_ops *ops = stub.ops;
+	CUstream s;
+	CUevent ev;
+	CUgraph g = NULL;
+	pthread_t t;
+	void *mark;
+	int b, u;
+
+	(void)state;
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	b = stub.syncs_begun;
+	u = stub.unfinished;
+	launch_sleep(s, 500000);
+	CK(cuEventRecord(ev, s));
+	assert_int_equal(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	assert_int_equal(cuEventQuery(ev), CUDA_ERROR_NOT_READY);
+	assert_int_equal(stub.unfinished, u + 2);
+	u = stub.unfinished;
+	assert_int_equal(pthread_create(&t, NULL, sync_thread, s), 0);
+	while (SYNCS_IN() == 0)
+		usleep(1000);
+	/* Inside while the kernel runs: it cannot leave before the kernel
+	 * is done, and the kernel is not done yet. */
+	assert_int_equal(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(SYNCS_IN(), 0);
+	assert_int_equal(stub.syncs_begun, b + 1);
+	assert_int_equal(stub.unfinished, u + 1);
+	u = stub.unfinished;
+	CK(cuStreamQuery(s));
+	CK(cuEventQuery(ev));
+	CK(cuStreamQuery_ptsz(NULL));
+	assert_int_equal(stub.unfinished, u);
+
+	launch_sleep(s, 1000);
+	CK(cuEventRecord(ev, s));
+	CK(cuEventSynchronize(ev));
+	CK(cuCtxSynchronize());
+	CK(cuCtxSynchronize_v2(NULL));
+	CK(cuCtxSynchronize_v2(ctx1));
+	CK(cuStreamSynchronize_ptsz(NULL));
+	assert_int_equal(stub.syncs_begun, b + 6);
+	assert_int_equal(SYNCS_IN(), 0);
+
+	/* The shim's own: through the real entry points. */
+	launch_sleep(s, 100000);
+	mark = ops->mark_new();
+	assert_non_null(mark);
+	assert_int_equal(ops->mark_record(mark, s), 0);
+	assert_int_equal(ops->mark_state(mark), 0);
+	assert_int_equal(ops->sync_device(0), 0);
+	assert_int_equal(ops->mark_state(mark), 1);
+	ops->mark_free(mark);
+	assert_int_equal(stub.syncs_begun, b + 6);
+	assert_int_equal(stub.unfinished, u);
+
+	/* A capturing stream's query and wait: the driver's refusal, as the
+	 * program would get it without the shim. */
+	CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	launch_sleep(s, 1000);
+	assert_int_equal(cuStreamQuery(s),
+			 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	assert_int_equal(stub.unfinished, u);
+	assert_int_not_equal(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+	assert_int_equal(SYNCS_IN(), 0);
+	CK(cuEventDestroy_v2(ev));
+	CK(cuStreamDestroy_v2(s));
+}
+
 /* The driver frees a context's memory with the context: destroying it,
  * or resetting a primary context, takes that memory off the footprint. */
 static void test_context_memory(void **state)
@@ -538,6 +628,17 @@ static void test_proc_rule(void **state)
 			 HOOK_OF(cuDevicePrimaryCtxRelease_v2));
 	assert_ptr_equal(proc("cuDevicePrimaryCtxReset", 7000, 0),
 			 HOOK_OF(cuDevicePrimaryCtxReset));
+	/* The waits and queries: CUDA 13's context synchronize takes the
+	 * context, the per-thread stream ones have their own hooks. */
+	assert_ptr_equal(proc("cuCtxSynchronize", 12090, 0),
+			 HOOK_OF(cuCtxSynchronize));
+	assert_ptr_equal(proc("cuCtxSynchronize", 13000, 0),
+			 HOOK_OF(cuCtxSynchronize_v2));
+	assert_ptr_equal(proc("cuStreamSynchronize", 13000, 1),
+			 HOOK_OF(cuStreamSynchronize_ptsz));
+	assert_ptr_equal(proc("cuStreamQuery", 13000, 1),
+			 HOOK_OF(cuStreamQuery_ptsz));
+	assert_ptr_equal(proc("cuEventQuery", 13000, 1), HOOK_OF(cuEventQuery));
 	/* Any other call older than every hooked variant cannot escape the
 	 * limit or the lock: the driver's own function. Not hooked, or
 	 * unknown: left as the driver's too. */
@@ -738,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_refused_destroy),
 		cmocka_unit_test(test_submission_streams),
 		cmocka_unit_test(test_capture_deltas),
+		cmocka_unit_test(test_wait_hooks),
 		cmocka_unit_test(test_context_memory),
 		cmocka_unit_test(test_proc_rule),
 		cmocka_unit_test(test_async_cache_sync),

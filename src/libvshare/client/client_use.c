@@ -4,15 +4,20 @@
  * ran unshared while the scheduler was away (VS_MSG_UNSHARED). Runs on
  * the client thread, from its passes over the GPUs (client_work.c).
  *
- * Busy and idle are the shim's own idea of idle, the one an idle drop
- * waits for: a holder is idle while nothing is in flight in its gate and
- * its last submission is older than its idle gap. The thread looks at
- * the gate's activity (gate_activity) at each pass and at least every
+ * Busy is the time the program had work submitted and not finished, or
+ * was submitting, as far as the shim sees it: calls in flight in its
+ * gate, threads of its waiting in a synchronize for their work
+ * (gate_use_activity), and up to the idle gap after its last submission
+ * or the last time its work was seen unfinished (a wait that lasted, a
+ * query answered "not ready"). The thread looks at the gate
+ * (gate_activity, gate_use_activity) at each pass and at least every
  * CLIENT_USE_TICK_MS while it holds a GPU, and splits the time since its
- * last look: busy up to the last exit plus the gap (all of it with calls
- * in flight), idle after. What the GPU itself computes is NVML's to say
- * (the scheduler reads it per process); this is what the program asked
- * of it.
+ * last look: busy up to the latest of those plus the gap (all of it with
+ * calls in flight or a thread waiting), idle after. A program that
+ * neither waits nor asks while its work runs (it sleeps, say) counts
+ * idle after the gap. The idle drop waits only for the submissions
+ * (client_work.c: drop); what the GPU itself computes is NVML's to say
+ * (the scheduler reads it per process).
  */
 #include <string.h>
 
@@ -54,13 +59,16 @@ uint64_t client_idle_gap(int dev)
 /* The time since the last look, split (the header comment above). */
 static void look(int dev, struct client_gpu *g, uint64_t now)
 {
-	uint64_t t0 = g->use.at_ms, last, end;
-	long inflight;
+	uint64_t t0 = g->use.at_ms, last, unfinished, end;
+	long inflight, syncs;
 
 	if (t0 == 0 || now <= t0)
 		return;
 	gate_activity(dev, &inflight, &last);
-	end = inflight > 0 ? now : last + client_idle_gap(dev);
+	gate_use_activity(dev, &syncs, &unfinished);
+	if (unfinished > last)
+		last = unfinished;
+	end = inflight > 0 || syncs > 0 ? now : last + client_idle_gap(dev);
 	if (end > now)
 		end = now;
 	if (end < t0)

@@ -25,6 +25,8 @@ struct dev_cache {
 	int   valid;
 	int   shard;    /* this thread's in-flight shard, + 1 (0: none yet) */
 	int   cancel_old; /* cancel state to restore at a slow entry's exit */
+	int   sync_tok; /* the token of its wait in progress, + 1 (0: none) */
+	int   sync_keyed; /* sync_key set for this thread */
 };
 
 /* A token from the slow path: gate_exit restores the cancel state. */
@@ -374,6 +376,98 @@ int gate_try_enter(int dev)
 		return dev * GATE_SHARDS + sh;
 	leave(g, sh);
 	return GATE_TRY_CLOSED;
+}
+
+/* A thread that ends inside a wait (cancelled in the driver's call: a
+ * driver's wait may be a cancellation point) is counted out by its
+ * key's destructor, as gate_pace.c gives a thread's marks back. */
+static pthread_once_t sync_once = PTHREAD_ONCE_INIT;
+static pthread_key_t sync_key;
+
+static void sync_thread_end(void *arg)
+{
+	struct gate_sync w = { tcache.sync_tok - 1, 0 };
+
+	(void)arg;
+	if (tcache.sync_tok == 0)
+		return;
+	w.since = gate_clock_ms();
+	gate_sync_end(&w);
+}
+
+static void sync_key_init(void)
+{
+	if (pthread_key_create(&sync_key, sync_thread_end) != 0)
+		sync_key = (pthread_key_t)-1;
+}
+
+/* The device a wait of the calling thread is for: its current
+ * context's, found as a submission finds it; -1 for none. */
+static int sync_dev(void)
+{
+	int dev;
+
+	if (!A_LOAD_RLX(&gate_g.enabled))
+		return -1;
+	dev = A_LOAD_RLX(&gate_g.one_dev) ? 0 : current_dev();
+	return dev >= 0 && dev < GATE_MAX_GPUS ? dev : -1;
+}
+
+/* Store a stamp only when it moves forward: threads sharing a shard
+ * need not agree on the order of their stores. */
+static void stamp_unfinished(struct gate_shard *s, uint64_t now)
+{
+	if (A_LOAD_RLX(&s->unfinished_ms) < now)
+		__atomic_store_n(&s->unfinished_ms, now, __ATOMIC_RELAXED);
+}
+
+void gate_sync_begin(struct gate_sync *w)
+{
+	int dev = sync_dev(), sh;
+
+	w->token = GATE_TOKEN_NONE;
+	if (dev < 0)
+		return;
+	if (__builtin_expect(!tcache.sync_keyed, 0)) {
+		pthread_once(&sync_once, sync_key_init);
+		if (sync_key != (pthread_key_t)-1)
+			pthread_setspecific(sync_key, &tcache);
+		tcache.sync_keyed = 1;
+	}
+	sh = my_shard();
+	w->token = dev * GATE_SHARDS + sh;
+	w->since = gate_clock_ms();
+	tcache.sync_tok = w->token + 1;
+	__atomic_fetch_add(&gate_g.gpu[dev].shard[sh].syncs, 1,
+			   __ATOMIC_RELAXED);
+}
+
+/* A wait that ended within the tick it began in says nothing: its work
+ * was done, or nearly; one that lasted had work running up to now. The
+ * stamp goes before the count comes down (gate_syncs reads them in the
+ * other order). */
+void gate_sync_end(const struct gate_sync *w)
+{
+	struct gate_shard *s;
+	uint64_t now;
+
+	if (w->token < 0 || w->token >= GATE_MAX_GPUS * GATE_SHARDS)
+		return;
+	tcache.sync_tok = 0;
+	s = &gate_g.gpu[w->token / GATE_SHARDS].shard[w->token % GATE_SHARDS];
+	now = gate_clock_ms();
+	if (now != w->since)
+		stamp_unfinished(s, now);
+	__atomic_fetch_sub(&s->syncs, 1, __ATOMIC_RELEASE);
+}
+
+void gate_sync_unfinished(void)
+{
+	int dev = sync_dev();
+
+	if (dev >= 0)
+		stamp_unfinished(&gate_g.gpu[dev].shard[my_shard()],
+				 gate_clock_ms());
 }
 
 void gate_capture_delta(int delta)

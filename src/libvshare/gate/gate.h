@@ -80,6 +80,27 @@ void gate_init(const struct gate_cuda_ops *ops, const struct gate_events *ev);
 int  gate_enter(void *stream);
 void gate_exit(int token);
 
+/*
+ * The program's own waits for its GPU work (the hooks of
+ * cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize and of the
+ * queries cuStreamQuery, cuEventQuery): not submissions, they pass no
+ * gate and never wait here. They tell the use report (gate_ctl.h,
+ * gate_use_activity) that work of this program on the calling thread's
+ * device is still running. gate_sync_begin .. gate_sync_end bracket a
+ * blocking wait: the thread counts as waiting meanwhile, and a wait that
+ * lasted past a tick of the coarse clock stamps its end as a time the
+ * work was unfinished. gate_sync_unfinished: a query answered "not
+ * ready". Nothing is counted while the gate is disabled or the thread
+ * has no context.
+ */
+struct gate_sync {
+	int      token;
+	uint64_t since;
+};
+void gate_sync_begin(struct gate_sync *w);
+void gate_sync_end(const struct gate_sync *w);
+void gate_sync_unfinished(void);
+
 /* The shim's own work on dev (a prefetch of new memory), which must
  * never wait: a token for gate_exit when this process may submit to dev
  * now (its gate is open, or the gate is off), GATE_TRY_CLOSED when it

@@ -164,6 +164,14 @@ void gate_activity(int dev, long *inflight, uint64_t *last_ms)
 	*last_ms = g != NULL ? gate_last_ms(g) : 0;
 }
 
+void gate_use_activity(int dev, long *syncs, uint64_t *unfinished_ms)
+{
+	struct gate_gpu *g = gpu_of(dev);
+
+	*syncs = g != NULL ? gate_syncs(g) : 0;
+	*unfinished_ms = g != NULL ? gate_unfinished_ms(g) : 0;
+}
+
 uint32_t gate_gap_ms(int dev)
 {
 	struct gate_gpu *g = gpu_of(dev);

@@ -75,6 +75,11 @@ int  gate_gpu_info(int dev, uint8_t uuid[16], uint64_t *total_mem);
 int  gate_waiting(int dev);
 /* Calls inside dev's gate and the coarse time of the latest exit (ms). */
 void gate_activity(int dev, long *inflight, uint64_t *last_ms);
+/* What the program's own waits say of its work on dev (gate.h,
+ * gate_sync_begin): threads waiting for it now, and the coarse time (ms)
+ * it was last seen unfinished (0: never). The use report counts both as
+ * busy; the idle drop does not wait for them. */
+void gate_use_activity(int dev, long *syncs, uint64_t *unfinished_ms);
 /* The largest recent pause between dev's submissions within a burst, ms
  * (coarse clock): how long a pause of this program may last before its
  * burst is over; GATE_GAP_UNKNOWN until a few pauses were seen. */

@@ -35,7 +35,14 @@ struct gate_shard {
 	uint64_t last_ms;       /* coarse time of the last exit; atomic */
 	uint32_t gap_ms;        /* pauses within bursts, decayed; atomic */
 	uint32_t gap_n;         /* pauses learned, up to GATE_GAP_SAMPLES */
+	/* The program's own waits for its work (gate_sync_begin): threads
+	 * inside one, and the coarse time its work was last seen
+	 * unfinished (a wait that lasted, a query not ready); atomics. */
+	long     syncs;
+	uint64_t unfinished_ms;
 } __attribute__((aligned(64)));
+/* One line per shard: a submission touches only its own. */
+_Static_assert(sizeof(struct gate_shard) == 64, "a gate shard is one line");
 
 /* Pauses between exits shorter than this are a program's pauses within
  * a burst (gate_exit learns them); longer ones end a burst. Until
@@ -155,6 +162,10 @@ void     gate_gpu_init(struct gate_gpu *g);
 long     gate_inflight(struct gate_gpu *g);
 /* The latest exit stamp of a gate. */
 uint64_t gate_last_ms(struct gate_gpu *g);
+/* Threads inside the program's own waits for a gate's GPU, and the
+ * latest time its work there was seen unfinished. */
+long     gate_syncs(struct gate_gpu *g);
+uint64_t gate_unfinished_ms(struct gate_gpu *g);
 /* The largest learned pause of any shard, ms; GATE_GAP_UNKNOWN until
  * GATE_GAP_SAMPLES pauses were learned. */
 uint32_t gate_gap_of(struct gate_gpu *g);

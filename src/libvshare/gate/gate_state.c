@@ -49,6 +49,30 @@ long gate_inflight(struct gate_gpu *g)
 	return n;
 }
 
+long gate_syncs(struct gate_gpu *g)
+{
+	long n = 0;
+
+	/* Acquire: a wait that is over left its stamp before its count
+	 * came down (gate_sync_end). */
+	for (int i = 0; i < GATE_SHARDS; i++)
+		n += __atomic_load_n(&g->shard[i].syncs, __ATOMIC_ACQUIRE);
+	return n;
+}
+
+uint64_t gate_unfinished_ms(struct gate_gpu *g)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < GATE_SHARDS; i++) {
+		uint64_t t = A_LOAD_RLX(&g->shard[i].unfinished_ms);
+
+		if (t > last)
+			last = t;
+	}
+	return last;
+}
+
 uint32_t gate_gap_of(struct gate_gpu *g)
 {
 	uint32_t gap = 0, n = 0;

@@ -18,9 +18,9 @@ enum hook_id {
 };
 
 enum hook_kind {
-	HOOK_SUBMIT, HOOK_COPY, HOOK_CAPTURE_BEGIN, HOOK_CAPTURE_END, HOOK_ALLOC,
-	HOOK_FREE, HOOK_PIN, HOOK_UNPIN, HOOK_INFO, HOOK_CTX, HOOK_RESOLVE,
-	HOOK_REAL
+	HOOK_SUBMIT, HOOK_COPY, HOOK_CAPTURE_BEGIN, HOOK_CAPTURE_END, HOOK_SYNC,
+	HOOK_QUERY, HOOK_ALLOC, HOOK_FREE, HOOK_PIN, HOOK_UNPIN, HOOK_INFO,
+	HOOK_CTX, HOOK_RESOLVE, HOOK_REAL
 };
 
 struct hook_info {
@@ -90,6 +90,8 @@ int hook_resolve_all(void *(*lookup)(void *handle, const char *name),
 #define H_EXPORT_COPY(sym)          VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_CAPTURE_BEGIN(sym) VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_CAPTURE_END(sym)   VSHARE_EXPORT __typeof__(sym) sym;
+#define H_EXPORT_SYNC(sym)          VSHARE_EXPORT __typeof__(sym) sym;
+#define H_EXPORT_QUERY(sym)         VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_ALLOC(sym)         VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_FREE(sym)          VSHARE_EXPORT __typeof__(sym) sym;
 #define H_EXPORT_PIN(sym)           VSHARE_EXPORT __typeof__(sym) sym;
