@@ -25,8 +25,10 @@ periodic or Poisson arrivals of the same mean) beside PyTorch training
 
 Also: the training's kernel durations (median, p99, from the PyTorch
 profiler), which bound what a request can wait for at the submission
-boundary, and whether every request's answer is bit-identical to the
-solo run's. Every shim process runs with VSHARE_MEM_LIMIT (--mem-limit),
+boundary, whether every request's answer is bit-identical to the solo
+run's, and whether the training's loss after its warm-up (the same
+seed, inputs and steps, run beside the client) is the solo run's, to
+the bit. Every shim process runs with VSHARE_MEM_LIMIT (--mem-limit),
 the scheduler with a small capacity. Prints a table and one JSON line."""
 import argparse
 import json
@@ -293,6 +295,7 @@ def main():
     shutil.rmtree(r.tmp, True)
 
     solo_steps = res["solo_train"]["steps_per_s_mean"]
+    solo_loss = res["solo_train"].get("warmup_loss")
     base_p99 = {}
     for arr in kinds:
         s = res["solo_infer_" + arr]
@@ -300,7 +303,8 @@ def main():
             s = dict(s, p50_ms=s["later_ms_p50"], p99_ms=s["later_ms_p90"],
                      answers=[s.get("sum")])
         base_p99[arr] = s["p99_ms"]
-        rows.append(("solo, %s" % arr, s["p50_ms"], s["p99_ms"], None, "-"))
+        rows.append(("solo, %s" % arr, s["p50_ms"], s["p99_ms"], None, "-",
+                     "-"))
         for k in ["plain", "mps", "auto", "on"] + variants:
             v = res.get("%s_%s" % (k, arr))
             if not isinstance(v, (list, tuple)):
@@ -310,22 +314,26 @@ def main():
                 i = dict(i, p50_ms=i["later_ms_p50"], p99_ms=i["later_ms_p90"],
                          answers=[i.get("sum")])
             same = i["answers"] == s["answers"]
+            loss_same = t.get("warmup_loss") == solo_loss
             rows.append(("%s, %s" % (k, arr), i["p50_ms"], i["p99_ms"],
                          pct(t["steps_per_s_mean"], solo_steps),
-                         "yes" if same else "NO"))
+                         "yes" if same else "NO",
+                         "yes" if loss_same else "NO"))
     print("| arrangement | client p50 ms | p99 ms (cells: p90) | x solo p99 "
-          "| training % of solo | answers as solo |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name, p50, p99, tr, same in rows:
+          "| training % of solo | answers as solo | training loss as solo |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, p50, p99, tr, same, loss_same in rows:
         base = base_p99[name.split(", ")[1]]
-        print("| %s | %.2f | %.2f | %.2f | %s | %s |" % (
+        print("| %s | %.2f | %.2f | %.2f | %s | %s | %s |" % (
             name, p50 or 0, p99 or 0, (p99 or 0) / (base or 1),
-            "-" if tr is None else "%.1f" % tr, same))
+            "-" if tr is None else "%.1f" % tr, same, loss_same))
     if "alone_train" in res:
         print("training alone under vshare: %.1f%% of plain solo "
-              "(%.2f against %.2f steps/s)" % (
+              "(%.2f against %.2f steps/s), loss after the warm-up %s" % (
                   pct(res["alone_train"]["steps_per_s_mean"], solo_steps),
-                  res["alone_train"]["steps_per_s_mean"], solo_steps))
+                  res["alone_train"]["steps_per_s_mean"], solo_steps,
+                  "as solo" if res["alone_train"].get("warmup_loss") ==
+                  solo_loss else "NOT as solo"))
     k = res["kernels"]
     if "median_us" in k:
         print("training's kernels: median %.0f us, p99 %.0f us, max %.0f us"

@@ -446,6 +446,9 @@ def _prio_row(res, key, p50x, p99x, train):
          (train is None or t["steps_per_s_mean"] >= train * st)
     ok = ok and c.get("answers", c.get("sum")) == solo.get("answers",
                                                             solo.get("sum"))
+    # The training's loss after its warm-up, to the bit (torch_check.py
+    # bench): vshare never rewrites a kernel.
+    ok = ok and t.get("warmup_loss") == res["solo_train"].get("warmup_loss")
     base = []
     for other in ("plain", "mps"):
         v = res.get("%s_%s" % (other, kind))
@@ -460,7 +463,7 @@ def _prio_row(res, key, p50x, p99x, train):
                                      100 * t["steps_per_s_mean"] / st),
         baseline="; ".join(base),
         target="p50 <= %sx, tail <= %sx solo, training >= %s of solo, "
-               "answers as solo's" % (p50x, p99x, train),
+               "answers and training loss as solo's" % (p50x, p99x, train),
         detail="gpu/prio_bench.py (tail: p99, cells p90); the training's "
                "kernels %s" % res.get("kernels"), data={key: pair})
 
