@@ -11,10 +11,6 @@
 
 #include "dra.h"
 
-extern "C" {
-#include "size.h"
-}
-
 static void usage(FILE *f)
 {
 	fputs(
@@ -58,21 +54,12 @@ static int bad(const char *what, const char *arg)
 	return 2;
 }
 
-/* A size option, GPU memory in the shim's grammar, above 0: 0, or the
- * usage error that names the value and says why (src/common/size.c). */
+/* A size option: 0, or the usage error (kp_mem_arg). */
 static int size_opt(const char *opt, const char *arg, uint64_t *out)
 {
-	char why[VS_SIZE_ERR_LEN];
-	int rc = vs_parse_size(arg, VS_SIZE_NEED_UNIT, out);
+	std::string why = kp_mem_arg(opt, arg, out);
 
-	if (rc != 0)
-		return bad((std::string(opt) + " " +
-			    vs_size_error(why, sizeof(why), arg, rc)).c_str(),
-			   nullptr);
-	if (*out == 0)
-		return bad((std::string(opt) + " takes a size above 0").c_str(),
-			   arg);
-	return 0;
+	return why.empty() ? 0 : bad(why.c_str(), nullptr);
 }
 
 /* A DNS subdomain, as Kubernetes names drivers and nodes. */

@@ -129,6 +129,11 @@ std::string kp_allocate(const kp_conf &c, const std::vector<kp_gpu> &gpus,
 /* The numeric device names of the CDI spec (its GPUs), or why not. */
 std::string kp_spec_gpus(const std::string &path, std::vector<unsigned> &out);
 
+/* An option's GPU memory in the shim's grammar (src/common/size.h),
+ * above 0: "" and out set, or the refusal, naming the option, the value
+ * and why (both plugins' options). */
+std::string kp_mem_arg(const char *opt, const char *arg, uint64_t *out);
+
 /* --- the gRPC side --- */
 /* Start serving on plugin_dir/endpoint; 0, or -1 logged. */
 int kp_server_start(const kp_conf &c);

@@ -21,6 +21,10 @@
 
 #include "kp.h"
 
+extern "C" {
+#include "size.h"
+}
+
 std::string kp_share_id(unsigned gpu, unsigned share)
 {
 	return std::to_string(gpu) + "-" + std::to_string(share);
@@ -273,5 +277,18 @@ std::string kp_allocate(const kp_conf &c, const std::vector<kp_gpu> &gpus,
 	if (!c.cls.empty())
 		g.envs["VSHARE_CLASS"] = c.cls;
 	g.envs["VSHARE_LABEL"] = kp_token_label(ids);
+	return "";
+}
+
+std::string kp_mem_arg(const char *opt, const char *arg, uint64_t *out)
+{
+	char why[VS_SIZE_ERR_LEN];
+	int rc = vs_parse_size(arg, VS_SIZE_NEED_UNIT, out);
+
+	if (rc != 0)
+		return std::string(opt) + " " +
+		       vs_size_error(why, sizeof(why), arg, rc);
+	if (*out == 0)
+		return std::string(opt) + " takes a size above 0: " + arg;
 	return "";
 }

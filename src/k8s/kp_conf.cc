@@ -15,7 +15,6 @@
 #include "kp.h"
 
 extern "C" {
-#include "size.h"
 extern const char kp_default_socket[];  /* kp_defaults.c */
 }
 
@@ -78,21 +77,12 @@ static int bad(const char *what, const char *arg)
 	return 2;
 }
 
-/* A size option, GPU memory in the shim's grammar, above 0: 0, or the
- * usage error that names the value and says why (src/common/size.c). */
+/* A size option: 0, or the usage error (kp_mem_arg). */
 static int size_opt(const char *opt, const char *arg, uint64_t *out)
 {
-	char why[VS_SIZE_ERR_LEN];
-	int rc = vs_parse_size(arg, VS_SIZE_NEED_UNIT, out);
+	std::string why = kp_mem_arg(opt, arg, out);
 
-	if (rc != 0)
-		return bad((std::string(opt) + " " +
-			    vs_size_error(why, sizeof(why), arg, rc)).c_str(),
-			   nullptr);
-	if (*out == 0)
-		return bad((std::string(opt) + " takes a size above 0").c_str(),
-			   arg);
-	return 0;
+	return why.empty() ? 0 : bad(why.c_str(), nullptr);
 }
 
 static bool number(const char *s, unsigned long min, unsigned long max,

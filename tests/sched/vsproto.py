@@ -115,7 +115,7 @@ S = dict(
     lock_page=Payload(("magic", "I"), ("n_slots", "I"), (None, "56x"),
                       ("slot", "%ds" % (64 * LOCK_SLOTS))),
     lock_word=Payload(("word", "Q"), ("busy", "Q"), ("seq", "I"),
-                      ("sleepers", "I"), (None, "40x")),
+                      ("sleepers", "I"), ("next", "Q"), (None, "32x")),
     lock_words=Payload(("w", "%ds" % (64 * LOCK_SLOTS)), (None, "64x")),
     lock_info=Payload(("token", "Q"), ("size", "I"), ("words", "I")),
     waiting=Payload(UUID_F, ("position", "I"), ("n_waiting", "I"),
