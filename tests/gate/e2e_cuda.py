@@ -567,12 +567,24 @@ def t_paced():
         time.sleep(0.02)
     check(ops(pid=inter.pid) != [], "the interactive program ran its kernel")
 
-    paced = prog("-Q", "-n", 200, "-k", 2000, VSHARE_LOG_LEVEL="debug")
-    ok_exit(paced)
+    # A wait for a mark gives up after 50 ms (gate_pace.c), and the
+    # stream then runs unpaced for a second, by design: on a loaded
+    # machine the test driver's stream thread can stall that long. Such
+    # a run says so in its log and is run again, at most twice; any other
+    # run that queues more is a failure.
+    for attempt in range(3):
+        paced = prog("-Q", "-n", 200, "-k", 2000, VSHARE_LOG_LEVEL="debug")
+        ok_exit(paced)
+        if queued_max(paced) <= 8 or "pacing gave up" not in paced.err:
+            break
+        print("pacing gave up on a stall (run %d): again" % (attempt + 1))
     check("paced: an interactive program shares it" in paced.err,
           "the batch program was granted with the pace flag")
     check(queued_max(paced) <= 8,
-          "paced: at most 8 kernels of 2 ms queued (%d)" % queued_max(paced))
+          "paced: at most 8 kernels of 2 ms queued (%d)%s" % (
+              queued_max(paced), "".join(
+                  "\n  " + l for l in paced.err.splitlines()
+                  if "pac" in l or "GPU" in l)[:4000]))
 
     off = prog("-Q", "-n", 200, "-k", 2000, VSHARE_PACE_US=0)
     ok_exit(off)
