@@ -367,7 +367,8 @@ static void watch_start(void)
 static void request_begins(struct gate_gpu *g, struct vs_lock_word *w,
 			   uint64_t t)
 {
-	uint64_t iv, d, next = 0;
+	uint64_t iv, next = 0;
+	int64_t e;
 
 	pthread_mutex_lock(&g->prio_mu);
 	if (g->prio_req_at != 0 && t > g->prio_req_at) {
@@ -379,16 +380,13 @@ static void request_begins(struct gate_gpu *g, struct vs_lock_word *w,
 			g->prio_req_dev = iv / 8;
 			g->prio_req_n = 1;
 		} else {
-			d = iv > g->prio_req_iv ? iv - g->prio_req_iv :
-			    g->prio_req_iv - iv;
-			if (iv > g->prio_req_iv)
-				g->prio_req_iv += (iv - g->prio_req_iv) / 8;
-			else
-				g->prio_req_iv -= (g->prio_req_iv - iv) / 8;
-			if (d > g->prio_req_dev)
-				g->prio_req_dev += (d - g->prio_req_dev) / 4;
-			else
-				g->prio_req_dev -= (g->prio_req_dev - d) / 4;
+			/* Both under PRIO_REQ_MAX_NS: no overflow. The mean
+			 * moves by an eighth of the error, the deviation by a
+			 * quarter of its own. */
+			e = (int64_t)iv - (int64_t)g->prio_req_iv;
+			g->prio_req_iv = (uint64_t)((int64_t)g->prio_req_iv + e / 8);
+			e = (e < 0 ? -e : e) - (int64_t)g->prio_req_dev;
+			g->prio_req_dev = (uint64_t)((int64_t)g->prio_req_dev + e / 4);
 			if (g->prio_req_n < PRIO_REQ_SEEN)
 				g->prio_req_n++;
 		}

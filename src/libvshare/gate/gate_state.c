@@ -4,6 +4,7 @@
  * fast path (gate.c), the slow wait (gate_wait.c) and the controls
  * (gate_ctl.c) build on this file and never call each other back.
  */
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -60,17 +61,24 @@ long gate_syncs(struct gate_gpu *g)
 	return n;
 }
 
-uint64_t gate_unfinished_ms(struct gate_gpu *g)
+/* The latest of a coarse stamp that each shard keeps (at byte `off` of
+ * struct gate_shard, a uint64_t). */
+static uint64_t shard_latest(struct gate_gpu *g, size_t off)
 {
 	uint64_t last = 0;
 
 	for (int i = 0; i < GATE_SHARDS; i++) {
-		uint64_t t = A_LOAD_RLX(&g->shard[i].unfinished_ms);
+		uint64_t t = A_LOAD_RLX((uint64_t *)((char *)&g->shard[i] + off));
 
 		if (t > last)
 			last = t;
 	}
 	return last;
+}
+
+uint64_t gate_unfinished_ms(struct gate_gpu *g)
+{
+	return shard_latest(g, offsetof(struct gate_shard, unfinished_ms));
 }
 
 uint32_t gate_gap_of(struct gate_gpu *g)
@@ -89,15 +97,7 @@ uint32_t gate_gap_of(struct gate_gpu *g)
 
 uint64_t gate_last_ms(struct gate_gpu *g)
 {
-	uint64_t last = 0;
-
-	for (int i = 0; i < GATE_SHARDS; i++) {
-		uint64_t t = A_LOAD_RLX(&g->shard[i].last_ms);
-
-		if (t > last)
-			last = t;
-	}
-	return last;
+	return shard_latest(g, offsetof(struct gate_shard, last_ms));
 }
 
 void gate_open_locked(struct gate_gpu *g)
