@@ -21,14 +21,16 @@ VSHARE_MEM_LIMIT, the scheduler with a small capacity.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TC = os.path.join(HERE, "torch_check.py")
+sys.path.insert(0, HERE)
+from prio_bench import Run  # noqa: E402
 
 SLEEPER = r"""
 import sys, time, torch
@@ -52,37 +54,30 @@ def main():
     ap.add_argument("--mem-limit", default="4G")
     ap.add_argument("--capacity", default="16G")
     o = ap.parse_args()
-    os.makedirs(o.out, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="vsuse.")
-    sock = os.path.join(tmp, "s.sock")
-    cfg = os.path.join(tmp, "s.json")
-    with open(cfg, "w") as f:
-        json.dump({"mode": "auto", "capacity": o.capacity}, f)
-    sched = subprocess.Popen(
-        [os.path.join(o.vshare_dir, "bin", "vshare-scheduler"), "--socket",
-         sock, "--config", cfg],
-        stdout=open(os.path.join(o.out, "sched.log"), "w"),
-        stderr=subprocess.STDOUT)
-    while not os.path.exists(sock):
-        if sched.poll() is not None:
-            print("the scheduler did not start")
-            return 1
-        time.sleep(0.05)
-    env = dict(os.environ, LD_PRELOAD=os.path.join(o.vshare_dir, "lib",
-                                                   "libvshare.so"),
-               VSHARE_SOCKET=sock, VSHARE_MEM_LIMIT=o.mem_limit,
-               PYTORCH_CUDA_ALLOC_CONF="expandable_segments:False")
+    # The scheduler and the shim's environment as the priority benchmark
+    # starts them (its temporary directory, removed at the end).
+    r = Run(o)
+    sched, sock = r.scheduler("use", "auto")
+    try:
+        return check(o, r, sock)
+    finally:
+        sched.send_signal(signal.SIGTERM)
+        sched.wait(timeout=20)
+        shutil.rmtree(r.tmp, True)
+
+
+def check(o, r, sock):
     s = str(o.seconds)
     progs = {
-        "train": ([sys.executable, TC, "bench", "--seconds", s], {}),
+        "train": ([sys.executable, TC, "bench", "--seconds", s], None),
         "infer": ([sys.executable, TC, "infer", "--seconds", s],
-                  {"VSHARE_CLASS": "interactive"}),
-        "sleep": ([sys.executable, "-c", SLEEPER, s], {}),
+                  "interactive"),
+        "sleep": ([sys.executable, "-c", SLEEPER, s], None),
     }
     procs = {}
-    for name, (argv, extra) in progs.items():
+    for name, (argv, klass) in progs.items():
         procs[name] = subprocess.Popen(
-            argv, env=dict(env, **extra), stdout=subprocess.DEVNULL,
+            argv, env=r.shim_env(sock, klass), stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(o.out, name + ".err"), "w"))
     time.sleep(o.seconds - 1)
     ctl = os.path.join(o.vshare_dir, "bin", "vsharectl")
@@ -101,8 +96,6 @@ def main():
                           capture_output=True, text=True, timeout=10).stdout
     for p in procs.values():
         p.wait(timeout=120)
-    sched.send_signal(signal.SIGTERM)
-    sched.wait(timeout=20)
     by_pid = {p.pid: n for n, p in procs.items()}
     print("| program | class | held s | busy s | idle s | busy %% of busy + idle "
           "| device memory (vshare) | nvidia-smi |")
