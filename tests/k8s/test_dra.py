@@ -70,7 +70,13 @@ class Run:
         self.proc = None
         self.endpoint = None
         if start:
-            self.start()
+            try:
+                self.start()
+            except OSError:
+                # No __exit__ follows a failed __init__: the double and
+                # the directory go here (a binary that was not built).
+                self.remove()
+                raise
 
     def start(self):
         self.proc = subprocess.Popen(self.argv, env=self.env,
@@ -130,8 +136,12 @@ class Run:
                 raise Fail("driver exit status %s at TERM:\n%s" %
                            (rc, log[-3000:]))
         finally:
-            self.api.stop()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            self.remove()
+
+    def remove(self):
+        """The double stopped, the directory removed."""
+        self.api.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def need_grpc():

@@ -81,7 +81,13 @@ class Run:
         self.client = None
         self.expect_rc = 0      # the exit status at the end
         if start:
-            self.start()
+            try:
+                self.start()
+            except OSError:
+                # No __exit__ follows a failed __init__: the double and
+                # the directory go here (a binary that was not built).
+                self.remove()
+                raise
 
     def start(self):
         self.proc = subprocess.Popen(self.argv, env=self.env,
@@ -127,8 +133,12 @@ class Run:
                 raise Fail("plugin exit status %s at TERM:\n%s" %
                            (rc, log[-3000:]))
         finally:
-            self.kubelet.stop()
-            shutil.rmtree(self.dir, ignore_errors=True)
+            self.remove()
+
+    def remove(self):
+        """The double stopped, the directory removed."""
+        self.kubelet.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def need_grpc():
