@@ -237,6 +237,53 @@ static void test_cap(void **state)
 	sched_free(w.s);
 }
 
+/* A capped user's holder at its cap, when a reload lifts the cap: the
+ * daemon hands the new policy to the user's clients one at a time, and
+ * the holder must not be dropped for the cap while another client of
+ * its user (attached, not asking) takes it first: the user's record has
+ * the new policy by then. Without the reload it is dropped. */
+static int cap_drop_at_reload(int lift)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct sched_class_pol capped = { 1, 20, 25 }, lifted = { 1, 20, 0 };
+	struct sched_cred cred = { 1999, 2000, 2000 };
+	struct world w;
+	struct prog *holder;
+	struct sched_client *other;
+	int dropped;
+
+	cfg.cap_window_ms = 10000;
+	world_init(&w, &cfg);
+	holder = add(&w, TRAIN, 2000);
+	add_class(&w, holder, VS_CLASS_BATCH, 1, 20, 25);
+	other = sched_client_new(w.s, &cred, "o", NULL);
+	assert_non_null(other);
+	assert_int_equal(sched_attach(w.s, other, GPU_A, 80 * GiB), 0);
+	sched_client_set_policy(w.s, other, &capped);
+	run(&w, 100);
+	assert_true(holder->holding);
+	/* Past the 2.5 s of the cap, before a step of the policy saw it. */
+	fake_now = 2700;
+	sched_out_clear(w.s);
+	if (lift) {
+		sched_client_set_policy(w.s, other, &lifted);
+		sched_client_set_policy(w.s, holder->c, &lifted);
+	} else {
+		sched_tick(w.s);
+	}
+	dropped = sched_drops_of(w.s, sched_gpu_find(w.s, GPU_A),
+				 SCHED_DROP_CAP) != 0;
+	sched_free(w.s);
+	return dropped;
+}
+
+static void test_cap_lifted_mid_reload(void **state)
+{
+	(void)state;
+	assert_true(cap_drop_at_reload(0));
+	assert_false(cap_drop_at_reload(1));
+}
+
 /* Five users, each a non-stop interactive claimer within its own budget,
  * and a batch job of a sixth: budgets are per user, so without a bound
  * on the class the five take five budgets, all of the GPU (the job got
@@ -425,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_budget_back_on_time),
 		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_cap_lifted_mid_reload),
 		cmocka_unit_test(test_class_total),
 		cmocka_unit_test(test_slice_capped),
 		cmocka_unit_test(test_total_per_gpu),

@@ -233,6 +233,13 @@ static uint64_t cap_ms(const struct sched *s, const struct sched_client *c)
 	return (uint64_t)s->cfg.cap_window_ms * c->cp.cap_pct / 100u;
 }
 
+/* The cap of c's user as the newest policy has it: the same as cap_ms
+ * but while a reload hands that policy to the user's clients. */
+static uint64_t user_cap_ms(const struct sched *s, const struct sched_client *c)
+{
+	return (uint64_t)s->cfg.cap_window_ms * c->u->cp.cap_pct / 100u;
+}
+
 /* The part of a cap that must be free again before a capped waiter is
  * granted: a twentieth, at least a slot. */
 static uint64_t cap_slack(const struct sched *s, const struct sched_client *c)
@@ -494,10 +501,14 @@ uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,
 			return SCHED_DROP_TOTAL;
 	}
 	/* Counted in a cap at its grant, but a cap lifted since (cap_ms 0)
-	 * is no reason to drop it. */
-	if (u != NULL && h->cap_held && h->c->cp.cap_pct != 0) {
+	 * is no reason to drop it; nor is a cap that a reload lifts or
+	 * raises for its user while it hands the new policy to the user's
+	 * clients one at a time (the user's record has it first). */
+	if (u != NULL && h->cap_held && h->c->cp.cap_pct != 0 &&
+	    h->c->u->cp.cap_pct != 0) {
 		cap_flush(s, u, now);
-		if (cap_used_ms(s, u, now) >= cap_ms(s, h->c))
+		if (cap_used_ms(s, u, now) >= cap_ms(s, h->c) &&
+		    cap_used_ms(s, u, now) >= user_cap_ms(s, h->c))
 			return SCHED_DROP_CAP;
 	}
 	return preempt && h->klass == VS_CLASS_BATCH ? SCHED_DROP_CLASS : 0;
