@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 
+import vsproto
 from schedtest import (Daemon, Fail, T, check, closed_by_peer, gpu_ref, hello,
                        main, recv_frame, recv_n, scenarios, wait_for, frame,
                        HDR)
@@ -314,6 +315,52 @@ def t_ctl_errors(b):
             check(r.returncode == ec and r.stdout == "" and r.stderr,
                   "%s: exit %d, %r %r" % (args, r.returncode, r.stdout,
                                           r.stderr))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def t_ctl_check_version(b):
+    """vsharectl check beside a daemon of another release: it answers, so
+    the line says reachable, with both versions and the daemon's words,
+    exit 1; never "not reachable" (it runs), nothing on stderr."""
+    tmp = tempfile.mkdtemp(prefix="vshare-ctl-")
+    sock = os.path.join(tmp, "s.sock")
+    ctl = os.path.join(b, "vsharectl")
+    ours = "this vsharectl versions %d to %d" % (vsproto.VERSION_MIN,
+                                                vsproto.VERSION)
+    cases = [  # (answer, exit, stdout wants)
+        # A newer daemon's refusal, in its own header version.
+        (frame(T["ERROR"], struct.pack("<iI128s", -95, 11,
+                                       b"version 11 here: update vsharectl"),
+               version=11), 1,
+         "scheduler: reachable, but it speaks protocol version 11 and " +
+         ours + ": install vsharectl and vshare-scheduler of one vshare "
+         "release (it says: version 11 here: update vsharectl)\n"),
+        # A newer daemon that answers in its version, with no error.
+        (frame(T["WELCOME"], struct.pack("<II", 11, 1), version=11), 1,
+         "scheduler: reachable, but it speaks protocol version 11 and " +
+         ours + ": install vsharectl and vshare-scheduler of one vshare "
+         "release\n"),
+        # An older one that refuses the request's version in ours.
+        (error(-95, "vshare-scheduler speaks protocol version 1"), 1,
+         "scheduler: reachable, but it refused"),
+        # One that answers nothing at all.
+        (b"", 3, "scheduler: not reachable: no answer from %s (above)\n" %
+         sock),
+    ]
+    try:
+        th = fake_daemon(sock, [c[0] for c in cases])
+        for ans, ec, want in cases:
+            r = subprocess.run([ctl, "-s", sock, "check"],
+                               capture_output=True, text=True, timeout=20)
+            what = "check -> %r" % ans[:24]
+            check(r.returncode == ec, "%s: exit %d, not %d (%s %s)" %
+                  (what, r.returncode, ec, r.stdout, r.stderr))
+            check(r.stdout.startswith(want) if want.endswith("refused")
+                  else r.stdout == want, "%s: stdout %r" % (what, r.stdout))
+            check((ec == 3) == (r.stderr != ""),
+                  "%s: stderr %r" % (what, r.stderr))
+        th.join(5)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -195,12 +195,16 @@ static const struct sched_member *sf_target(const struct sf *f,
 
 /* A capped user's grant of this step: below its cap. A grant that a
  * change of the policy overtook within the step (another client of the
- * user, granted under the cap it had then) must be asked to release. */
-static void sf_check_grant(const struct sf *f, const struct sched_member *m)
+ * user, granted under the cap it had then) must be asked to release; so
+ * must a take through the lock page past the cap (the client ran
+ * already: the take is only recorded). */
+static void sf_check_grant(const struct sf *f, const struct sched_out *o,
+			   const struct sched_member *m)
 {
 	if (!m->cap_held || m->c->cp.cap_pct == 0)
 		return;
-	if (f->repol && m->hard)
+	if ((f->repol || o->kind == SCHED_OUT_TOOK) && m->hard &&
+	    m->hard_at == f->now)
 		return;
 	SF_CHECK(sf_cap_used_ms(f, m) < (double)sf_cap_ms(f, m));
 }
@@ -296,7 +300,7 @@ static void sf_check_outbox(const struct sf *f)
 		if (m == NULL)
 			continue;
 		if (o->type == VS_MSG_GRANT) {
-			sf_check_grant(f, m);
+			sf_check_grant(f, o, m);
 			sf_check_pace(f, o, m);
 		} else
 			sf_check_drop(f, o, m);
