@@ -31,7 +31,11 @@ struct vc_reply {
 	char   *text;        /* JSON or message, NUL-terminated, malloc'd */
 	size_t  len;
 	int     keep_error;  /* set by the caller: an ERROR frame's code and
-			      * words in status and text, not printed */
+			      * words in status and text, not printed; a
+			      * daemon of a protocol version we do not speak
+			      * too (status VS_E_VERSION, its version in
+			      * theirs, its words, if any, in text) */
+	uint32_t theirs;     /* VS_E_VERSION: the daemon's version, 0 unknown */
 };
 
 /* Send one request, in the oldest protocol version that has its type (so

@@ -36,6 +36,25 @@ static int usage(const char *cmd, const char *syn)
 	return VC_EXIT_USAGE;
 }
 
+/* A daemon that answered in a protocol version this vsharectl does not
+ * speak: one line that says both versions, and the daemon's words. */
+static void print_version_refused(const struct vc_reply *r)
+{
+	if (r->theirs != 0)
+		printf("scheduler: reachable, but it speaks protocol version "
+		       "%u and this vsharectl versions %u to %u: install "
+		       "vsharectl and vshare-scheduler of one vshare release",
+		       r->theirs, VS_PROTO_VERSION_MIN, VS_PROTO_VERSION);
+	else
+		printf("scheduler: reachable, but it refused this vsharectl's "
+		       "protocol versions %u to %u: install vsharectl and "
+		       "vshare-scheduler of one vshare release",
+		       VS_PROTO_VERSION_MIN, VS_PROTO_VERSION);
+	if (r->text != NULL && r->text[0] != '\0')
+		printf(" (it says: %s)", r->text);
+	printf("\n");
+}
+
 /* The protocol version in a status document; 0 before version 3. */
 static double doc_protocol(const char *json)
 {
@@ -53,7 +72,7 @@ static double doc_protocol(const char *json)
 
 int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 {
-	struct vc_reply r = { 0, NULL, 0, 1 };
+	struct vc_reply r = { 0, NULL, 0, 1, 0 };
 	struct vs_status_req req;
 	const char *path = a->socket ? a->socket : getenv("VSHARE_SOCKET");
 	char why[512];
@@ -62,7 +81,8 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
 		printf("usage: vsharectl check\nWhether vshare-scheduler "
 		       "answers on its socket, in one line; exit 0 if it does, "
-		       "3 if not.\n");
+		       "1 if it answers in a protocol version this vsharectl "
+		       "does not speak, 3 if not.\n");
 		return VC_EXIT_OK;
 	}
 	if (argc != 1)
@@ -77,7 +97,10 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 	memset(&req, 0, sizeof(req));
 	rc = vc_call(fd, VS_MSG_STATUS, &req, sizeof(req), &r);
 	close(fd);
-	if (rc == VC_EXIT_OK && r.status != VS_OK) {
+	if (rc != VC_EXIT_OK && r.status == VS_E_VERSION) {
+		/* It runs, but we do not speak each other's protocol. */
+		print_version_refused(&r);
+	} else if (rc == VC_EXIT_OK && r.status != VS_OK) {
 		/* A status for admins only: a REPLY that refuses, from a
 		 * daemon that runs. */
 		printf("scheduler: reachable (status refused: %s)\n",
@@ -92,8 +115,8 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 			printf("scheduler: reachable (protocol version unknown: "
 			       "an older vshare-scheduler)\n");
 	} else if (r.text != NULL) {
-		/* The daemon answered, with a refusal of its own (a status
-		 * for admins only): it runs. */
+		/* The daemon answered, with an error of its own (too many
+		 * connections, a status for admins only): it runs. */
 		printf("scheduler: reachable (status refused: %s)\n", r.text);
 		rc = VC_EXIT_OK;
 	} else {

@@ -207,12 +207,21 @@ static int print_error(uint16_t type, const struct vs_error *e)
 
 /* The header's version is not ours. The reader still read a foreign
  * error (its layout is frozen), so the daemon's own words can follow. */
-static int version_mismatch(uint16_t type, const struct vs_frx *rx)
+static int version_mismatch(uint16_t type, const struct vs_frx *rx,
+			    struct vc_reply *out)
 {
 	const struct vs_error *e = vs_frx_foreign_error(rx);
+	uint32_t theirs = e != NULL && e->code == VS_E_VERSION &&
+			  e->detail != 0 ? e->detail : rx->in.hdr.version;
 
-	version_refused(type, e != NULL && e->code == VS_E_VERSION &&
-			e->detail != 0 ? e->detail : rx->in.hdr.version);
+	if (out->keep_error) {
+		out->status = VS_E_VERSION;
+		out->theirs = theirs;
+		if (e != NULL)
+			out->text = strndup(e->msg, sizeof(e->msg));
+		return VC_EXIT_ERROR;
+	}
+	version_refused(type, theirs);
 	if (e != NULL)
 		fprintf(stderr, "vsharectl: vshare-scheduler: %s\n", e->msg);
 	return VC_EXIT_ERROR;
@@ -286,12 +295,13 @@ static int read_reply(int fd, uint16_t type, struct vc_reply *out)
 	if (r < 0)
 		return io_error(r);
 	if (r == VS_FRX_VERSION)
-		return version_mismatch(type, &rx);
+		return version_mismatch(type, &rx, out);
 	if (r == VS_FRX_FRAME && rx.in.hdr.type == VS_MSG_ERROR &&
 	    out->keep_error) {
 		const struct vs_error *e = vs_frx_payload(&rx);
 
 		out->status = e->code;
+		out->theirs = e->code == VS_E_VERSION ? e->detail : 0;
 		out->text = strndup(e->msg, sizeof(e->msg));
 		return VC_EXIT_ERROR;
 	}

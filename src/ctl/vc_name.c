@@ -63,7 +63,7 @@ static int fill(struct vs_set_name *m, const char *label, size_t llen,
 
 static int send_one(int fd, const struct vs_set_name *m)
 {
-	struct vc_reply r = { 0, NULL, 0, 0 };
+	struct vc_reply r = { 0, NULL, 0, 0, 0 };
 	int rc = vc_call(fd, VS_MSG_SET_NAME, m, sizeof(*m), &r);
 
 	if (rc == VC_EXIT_OK && r.status != VS_OK) {

@@ -17,7 +17,7 @@ int main(int argc, char **argv)
 	struct vc_args a;
 	struct vs_admin_set set;
 	struct vs_status_req sreq;
-	struct vc_reply r = { 0, NULL, 0, 0 };
+	struct vc_reply r = { 0, NULL, 0, 0, 0 };
 	const char *path;
 	int rc, fd, ec = 0;
 
