@@ -244,6 +244,30 @@ class Check(unittest.TestCase):
                           r.stdout)
             self.assertIn("does not exist", r.stdout)
 
+    def test_scheduler_of_another_release(self):
+        """vsharectl check's exit 1 (a scheduler that answers in a protocol
+        version it does not speak) is --check's 1, its line passed on;
+        its 3 stays 3. A vsharectl beside vshare-run stands in."""
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = os.path.join(tmp, "vshare-run")
+            shutil.copy(VSHARE_RUN, dst)
+            os.chmod(dst, 0o755)
+            line = "scheduler: reachable, but it speaks protocol version 11"
+            for ctl_rc, want in ((1, 1), (3, 3), (0, 0)):
+                ctl = os.path.join(tmp, "vsharectl")
+                with open(ctl, "w") as f:
+                    f.write("#!/bin/sh\necho '%s'\nexit %d\n" %
+                            (line, ctl_rc))
+                os.chmod(ctl, 0o755)
+                r = run([dst, "--socket", os.path.join(tmp, "s.sock"),
+                         "--lib", self.fake_lib(tmp), "--check"])
+                self.assertEqual(r.returncode, want, r.stdout + r.stderr)
+                self.assertIn(line + "\n", r.stdout)
+            # A missing library comes first.
+            r = run([dst, "--socket", os.path.join(tmp, "s.sock"),
+                     "--lib", os.path.join(tmp, "none.so"), "--check"])
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+
     def test_stale_socket(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "stale.sock")
