@@ -24,6 +24,13 @@ by name, with class-burst in suite_fair.py); not part of the default run.
   class-cap      uid A capped at 25% (max_share_pct) running stamp alone
                  for --class-seconds, then beside uid B: A's GPU time from
                  the kernels' timestamps; plain alone for the baseline
+  prio           gpu/prio_bench.py's inference-like client (periodic and
+                 Poisson arrivals) beside training: solo, plain, MPS with
+                 client priority, vshare auto and on
+  prio-serve     the same program's LLM-serving-like client and notebook
+                 cells beside training, and the training alone under
+                 vshare (the cost of the gate); apart from prio so that
+                 each fits in one call of a lent machine
 
 The two-user checks need root (setpriv) and run stamp, which needs no
 Python packages. Safety: stamp holds a few KiB; every shim process has
@@ -39,7 +46,7 @@ from suite_fair import (MISS, USER_A, USER_B, _as, _pct, _public, _ready,
 from suite_lib import Result, median, run_selected
 
 CLASS_CHECKS = ["class-infer", "class-pace", "class-claimer", "class-cap",
-                "prio"]
+                "prio", "prio-serve"]
 PACE_KEEP = 0.97         # class-pace: paced training at least this of unpaced
 INFER_P99_X = 3.0        # class-infer: p99 at most this times solo
 INFER_TRAIN = 0.80       # class-infer: training at least this of solo
@@ -468,20 +475,34 @@ def _prio_row(res, key, p50x, p99x, train):
                "kernels %s" % res.get("kernels"), data={key: pair})
 
 
-def bench_prio(env):
+# prio_bench.py's arrangements per check: --only, --kinds, and the
+# targets whose figures they give.
+PRIO_PARTS = {
+    "prio": ("solo,plain,mps,auto,on", "periodic,poisson",
+             ["auto_periodic", "auto_poisson", "on_periodic"]),
+    "prio-serve": ("solo,plain,mps,auto,on,alone,llm,cells", "",
+                   ["auto_llm", "on_llm", "auto_cells", "on_cells"]),
+}
+PRIO_RUNS = 14           # prio_bench's runs of one part, at most, with their
+PRIO_RUN_EXTRA_S = 25    # start and warm-up: the bound on the part's time
+
+
+def _bench_prio(env, part):
     o = env.opts
-    d = env.fresh_dir("prio")
-    p = env.run("prio", [o.python, os.path.join(env.gpu_src, "prio_bench.py"),
-                         "--vshare-dir", env.vshare, "--out", d,
-                         "--seconds", str(o.class_seconds // 3 or 15),
-                         "--mem-limit", o.mem_limit,
-                         "--capacity", o.capacity],
-                env.base_env(), timeout=590)
+    only, kinds, keys = PRIO_PARTS[part]
+    secs = o.class_seconds // 3 or 15
+    d = env.fresh_dir(part)
+    p = env.run(part, [o.python, os.path.join(env.gpu_src, "prio_bench.py"),
+                       "--vshare-dir", env.vshare, "--out", d,
+                       "--seconds", str(secs), "--only", only,
+                       "--kinds", kinds, "--mem-limit", o.mem_limit,
+                       "--capacity", o.capacity],
+                env.base_env(), timeout=PRIO_RUNS * (secs + PRIO_RUN_EXTRA_S))
     if not p.ok:
-        return Result("priority at kernel granularity", "benchmark", FAIL,
-                      detail=p.why())
+        return Result("priority at kernel granularity (%s)" % part,
+                      "benchmark", FAIL, detail=p.why())
     res = p.json
-    rows = [_prio_row(res, *t) for t in PRIO_TARGETS]
+    rows = [_prio_row(res, *t) for t in PRIO_TARGETS if t[0] in keys]
     alone = res.get("alone_train")
     if alone:
         share = alone["steps_per_s_mean"] / res["solo_train"]["steps_per_s_mean"]
@@ -492,6 +513,14 @@ def bench_prio(env):
     return rows
 
 
+def bench_prio(env):
+    return _bench_prio(env, "prio")
+
+
+def bench_prio_serve(env):
+    return _bench_prio(env, "prio-serve")
+
+
 def run_class(env, guard, selected, guarded_many):
     """The class checks that are selected, each after the memory guard
     (stamp's few KiB need none)."""
@@ -500,4 +529,5 @@ def run_class(env, guard, selected, guarded_many):
         ("class-pace", 2 * env.opts.mem_limit_bytes, bench_class_pace),
         ("class-claimer", 0, bench_class_claimer),
         ("class-cap", 0, bench_class_cap),
-        ("prio", 2 * env.opts.mem_limit_bytes, bench_prio)])
+        ("prio", 2 * env.opts.mem_limit_bytes, bench_prio),
+        ("prio-serve", 2 * env.opts.mem_limit_bytes, bench_prio_serve)])
