@@ -164,7 +164,7 @@ class Run:
         cfg = os.path.join(self.tmp, name + ".json")
         with open(cfg, "w") as f:
             json.dump({"mode": mode, "tq_s": tq_s, "policy": "fair",
-                       "capacity": parse_size(self.o.capacity)}, f)
+                       "capacity": self.o.capacity}, f)
         p = subprocess.Popen([self.sched_bin, "--socket", sock, "--config",
                               cfg], stdout=open(os.path.join(
                                   self.out, "sched-%s.log" % name), "w"),
@@ -192,12 +192,6 @@ class Run:
     def mps_quit(self, m):
         ctl, e = m
         subprocess.run([ctl], input="quit\n", env=e, text=True, timeout=30)
-
-
-def parse_size(s):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    s = s.strip().upper().rstrip("IB")
-    return int(float(s[:-1]) * units[s[-1]]) if s[-1] in units else int(s)
 
 
 def pct(a, b):

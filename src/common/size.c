@@ -37,13 +37,20 @@ int vs_parse_size(const char *s, unsigned flags, uint64_t *out)
 	if ((flags & VS_SIZE_NEED_UNIT) && *(end - 1) >= '0' &&
 	    *(end - 1) <= '9' && v > 0 && v < VS_SIZE_MIN_PLAIN)
 		return -2;
+	/* A fraction of a byte is no size ("1.5B", "1048576.5"). */
+	if (mult == 1 && memchr(s, '.', digits) != NULL)
+		return -1;
 	*out = (uint64_t)v;
 	return 0;
 }
 
 char *vs_size_error(char *out, size_t n, const char *text, int rc)
 {
-	if (rc == -2)
+	if (rc == -2 && strchr(text, '.') != NULL)
+		snprintf(out, n, "'%.64s': a size needs a unit (K, M, G, T); a "
+			 "bare number below 1 MiB is refused, write %.64sG",
+			 text, text);
+	else if (rc == -2)
 		snprintf(out, n, "'%.64s': a size needs a unit (K, M, G, T); a "
 			 "bare number below 1 MiB is refused, write %.64sG or "
 			 "%.64sB", text, text, text);

@@ -22,7 +22,8 @@
 #define VS_SIZE_MIN_PLAIN (1024u * 1024u)
 
 /* Plain decimals only (no sign, hex, exponent, inf or nan), an optional
- * K/M/G/T (either case), "i", "B". 0 and *out set; -1 when not a size;
+ * K/M/G/T (either case), "i", "B"; a fraction only with a unit ("1.5G",
+ * not "1.5B"). 0 and *out set; -1 when not a size;
  * -2 for a small size with no unit under VS_SIZE_NEED_UNIT. */
 int vs_parse_size(const char *s, unsigned flags, uint64_t *out);
 

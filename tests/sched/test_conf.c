@@ -181,6 +181,7 @@ static void test_bad_values(void **state)
 	    "{\"capacity\": \"12\"}}}", "capacity: '12': a size needs a unit");
 	bad("{\"capacity\": \"40X\"}", "capacity: '40X': not a size (like 8G, "
 	    "512M or 1.5T; bytes like 4096B)");
+	bad("{\"capacity\": \"1.5B\"}", "capacity: '1.5B': not a size");
 	/* The metrics' listen address: numbers and a port, nothing else. */
 	bad("{\"metrics_listen\": \"localhost:9464\"}", "metrics_listen: ");
 	bad("{\"metrics_listen\": \"127.0.0.1\"}", "not ADDRESS:PORT");
@@ -236,6 +237,7 @@ static void test_trailing_data(void **state)
 
 static void test_sizes(void **state)
 {
+	char err[VS_SIZE_ERR_LEN];
 	uint64_t v;
 	(void)state;
 
@@ -258,6 +260,14 @@ static void test_sizes(void **state)
 	assert_int_equal(vs_parse_size("nan", 0, &v), -1);
 	assert_int_equal(vs_parse_size("", 0, &v), -1);
 	assert_int_equal(vs_parse_size("99999999999T", 0, &v), -1);
+	/* A fraction of a byte, with a unit of bytes or none. */
+	assert_int_equal(vs_parse_size("1.5B", 0, &v), -1);
+	assert_int_equal(vs_parse_size("1048576.5", 0, &v), -1);
+	assert_int_equal(vs_parse_size("0.5", VS_SIZE_NEED_UNIT, &v), -2);
+	/* Whose advice names no fraction of a byte either. */
+	assert_string_equal(vs_size_error(err, sizeof(err), "0.5", -2),
+			    "'0.5': a size needs a unit (K, M, G, T); a bare "
+			    "number below 1 MiB is refused, write 0.5G");
 }
 
 static void test_file_and_print(void **state)
