@@ -332,6 +332,42 @@ static void test_class_total(void **state)
 	sched_free(w.s);
 }
 
+/* Two interactive programs of two users, co-held in auto beside a batch
+ * waiter that does not fit, spend the class's total twice as fast: the
+ * policy is next due when the two together reach it (half the total),
+ * not when one alone would (the daemon's timer waits for that). */
+static void test_total_two_holders(void **state)
+{
+	struct sched_cfg cfg = fair_cfg(SCHED_POLICY_FAIR);
+	struct world w;
+	struct prog *a, *b, *big;
+	uint64_t t0;
+	(void)state;
+
+	cfg.mode = VS_MODE_AUTO;
+	cfg.total_pct = 10;
+	cfg.halflife_ms = 10000; /* the total: 1 s of every 10 */
+	world_init(&w, &cfg);
+	a = add(&w, TRAIN, 3000);
+	add_class(&w, a, VS_CLASS_INTERACTIVE, 1, 100, 0);
+	b = add(&w, TRAIN, 3001);
+	add_class(&w, b, VS_CLASS_INTERACTIVE, 1, 100, 0);
+	run(&w, 100);
+	assert_true(a->holding && b->holding);
+	big = add(&w, TRAIN, 2000);
+	assert_int_equal(sched_footprint(w.s, big->c, GPU_A, 79 * GiB, 0), 0);
+	run(&w, fake_now + STEP_MS);
+	assert_true(big->waiting && a->holding && b->holding);
+	t0 = fake_now;
+	assert_true(sched_next_deadline(w.s) <= t0 + 500);
+	/* And the drop comes then. */
+	while (sched_drops_of(w.s, sched_gpu_find(w.s, GPU_A),
+			      SCHED_DROP_TOTAL) == 0 && fake_now < t0 + 2000)
+		run(&w, fake_now + STEP_MS);
+	assert_true(fake_now <= t0 + 500 + STEP_MS);
+	sched_free(w.s);
+}
+
 /* A program that claims interactive beside two batch jobs: each fair
  * preemption of the training job (by the other batch job, a short one)
  * leaves it off the GPU through an interactive turn of 2 s too. Counted
@@ -474,6 +510,7 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_cap_lifted_mid_reload),
 		cmocka_unit_test(test_class_total),
+		cmocka_unit_test(test_total_two_holders),
 		cmocka_unit_test(test_slice_capped),
 		cmocka_unit_test(test_total_per_gpu),
 	};

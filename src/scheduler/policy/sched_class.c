@@ -173,45 +173,82 @@ static uint64_t budget_used_ms(const struct sched *s,
 	return win_sum(&u->iwin, iwin_width(s), now);
 }
 
-/* The same as of now for the user of m (u, NULL: nothing charged yet),
- * with m's interactive time since its last charge when it holds as
- * interactive while others wait: else a deadline computed at another
- * GPU's event, later than that charge, would come that much too late.
- * That part counts up to the window: a holder nothing charged for long
- * (hung, its drop unanswered) has the whole window spent, not more. */
-static uint64_t budget_now_ms(const struct sched *s,
-			      const struct sched_usage *u,
-			      const struct sched_member *m, uint64_t now)
+/* h's interactive time since its last charge, when it holds as
+ * interactive while others wait (what its next charge adds), up to the
+ * window: a holder nothing charged for long (hung, its drop unanswered)
+ * has the whole window spent, not more. */
+static uint64_t open_ms(const struct sched *s, const struct sched_member *h,
+			uint64_t now)
 {
-	uint64_t v = u != NULL ? budget_used_ms(s, u, now) : 0, open;
+	uint64_t open;
 
-	if (m->state == SCHED_ST_HOLDING && m->klass == VS_CLASS_INTERACTIVE &&
-	    m->g->contended && now > m->charged_at) {
-		open = now - m->charged_at;
-		v += open < budget_window_ms(s) ? open : budget_window_ms(s);
-	}
-	return v;
+	if (h->state != SCHED_ST_HOLDING || h->klass != VS_CLASS_INTERACTIVE ||
+	    !h->g->contended || now <= h->charged_at)
+		return 0;
+	open = now - h->charged_at;
+	return open < budget_window_ms(s) ? open : budget_window_ms(s);
 }
 
-/* The same for the whole class on g: its window, with the open part of
- * each of its holders' interactive time, each up to the window. */
-static uint64_t total_now_ms(const struct sched *s, const struct sched_gpu *g,
-			     uint64_t now)
+/* The interactive holders of g that are charged as time passes: of uid
+ * only, or all (uid NULL). Each charges its user's budget and the
+ * class's total at the full rate, so n of them spend either n times as
+ * fast. */
+static uint64_t charged_holders(const struct sched_gpu *g, const uint32_t *uid)
 {
-	uint64_t v = win_sum(&g->ciwin, iwin_width(s), now), open;
+	uint64_t n = 0;
 
 	if (!g->contended)
-		return v;
+		return 0;
 	for (const struct dlink *it = g->holders.next; it != &g->holders;
 	     it = it->next) {
 		const struct sched_member *h =
 			dl_entry(it, const struct sched_member, h_link);
 
-		if (h->klass != VS_CLASS_INTERACTIVE || now <= h->charged_at)
-			continue;
-		open = now - h->charged_at;
-		v += open < budget_window_ms(s) ? open : budget_window_ms(s);
+		n += h->klass == VS_CLASS_INTERACTIVE &&
+		     (uid == NULL || h->c->cred.uid == *uid);
 	}
+	return n;
+}
+
+/* What is left of a budget, t ms, spent by n holders at once: the time
+ * to its end, rounded up (never 0, which would be due at once). */
+static uint64_t per_holder(uint64_t t, uint64_t n)
+{
+	return n > 1 ? (t + n - 1) / n : t;
+}
+
+/* The same as of now for the user of m (u, NULL: nothing charged yet),
+ * with the open time of each of the user's holders of m's GPU: else a
+ * deadline computed at another GPU's event, later than their charge,
+ * would come that much too late. */
+static uint64_t budget_now_ms(const struct sched *s,
+			      const struct sched_usage *u,
+			      const struct sched_member *m, uint64_t now)
+{
+	uint64_t v = u != NULL ? budget_used_ms(s, u, now) : 0;
+
+	for (const struct dlink *it = m->g->holders.next;
+	     it != &m->g->holders; it = it->next) {
+		const struct sched_member *h =
+			dl_entry(it, const struct sched_member, h_link);
+
+		if (h->c->cred.uid == m->c->cred.uid)
+			v += open_ms(s, h, now);
+	}
+	return v;
+}
+
+/* The same for the whole class on g: its window, with the open part of
+ * each of its holders' interactive time. */
+static uint64_t total_now_ms(const struct sched *s, const struct sched_gpu *g,
+			     uint64_t now)
+{
+	uint64_t v = win_sum(&g->ciwin, iwin_width(s), now);
+
+	for (const struct dlink *it = g->holders.next; it != &g->holders;
+	     it = it->next)
+		v += open_ms(s, dl_entry(it, const struct sched_member, h_link),
+			     now);
 	return v;
 }
 
@@ -607,16 +644,20 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 			best = d < best ? d : best;
 		}
 		/* Charged only while others wait: the time to the budget's
-		 * end at the full rate, a bound from below. */
+		 * end at the full rate of each of the user's holders here,
+		 * and to the class's total at that of all of the class's, a
+		 * bound from below. */
 		if (h->klass == VS_CLASS_INTERACTIVE && g->contended) {
 			uint64_t used = budget_now_ms(s, u, h, now);
 			uint64_t b = budget_ms(s, h->c);
 
-			d = at_least(now, used < b ? b - used : 0);
+			d = at_least(now, used < b ? per_holder(b - used,
+				     charged_holders(g, &h->c->cred.uid)) : 0);
 			best = d < best ? d : best;
 			used = total_now_ms(s, g, now);
 			b = total_ms(s, g);
-			d = at_least(now, used < b ? b - used : 0);
+			d = at_least(now, used < b ? per_holder(b - used,
+				     charged_holders(g, NULL)) : 0);
 			best = d < best ? d : best;
 		}
 	}
