@@ -3,13 +3,12 @@
  * the pod's service account, so that the DaemonSet passes only the node's
  * name (from the downward API, NODE_NAME).
  */
-#include <getopt.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "dra.h"
+#include "k8s_cli.h"
 
 static void usage(FILE *f)
 {
@@ -47,19 +46,11 @@ static void usage(FILE *f)
 "  -h, --help, --version\n", f);
 }
 
+#define PROG "vshare-dra-driver"
+
 static int bad(const char *what, const char *arg)
 {
-	fprintf(stderr, "vshare-dra-driver: %s%s%s\n(see vshare-dra-driver "
-		"--help)\n", what, arg ? ": " : "", arg ? arg : "");
-	return 2;
-}
-
-/* A size option: 0, or the usage error (kp_mem_arg). */
-static int size_opt(const char *opt, const char *arg, uint64_t *out)
-{
-	std::string why = kp_mem_arg(opt, arg, out);
-
-	return why.empty() ? 0 : bad(why.c_str(), nullptr);
+	return k8s_bad(PROG, what, arg);
 }
 
 /* A DNS subdomain, as Kubernetes names drivers and nodes. */
@@ -94,15 +85,11 @@ static int take(int ch, const char *arg, dra_conf &c)
 	case 'g': c.gpus = arg; break;
 	case 'H': c.host_root = arg; break;
 	case 'm':
-		return size_opt("--default-mem", arg, &c.default_mem);
+		return k8s_size_opt(PROG, "--default-mem", arg, &c.default_mem);
 	case 'S':
-		return size_opt("--mem-step", arg, &c.mem_step);
+		return k8s_size_opt(PROG, "--mem-step", arg, &c.mem_step);
 	case 'L':
-		if (log_level_parse(arg) < 0)
-			return bad("--log-level takes error, warn, info or debug",
-				   arg);
-		log_set_level((enum log_level)log_level_parse(arg));
-		break;
+		return k8s_log_level_opt(PROG, arg);
 	default:
 		return bad("bad option", nullptr);
 	}
@@ -162,23 +149,10 @@ int dra_conf_parse(int argc, char **argv, dra_conf &c)
 		{ "version", no_argument, nullptr, 'v' },
 		{ nullptr, 0, nullptr, 0 },
 	};
-	int ch, rc;
+	int rc = k8s_parse(PROG, VSHARE_VERSION, usage, argc, argv, lo,
+			   [&c](int ch, const char *arg) {
+				   return take(ch, arg, c);
+			   });
 
-	while ((ch = getopt_long(argc, argv, "h", lo, nullptr)) != -1) {
-		if (ch == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (ch == 'v') {
-			printf("vshare-dra-driver %s\n", VSHARE_VERSION);
-			return 1;
-		}
-		if (ch == '?')
-			return bad("bad option", nullptr);
-		if ((rc = take(ch, optarg, c)) != 0)
-			return rc;
-	}
-	if (optind < argc)
-		return bad("unexpected argument", argv[optind]);
-	return check(c);
+	return rc != 0 ? rc : check(c);
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "dra.h"
+#include "k8s_cli.h"
 
 namespace {
 
@@ -72,20 +73,12 @@ int main(int argc, char **argv)
 	dra_conf c;
 	kp_conf kc;
 	std::vector<kp_gpu> gpus;
-	sigset_t set;
 	int rc, sfd;
 
 	log_init("vshare-dra-driver", LOG_LVL_INFO);
 	if ((rc = dra_conf_parse(argc, argv, c)) != 0)
 		return rc == 1 ? 0 : rc;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	/* Blocked before gRPC starts its threads, which inherit the mask. */
-	pthread_sigmask(SIG_BLOCK, &set, nullptr);
-	signal(SIGPIPE, SIG_IGN);
-	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+	if ((sfd = k8s_stop_signals()) < 0) {
 		log_error("signalfd: %s", strerror(errno));
 		return 1;
 	}

@@ -3,8 +3,6 @@
  * own paths and vsharectl cdi generate's spec, so a DaemonSet usually
  * passes only --shard-mem (and --mode env for a runtime without CDI).
  */
-#include <getopt.h>
-
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -12,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "k8s_cli.h"
 #include "kp.h"
 
 extern "C" {
@@ -69,20 +68,11 @@ static void usage(FILE *f)
 "  -h, --help, --version\n", kp_default_socket);
 }
 
+#define PROG "vshare-device-plugin"
+
 static int bad(const char *what, const char *arg)
 {
-	fprintf(stderr, "vshare-device-plugin: %s%s%s\n(see "
-		"vshare-device-plugin --help)\n", what, arg ? ": " : "",
-		arg ? arg : "");
-	return 2;
-}
-
-/* A size option: 0, or the usage error (kp_mem_arg). */
-static int size_opt(const char *opt, const char *arg, uint64_t *out)
-{
-	std::string why = kp_mem_arg(opt, arg, out);
-
-	return why.empty() ? 0 : bad(why.c_str(), nullptr);
+	return k8s_bad(PROG, what, arg);
 }
 
 static bool number(const char *s, unsigned long min, unsigned long max,
@@ -157,7 +147,7 @@ static int take(int ch, const char *arg, kp_conf &c)
 			return bad("--shares takes 1 to 1000", arg);
 		break;
 	case 'M':
-		return size_opt("--shard-mem", arg, &c.shard_mem);
+		return k8s_size_opt(PROG, "--shard-mem", arg, &c.shard_mem);
 	case 'C':
 		c.cls = arg;
 		if (!word(c.cls))
@@ -187,11 +177,7 @@ static int take(int ch, const char *arg, kp_conf &c)
 			return bad("--pods-interval takes 10 to 3600000 ms", arg);
 		break;
 	case 'L':
-		if (log_level_parse(arg) < 0)
-			return bad("--log-level takes error, warn, info or debug",
-				   arg);
-		log_set_level((enum log_level)log_level_parse(arg));
-		break;
+		return k8s_log_level_opt(PROG, arg);
 	default:
 		return bad("bad option", nullptr);
 	}
@@ -225,25 +211,13 @@ int kp_conf_parse(int argc, char **argv, kp_conf &c)
 		{ "version", no_argument, nullptr, 'v' },
 		{ nullptr, 0, nullptr, 0 },
 	};
-	int ch, rc;
+	int rc;
 
 	c.sched_socket = kp_default_socket;
 	c.vsharectl = KP_VSHARECTL;
-	while ((ch = getopt_long(argc, argv, "h", lo, nullptr)) != -1) {
-		if (ch == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (ch == 'v') {
-			printf("vshare-device-plugin %s\n", VSHARE_VERSION);
-			return 1;
-		}
-		if (ch == '?')
-			return bad("bad option", nullptr);
-		if ((rc = take(ch, optarg, c)) != 0)
-			return rc;
-	}
-	if (optind < argc)
-		return bad("unexpected argument", argv[optind]);
-	return check(c);
+	rc = k8s_parse(PROG, VSHARE_VERSION, usage, argc, argv, lo,
+		       [&c](int ch, const char *arg) {
+			       return take(ch, arg, c);
+		       });
+	return rc != 0 ? rc : check(c);
 }

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "k8s_cli.h"
 #include "kp.h"
 
 namespace {
@@ -190,20 +191,12 @@ int run(const kp_conf &c, int sfd, int ifd)
 int main(int argc, char **argv)
 {
 	kp_conf c;
-	sigset_t set;
 	int rc, sfd, ifd;
 
 	log_init("vshare-device-plugin", LOG_LVL_INFO);
 	if ((rc = kp_conf_parse(argc, argv, c)) != 0)
 		return rc == 1 ? 0 : rc;
-	/* Blocked before gRPC starts its threads, which inherit the mask. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &set, nullptr);
-	signal(SIGPIPE, SIG_IGN);
-	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	sfd = k8s_stop_signals();
 	ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (sfd < 0 || ifd < 0) {
 		log_error("signalfd/inotify: %s", strerror(errno));
