@@ -116,8 +116,10 @@ int vc_check_cmd(const struct vc_args *a, int argc, char **argv)
 			       "an older vshare-scheduler)\n");
 	} else if (r.text != NULL) {
 		/* The daemon answered, with an error of its own (too many
-		 * connections, a status for admins only): it runs. */
-		printf("scheduler: reachable (status refused: %s)\n", r.text);
+		 * connections): it runs. */
+		printf("scheduler: reachable (%s: %s)\n",
+		       r.status == VS_E_FULL ? "this connection refused" :
+		       "the status refused", r.text);
 		rc = VC_EXIT_OK;
 	} else {
 		printf("scheduler: not reachable: no answer from %s (above)\n",

@@ -319,10 +319,11 @@ def t_ctl_errors(b):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def t_ctl_check_version(b):
+def t_ctl_check_answers(b):
     """vsharectl check beside a daemon of another release: it answers, so
     the line says reachable, with both versions and the daemon's words,
-    exit 1; never "not reachable" (it runs), nothing on stderr."""
+    exit 1; never "not reachable" (it runs), nothing on stderr. One that
+    refuses the connection (max_clients) runs too, exit 0."""
     tmp = tempfile.mkdtemp(prefix="vshare-ctl-")
     sock = os.path.join(tmp, "s.sock")
     ctl = os.path.join(b, "vsharectl")
@@ -344,6 +345,10 @@ def t_ctl_check_version(b):
         # An older one that refuses the request's version in ours.
         (error(-95, "vshare-scheduler speaks protocol version 1"), 1,
          "scheduler: reachable, but it refused"),
+        # One at its max_clients.
+        (error(-28, "too many connections (max_clients 2)"), 0,
+         "scheduler: reachable (this connection refused: too many "
+         "connections (max_clients 2))\n"),
         # One that answers nothing at all.
         (b"", 3, "scheduler: not reachable: no answer from %s (above)\n" %
          sock),
