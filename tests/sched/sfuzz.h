@@ -71,7 +71,8 @@ struct sf {
 	int repol;              /* this step set the policy of clients */
 	uint32_t coheld_max;    /* most holders of one uid on one GPU seen */
 	int mixed;              /* this step took several frames of a
-				 * client, or a frame and its close */
+				 * client, a frame and its close, or
+				 * several releases */
 };
 
 #define SF_CHECK(cond) do { if (!(cond)) { \
@@ -345,6 +346,7 @@ static void sf_time(struct sf *f)
 static void sf_obey(struct sf *f, uint8_t mask)
 {
 	size_t n = sched_out_count(f->s);
+	int released = 0;
 
 	/* Releasing adds to the outbox: only what was there before. */
 	for (size_t k = 0; k < n; k++) {
@@ -353,9 +355,17 @@ static void sf_obey(struct sf *f, uint8_t mask)
 		for (int i = 0; i < SF_SLOTS; i++)
 			if (f->c[i] && f->c[i]->id == o.client_id &&
 			    (mask >> (i % 8) & 1) && o.kind == SCHED_OUT_MSG &&
-			    o.type == VS_MSG_DROP)
+			    o.type == VS_MSG_DROP) {
 				sched_released(f->s, f->c[i], o.uuid);
+				released++;
+			}
 	}
+	/* Several releases, one after the other as the daemon reads them:
+	 * a later one may change the classes after a grant that an earlier
+	 * one caused (a holder demoted for its budget is interactive in
+	 * force again once idle). */
+	if (released > 1)
+		f->mixed = 1;
 }
 
 /* The fair share's admin requests, and a holder's swap report. */
