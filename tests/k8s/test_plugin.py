@@ -316,6 +316,10 @@ def t_register_wait(bindir):
             r.registered()
             check(next_list(r.client.watch()) == shares([0, 1], 2),
                   "the devices listed")
+            # The kubelet has the registration before the plugin has
+            # logged its answer: wait for the line.
+            wait_for(lambda: "kp_register: " in r.logtext(), 10,
+                     "the registration logged")
             log = r.logtext()
             calls = [x.split("kp_register: ", 1)[1]
                      for x in log.splitlines() if "kp_register: " in x]
