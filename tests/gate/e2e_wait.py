@@ -66,9 +66,12 @@ def holder_then_waiter(**waiter_env):
     """The holder runs HOLD_S; once it holds the GPU, vs-vecadd starts and
     waits for it. Returns both, finished and checked."""
     scheduler()
+    # Never idle for the gate: a stall of its CPU thread on a loaded
+    # machine would otherwise give the GPU to the waiter at once.
     h = run.start([example("vs-compute"), "--seconds", str(HOLD_S),
                    "--kernel-ms", "10", "--mem", "64K", "--progress-ms",
-                   "0", "--quiet"], VSHARE_LABEL=HOLDER)
+                   "0", "--quiet"], VSHARE_LABEL=HOLDER,
+                  VSHARE_IDLE_LEARN="0", VSHARE_IDLE_MS="60000")
     end = time.monotonic() + 10
     while not kernels(h.pid):
         if time.monotonic() > end or h.poll() is not None:
