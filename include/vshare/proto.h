@@ -410,19 +410,10 @@ struct vs_policy {
  * the earliest; 0 when they come at random. Far from that time (and
  * with no interactive work seen for a few ms) a batch gate keeps its
  * queue to the longer bound of pacing, and to the short one again in
- * time for its queue to drain before the request. Where the rhythm is
- * steady, the program also stores into `until` the latest time it
- * expects that request (a window of at most VS_PRIO_DRAIN_SPAN_NS from
- * `next`; 0 otherwise): batch gates then stop submitting shortly
- * before `next` (their short bound's drain and a margin) until the
- * request comes or `until` passes, so that the request finds the GPU
- * with no batch work queued. `next` alone only loosens a batch
- * program's queue bound; what `until` holds back is counted against
- * the same `prio` share as `busy`, so a writer of junk in either takes
- * no more from a batch program than that share. A writer of a version
- * before `until` leaves it 0 (the pad was zero): no drain ahead.
+ * time for its queue to drain before the request. `next` only loosens
+ * a batch program's queue bound: a writer of junk there can delay the
+ * interactive programs' work, never hold a batch program back.
  */
-#define VS_PRIO_DRAIN_SPAN_NS 2000000ull
 #define VS_LOCK_PAGE_MAGIC 0x4b4c5356u /* "VSLK" */
 #define VS_LOCK_SLOTS      255u
 #define VS_LOCK_CLOSED     0ull
@@ -461,13 +452,7 @@ struct vs_lock_word {
 				  * (CLOCK_MONOTONIC ns), where its requests
 				  * come in a rhythm: until shortly before,
 				  * batch gates may queue more */
-	uint64_t until;          /* 0, or the latest time it expects that
-				  * request,
-				  * where the rhythm is steady (at most
-				  * VS_PRIO_DRAIN_SPAN_NS after `next`):
-				  * from shortly before `next` until then,
-				  * batch gates submit nothing */
-	uint8_t  pad[24];        /* one cache line per word */
+	uint8_t  pad[32];        /* one cache line per word */
 };
 
 struct vs_lock_words {
@@ -585,7 +570,6 @@ _Static_assert(offsetof(struct vs_lock_word, busy) == 8, "vs_lock_word layout");
 _Static_assert(offsetof(struct vs_lock_word, seq) == 16, "vs_lock_word layout");
 _Static_assert(offsetof(struct vs_lock_word, sleepers) == 20, "vs_lock_word layout");
 _Static_assert(offsetof(struct vs_lock_word, next) == 24, "vs_lock_word layout");
-_Static_assert(offsetof(struct vs_lock_word, until) == 32, "vs_lock_word layout");
 _Static_assert(sizeof(struct vs_lock_words) == 16384, "vs_lock_words size");
 
 /* One row per message type: who sends it and how long its payload is.

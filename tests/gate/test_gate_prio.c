@@ -28,10 +28,6 @@ static struct vs_lock_word word;
 static uint64_t clear_at;
 static int renew;
 static uint64_t slept;
-/* A request that starts "elsewhere" at this fake time: a sleep that
- * reaches it sets the deadline and moves the window on by 50 ms, as the
- * interactive program's submission would. */
-static uint64_t arrive_at;
 
 static uint64_t now_ns(void)
 {
@@ -43,12 +39,6 @@ static void sleep_ns(uint32_t *seq, uint32_t val, uint64_t ns)
 	uint64_t t = now_ns(), to = t + ns;
 
 	(void)val;
-	if (arrive_at != 0 && arrive_at <= to) {
-		__atomic_store_n(&word.busy, arrive_at + 10 * MS, __ATOMIC_SEQ_CST);
-		word.next += 50 * MS;
-		word.until += 50 * MS;
-		arrive_at = 0;
-	}
 	if (!renew && clear_at != 0 && clear_at < to)
 		to = clear_at;
 	__atomic_store_n(&fk.pace_now, to, __ATOMIC_SEQ_CST);
@@ -328,111 +318,5 @@ void prio_rhythm_paces_far(void **state)
 	g->prio_seen_ns = now - 1 * MS;
 	assert_int_equal(gate_prio_pace_ns(g), tight);
 	word.next = 0;
-	prio_stop();
-}
-
-/* Requests at a steady 50 ms: once the deviation has settled, the word
- * also says the latest time the next is expected, a window of at most
- * 2 ms that holds the real next request; requests 50 +- 3 ms apart
- * keep the prediction but no window; and, after a pause that starts
- * the rhythm over, one of 10 ms, where the drain would cost more than a
- * sixteenth of it, gets none. */
-void prio_rhythm_window(void **state)
-{
-	uint64_t t;
-
-	(void)state;
-	prio_start(20);
-	gate_prio_interactive(1);
-	t = now_ns();
-	for (int i = 0; i < 24; i++, t += 50 * MS)
-		request_at(t);
-	t -= 50 * MS;
-	assert_true(word.next != 0 && word.until >= word.next);
-	assert_true(word.until - word.next <= VS_PRIO_DRAIN_SPAN_NS);
-	assert_true(word.next <= t + 50 * MS && word.until >= t + 50 * MS);
-	for (int i = 0; i < 24; i++) {
-		t += (i % 2 ? 47 : 53) * MS;
-		request_at(t);
-	}
-	assert_true(word.next != 0);
-	assert_int_equal(word.until, 0);
-	t += 2000 * MS;
-	for (int i = 0; i < 40; i++, t += 10 * MS)
-		request_at(t);
-	assert_true(word.next != 0);
-	assert_int_equal(word.until, 0);
-	gate_prio_interactive(0);
-	prio_stop();
-}
-
-/* Ahead of a steady rhythm's next request a batch submission waits,
- * from the short bound's drain and a margin before `next`, until
- * `until` passes when no request comes, and through the request when
- * one does; the time counts as held. */
-void prio_drain_ahead(void **state)
-{
-	uint64_t t, lead;
-
-	(void)state;
-	prio_start(20);
-	lead = gate_g.conf.prio_pace_ns + 250000;
-	t = now_ns();
-	word.next = t + lead + 1000;
-	word.until = word.next + 1 * MS;
-	assert_int_equal(submit(1000), t);
-	__atomic_add_fetch(&fk.pace_now, 1000, __ATOMIC_SEQ_CST);
-	assert_int_equal(submit(1000), word.until);
-	assert_int_equal(gate_prio_held_ns(0), lead + 1 * MS);
-	/* The request comes within the window and ends after it. */
-	t = now_ns();
-	word.next = t + 100000;
-	word.until = t + 1200000;
-	arrive_at = t + 500000;
-	clear_at = t + 1500000;
-	assert_int_equal(submit(1000), t + 1500000);
-	assert_int_equal(word.busy, 0);
-	assert_true(word.next > t + 50 * MS);
-	/* Past the window, straight in. */
-	assert_int_equal(submit(1000), t + 1500000);
-	prio_stop();
-}
-
-/* The window is untrusted too: one wider than the protocol allows, one
- * that ends before it starts, one already past, or the setting off,
- * holds nothing; and one rewritten before every submission (a hostile
- * writer) takes at most the share, as a deadline does. */
-void prio_drain_untrusted(void **state)
-{
-	uint64_t t0, held;
-
-	(void)state;
-	prio_start(20);
-	t0 = now_ns();
-	word.next = t0;
-	word.until = t0 + VS_PRIO_DRAIN_SPAN_NS + 1;
-	assert_int_equal(submit(1000), t0);
-	word.until = t0 - 1;
-	assert_int_equal(submit(1000), t0);
-	word.next = t0 - 2 * MS;
-	word.until = t0;
-	assert_int_equal(submit(1000), t0);
-	word.next = t0;
-	word.until = t0 + 1 * MS;
-	gate_g.conf.prio_drain = 0;
-	assert_int_equal(submit(1000), t0);
-	gate_g.conf.prio_drain = 1;
-	assert_int_equal(slept, 0);
-	while (now_ns() - t0 < 10000 * MS) {
-		word.next = now_ns();
-		word.until = now_ns() + VS_PRIO_DRAIN_SPAN_NS;
-		submit(100000);
-		__atomic_add_fetch(&fk.pace_now, 1 * MS, __ATOMIC_SEQ_CST);
-	}
-	held = gate_prio_held_ns(0);
-	print_message("held %llu ms of %llu\n", (unsigned long long)(held / MS),
-		      (unsigned long long)((now_ns() - t0) / MS));
-	assert_true(held >= 1500 * MS);
-	assert_true(held <= 2200 * MS);
 	prio_stop();
 }

@@ -35,7 +35,6 @@ void gate_conf_read(struct gate_conf *c)
 	c->cpus = shim_usable_cpus();
 	c->pace_ns = shim_set_u64(SET_PACE_US) * 1000u;
 	c->prio_pace_ns = shim_set_u64(SET_PRIO_PACE_US) * 1000u;
-	c->prio_drain = (int)shim_set_u64(SET_PRIO_DRAIN_AHEAD);
 	/* The shorter bound wins: one asked for below the default of the
 	 * other applies beside active interactive work too. */
 	if (c->pace_ns != 0 && c->pace_ns < c->prio_pace_ns)

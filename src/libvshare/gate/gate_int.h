@@ -117,8 +117,6 @@ struct gate_conf {
 	int      cpus;             /* usable CPUs at init */
 	uint64_t pace_ns;          /* queued work while paced (0: never) */
 	uint64_t prio_pace_ns;     /* the same beside active interactive work */
-	int      prio_drain;       /* stop submitting ahead of a steady
-				    * rhythm's next request */
 };
 
 struct gate_global {

@@ -23,12 +23,6 @@
  * the batch gates go on. A program that dies does too, and the
  * scheduler clears `prio` at its EOF.
  *
- * An interactive program whose requests come in a rhythm says when it
- * expects the next (`next`, and `until` where the rhythm is steady):
- * far from it, batch gates keep their queue to pacing's longer bound;
- * shortly before it, they stop submitting until the request has come
- * and gone (or `until` passed), so that it finds no batch work queued.
- *
  * The batch side trusts nothing in the words (any client can write
  * them): a deadline further ahead than the renewal allows counts as
  * none, and a gate holds back at most `prio` percent of its own time (a
@@ -92,15 +86,6 @@
 /* A batch queue held to the longer bound until this long before the
  * request beyond that bound's own drain. */
 #define PRIO_FAR_MARGIN_NS 1000000ull
-/* Draining ahead of a steady rhythm: a batch gate stops submitting its
- * short bound's drain and this margin (a kernel in flight) before the
- * next request is due, and the interactive side says when that is only
- * where the window it expects the request in is at most
- * VS_PRIO_DRAIN_SPAN_NS wide and, with PRIO_DRAIN_LEAD_NS for the
- * drain, at most a sixteenth of the interval: what the batch gives up
- * ahead of each request stays under about 6% of its time. */
-#define PRIO_DRAIN_MARGIN_NS 250000ull
-#define PRIO_DRAIN_LEAD_NS 1000000ull
 
 const struct gate_prio_test *gate_prio_test;
 
@@ -209,29 +194,6 @@ static int busy_at(uint64_t busy, uint64_t now)
 	return busy > now && busy - now <= PRIO_HOLD_NS;
 }
 
-/* Whether a batch gate submits nothing at `now` ahead of a request the
- * word says is due: from its short bound's drain and a margin before
- * `next` until `until`, which it stores in *end. A window wider than
- * the protocol allows counts as none, and so does a queue with no
- * bound (it cannot drain in time). */
-static int due_at(struct vs_lock_word *w, uint64_t now, uint64_t *end)
-{
-	uint64_t next, until, bound = gate_g.conf.prio_pace_ns;
-
-	if (!gate_g.conf.prio_drain)
-		return 0;
-	until = A_LOAD_RLX(&w->until);
-	next = A_LOAD_RLX(&w->next);
-	if (bound == 0)
-		bound = gate_g.conf.pace_ns;
-	if (until == 0 || next == 0 || bound == 0 || until < next ||
-	    until - next > VS_PRIO_DRAIN_SPAN_NS || now >= until ||
-	    next > now + bound + PRIO_DRAIN_MARGIN_NS)
-		return 0;
-	*end = until;
-	return 1;
-}
-
 /* The bucket as of now: pct % of the time since the last look, at most
  * pct % of PRIO_WINDOW_NS saved. Called with g->prio_mu held. */
 static uint64_t bucket_fill(struct gate_gpu *g, uint32_t pct, uint64_t now)
@@ -279,20 +241,18 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 {
 	struct vs_lock_word *w = A_LOAD(&g->prio_w);
 	uint32_t pct = gate_prio_pct(g), seq;
-	uint64_t now, busy, left, start, end = 0;
-	int old, in, due;
+	uint64_t now, busy, left, start;
+	int old;
 
 	if (w == NULL || pct == 0 || A_LOAD_RLX(&gate_g.prio_self))
 		return;
 	busy = A_LOAD(&w->busy);
-	if (busy == 0 && A_LOAD_RLX(&w->until) == 0)
+	if (busy == 0)
 		return;
 	now = prio_now();
-	in = busy_at(busy, now);
-	if (!in && !due_at(w, now, &end))
+	if (!busy_at(busy, now))
 		return;
-	if (in)
-		__atomic_store_n(&g->prio_seen_ns, now, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->prio_seen_ns, now, __ATOMIC_RELAXED);
 	left = hold_begin(g, pct, now);
 	if (left == 0) {
 		log_once(LOG_LVL_DEBUG, "GPU %d: interactive work took its share "
@@ -307,14 +267,10 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 
 		seq = A_LOAD(&w->seq);
 		busy = A_LOAD(&w->busy);
-		/* Ahead of a request, then through it: the request's start
-		 * moves the window on to the one after. */
-		in = busy_at(busy, now);
-		due = !in && due_at(w, now, &end);
-		if ((!in && !due) || now - start >= left ||
+		if (!busy_at(busy, now) || now - start >= left ||
 		    A_LOAD_RLX(&gate_g.shutting) || A_LOAD_RLX(&gate_g.captures))
 			break;
-		nap = in ? busy - now : end - now;
+		nap = busy - now;
 		if (nap > left - (now - start))
 			nap = left - (now - start);
 		if (nap > PRIO_NAP_NS)
@@ -328,7 +284,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 		__atomic_add_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
 		/* Looked at again after the count: a clear that bumped seq
 		 * before it saw this sleeper is not slept through. */
-		if (A_LOAD(&w->seq) == seq && (due || A_LOAD(&w->busy) != 0))
+		if (A_LOAD(&w->seq) == seq && A_LOAD(&w->busy) != 0)
 			futex_wait(&w->seq, seq, nap);
 		__atomic_sub_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
 		now = prio_now();
@@ -407,12 +363,11 @@ static void watch_start(void)
 
 /* A request of the interactive program begins at t: the interval
  * since the last one's start teaches its rhythm, and the word says when
- * the next is due, or 0 while there is no rhythm; and, where the rhythm
- * is steady enough to drain ahead of, the latest it expects it. */
+ * the next is due, or 0 while there is no rhythm. */
 static void request_begins(struct gate_gpu *g, struct vs_lock_word *w,
 			   uint64_t t)
 {
-	uint64_t iv, dev, next = 0, until = 0;
+	uint64_t iv, next = 0;
 	int64_t e;
 
 	pthread_mutex_lock(&g->prio_mu);
@@ -437,22 +392,12 @@ static void request_begins(struct gate_gpu *g, struct vs_lock_word *w,
 		}
 	}
 	g->prio_req_at = t;
-	iv = g->prio_req_iv;
-	dev = g->prio_req_dev;
-	if (g->prio_req_n >= PRIO_REQ_SEEN && dev * 8 <= iv) {
-		next = t + iv - 4 * dev;
-		if (8 * dev <= VS_PRIO_DRAIN_SPAN_NS &&
-		    (8 * dev + PRIO_DRAIN_LEAD_NS) * 16 <= iv)
-			until = t + iv + 4 * dev;
-	}
+	if (g->prio_req_n >= PRIO_REQ_SEEN &&
+	    g->prio_req_dev * 8 <= g->prio_req_iv)
+		next = t + g->prio_req_iv - 4 * g->prio_req_dev;
 	pthread_mutex_unlock(&g->prio_mu);
-	/* Either order is safe for a reader: a new `next` with the old
-	 * `until` is a window that ends before it starts, the old `next`
-	 * with the new `until` one wider than the protocol allows. */
 	if (A_LOAD_RLX(&w->next) != next)
 		A_STORE(&w->next, next);
-	if (A_LOAD_RLX(&w->until) != until)
-		A_STORE(&w->until, until);
 }
 
 /* Before an interactive submission to g: batch gates hold their new
