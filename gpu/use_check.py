@@ -11,13 +11,19 @@ on one GPU in mode auto, for --seconds:
           synchronize, then a second of sleep on the CPU, in turn:
           busy about half of its held time
 
-Near the end it prints each program's held, busy and idle time (the
-last two as reported, every 5 s) and
-device memory from `vsharectl --json status`, and the memory
-nvidia-smi gives for the same pid. Every shim process runs with
+It reads `vsharectl --json status` every half second. The shims
+report busy and idle every 5 s, and the first reports cover each
+program's start (importing PyTorch, building its model), which is
+idle whatever the program does later; so the busy share printed is
+that of the reports after --settle seconds (default: a third of the
+run): from the first report after it to the last one, at least one
+report interval apart (--seconds 30 or more gives two or three). Near
+the end it also prints each program's held time, its busy and idle
+time as reported in all, its device memory from the status, and the
+memory nvidia-smi gives for the same pid. Every shim process runs with
 VSHARE_MEM_LIMIT, the scheduler with a small capacity.
 
-    use_check.py --vshare-dir BUILD --out DIR [--seconds S]"""
+    use_check.py --vshare-dir BUILD --out DIR [--seconds S] [--settle S]"""
 import argparse
 import json
 import os
@@ -50,7 +56,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vshare-dir", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--seconds", type=float, default=16)
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--settle", type=float, default=None)
     ap.add_argument("--mem-limit", default="4G")
     ap.add_argument("--capacity", default="16G")
     o = ap.parse_args()
@@ -79,11 +86,28 @@ def check(o, r, sock):
         procs[name] = subprocess.Popen(
             argv, env=r.shim_env(sock, klass), stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(o.out, name + ".err"), "w"))
-    time.sleep(o.seconds - 1)
     ctl = os.path.join(o.vshare_dir, "bin", "vsharectl")
-    doc = json.loads(subprocess.run([ctl, "-s", sock, "--json", "status"],
-                                    capture_output=True, text=True,
-                                    timeout=10).stdout)
+    settle = o.settle if o.settle is not None else o.seconds / 3
+    t0 = time.monotonic()
+    # pid -> the (busy, idle) of each report seen after the settling.
+    reports = {}
+    doc = {}
+    while time.monotonic() - t0 < o.seconds - 1:
+        time.sleep(0.5)
+        try:
+            doc = json.loads(subprocess.run(
+                [ctl, "-s", sock, "--json", "status"], capture_output=True,
+                text=True, timeout=10).stdout)
+        except ValueError:
+            continue
+        if time.monotonic() - t0 < settle:
+            continue
+        for c in doc.get("clients", []):
+            for m in c.get("gpus", []):
+                v = (m.get("busy_ms", 0), m.get("idle_ms", 0))
+                seen = reports.setdefault(c["pid"], [])
+                if not seen or seen[-1] != v:
+                    seen.append(v)
     smi = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
                           "--format=csv,noheader,nounits"],
                          capture_output=True, text=True).stdout
@@ -97,18 +121,24 @@ def check(o, r, sock):
     for p in procs.values():
         p.wait(timeout=120)
     by_pid = {p.pid: n for n, p in procs.items()}
-    print("| program | class | held s | busy s | idle s | busy %% of busy + idle "
-          "| device memory (vshare) | nvidia-smi |")
+    print("| program | class | held s | busy s | idle s | busy %% after "
+          "%.0f s (s of reports) | device memory (vshare) | nvidia-smi |" %
+          settle)
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in doc.get("clients", []):
         name = by_pid.get(c["pid"], "?")
+        seen = reports.get(c["pid"], [])
+        if len(seen) >= 2:
+            busy = seen[-1][0] - seen[0][0]
+            span = busy + seen[-1][1] - seen[0][1]
+            steady = "%.0f (%.1f)" % (100.0 * busy / max(1, span), span / 1e3)
+        else:
+            steady = "- (one report: run longer)"
         for m in c.get("gpus", []):
             held = m.get("held_total_ms", 0)
-            print("| %s | %s | %.1f | %.1f | %.1f | %.0f | %.0f MiB | %s |" % (
+            print("| %s | %s | %.1f | %.1f | %.1f | %s | %.0f MiB | %s |" % (
                 name, c.get("class"), held / 1e3, m.get("busy_ms", 0) / 1e3,
-                m.get("idle_ms", 0) / 1e3,
-                100.0 * m.get("busy_ms", 0) /
-                max(1, m.get("busy_ms", 0) + m.get("idle_ms", 0)),
+                m.get("idle_ms", 0) / 1e3, steady,
                 m.get("gpu_mem", 0) / 2**20,
                 "%.0f MiB" % (smi_mem[c["pid"]] / 2**20)
                 if c["pid"] in smi_mem else "-"))

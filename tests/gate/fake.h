@@ -65,6 +65,7 @@ struct fake_state {
 	uint64_t stream_end[FAKE_STREAMS];/* when each stream's work ends */
 	int mark_asks, marks_made, marks_placed, marks_freed, mark_looks;
 	int pauses;
+	long pause_syncs;       /* the most waits for work seen in a pause */
 	int marks_fail;                   /* set by tests: mark_new fails */
 	int marks_stuck;                  /* set by tests: never passed */
 };

@@ -134,6 +134,12 @@ static uint64_t pace_now(void)
 
 static void pace_pause(uint64_t ns)
 {
+	uint64_t unf;
+	long syncs;
+
+	gate_use_activity(0, &syncs, &unf);
+	if (syncs > fk.pause_syncs)
+		fk.pause_syncs = syncs;
 	INC(&fk.pauses);
 	__atomic_add_fetch(&fk.pace_now, ns, __ATOMIC_SEQ_CST);
 }

@@ -278,3 +278,23 @@ void pace_off_by_setting(void **state)
 	assert_false(gate_pacing(0));
 	paced_stop();
 }
+
+/* A thread waiting in pacing for its queued work is waiting for its
+ * work, as in a synchronize: the use report counts it busy while it
+ * waits (a long wait beside another program's time slices would
+ * otherwise count idle), and not once the wait is over. */
+void pace_wait_counts_busy(void **state)
+{
+	uint64_t unf;
+	long syncs;
+
+	(void)state;
+	paced_start();
+	for (int i = 0; i < 50; i++)
+		submit(0, 1 * MS, 20 * US);
+	assert_true(LD(&fk.pauses) > 0);
+	assert_int_equal(fk.pause_syncs, 1);
+	gate_use_activity(0, &syncs, &unf);
+	assert_int_equal(syncs, 0);
+	paced_stop();
+}

@@ -28,6 +28,7 @@ static struct vs_lock_word word;
 static uint64_t clear_at;
 static int renew;
 static uint64_t slept;
+static long hold_syncs;    /* the most waits for work seen in a sleep */
 
 static uint64_t now_ns(void)
 {
@@ -36,9 +37,13 @@ static uint64_t now_ns(void)
 
 static void sleep_ns(uint32_t *seq, uint32_t val, uint64_t ns)
 {
-	uint64_t t = now_ns(), to = t + ns;
+	uint64_t t = now_ns(), to = t + ns, unf;
+	long syncs;
 
 	(void)val;
+	gate_use_activity(0, &syncs, &unf);
+	if (syncs > hold_syncs)
+		hold_syncs = syncs;
 	if (!renew && clear_at != 0 && clear_at < to)
 		to = clear_at;
 	__atomic_store_n(&fk.pace_now, to, __ATOMIC_SEQ_CST);
@@ -87,7 +92,8 @@ static uint64_t submit(uint64_t work)
  * submission waits, and goes in the moment it is cleared. */
 void prio_batch_holds_while_busy(void **state)
 {
-	uint64_t t0;
+	uint64_t t0, unf;
+	long syncs;
 
 	(void)state;
 	prio_start(20);
@@ -99,6 +105,11 @@ void prio_batch_holds_while_busy(void **state)
 	/* Nothing in flight: straight in. */
 	assert_int_equal(submit(100000), t0 + 3 * MS);
 	assert_true(gate_prio_held_ns(0) == 3 * MS);
+	/* Held, the thread counted as waiting for its work (the use
+	 * report's busy), and no longer. */
+	assert_int_equal(hold_syncs, 1);
+	gate_use_activity(0, &syncs, &unf);
+	assert_int_equal(syncs, 0);
 	prio_stop();
 }
 

@@ -6,8 +6,10 @@
  *
  * Busy is the time the program had work submitted and not finished, or
  * was submitting, as far as the shim sees it: calls in flight in its
- * gate, threads of its waiting in a synchronize for their work
- * (gate_use_activity), and up to the idle gap after its last submission
+ * gate, threads of its waiting in a synchronize for their work or in
+ * the gate's own waits inside a submission (pacing's for the queued
+ * work, a priority hold; gate_use_activity), and up to the idle gap
+ * after its last submission
  * or the last time its work was seen unfinished (a wait that lasted, a
  * query answered "not ready"). The thread looks at the gate
  * (gate_activity, gate_use_activity) at each pass and at least every

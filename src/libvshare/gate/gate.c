@@ -423,10 +423,15 @@ static void stamp_unfinished(struct gate_shard *s, uint64_t now)
 
 void gate_sync_begin(struct gate_sync *w)
 {
-	int dev = sync_dev(), sh;
+	gate_wait_work_begin(sync_dev(), w);
+}
+
+void gate_wait_work_begin(int dev, struct gate_sync *w)
+{
+	int sh;
 
 	w->token = GATE_TOKEN_NONE;
-	if (dev < 0)
+	if (dev < 0 || dev >= GATE_MAX_GPUS || !A_LOAD_RLX(&gate_g.enabled))
 		return;
 	if (__builtin_expect(!tcache.sync_keyed, 0)) {
 		pthread_once(&sync_once, sync_key_init);

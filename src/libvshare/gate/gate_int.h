@@ -175,6 +175,12 @@ uint32_t gate_gap_of(struct gate_gpu *g);
 void gate_open_locked(struct gate_gpu *g);
 /* Open every gate in use: running unshared (no scheduler, shutdown). */
 void gate_open_all(void);
+/* A wait of the gate's own inside a submission to dev (pacing's wait
+ * for the thread's queued work, a priority hold): counted as the
+ * program's wait for its work (gate_sync_begin), ended by
+ * gate_sync_end. The use report (client_use.c) counts it busy: the
+ * program has work queued, or work to submit. */
+void gate_wait_work_begin(int dev, struct gate_sync *w);
 /* gate_pace.c: around a submission to dev's paced gate. _before waits
  * while the thread runs further than pace_ns ahead on `stream` and
  * returns 1 when

@@ -210,9 +210,12 @@ static int wait_head(struct pace_slot *s, int dev)
 	const struct gate_cuda_ops *ops = gate_g.ops;
 	uint64_t t0 = pace_now(), t = t0;
 	int st, old, looks = 0, rc = 0;
+	struct gate_sync w = { GATE_TOKEN_NONE, 0 };
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	while ((st = ops->mark_state(s->mark[s->head])) == 0) {
+		if (looks == 0)
+			gate_wait_work_begin(dev, &w);
 		t = pace_now();
 		if (t - t0 >= PACE_WAIT_MAX_NS || A_LOAD_RLX(&gate_g.shutting)) {
 			rc = -1;
@@ -220,6 +223,7 @@ static int wait_head(struct pace_slot *s, int dev)
 		}
 		pace_pause(looks++);
 	}
+	gate_sync_end(&w);
 	pthread_setcancelstate(old, NULL);
 	if (rc != 0) {
 		log_debug("GPU %d: pacing gave up after %.0f ms on a stream "

@@ -242,6 +242,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 	struct vs_lock_word *w = A_LOAD(&g->prio_w);
 	uint32_t pct = gate_prio_pct(g), seq;
 	uint64_t now, busy, left, start;
+	struct gate_sync wait;
 	int old;
 
 	if (w == NULL || pct == 0 || A_LOAD_RLX(&gate_g.prio_self))
@@ -262,6 +263,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 	}
 	start = now;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	gate_wait_work_begin(dev, &wait);
 	for (;;) {
 		uint64_t nap;
 
@@ -289,6 +291,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 		__atomic_sub_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
 		now = prio_now();
 	}
+	gate_sync_end(&wait);
 	pthread_setcancelstate(old, NULL);
 	hold_end(g, now);
 }
