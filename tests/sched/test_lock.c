@@ -592,6 +592,64 @@ static void test_cohold_on(void **state)
 	sched_free(s);
 }
 
+/* Mode on with no capacity configured and no driver report: a member
+ * that reports no memory size has no view of the capacity, and does not
+ * share the GPU on a holder's view alone (the fit would be lost with
+ * that holder), neither as the waiter nor as the holder beside whom
+ * one waits; two that both report a size do. */
+static void test_cohold_needs_views(void **state)
+{
+	struct sched *s = mk(VS_MODE_ON, 0);
+	struct sched_class_pol pol = { 1, 20, 0 };
+	struct sched_client *b = client(s, GPU_A, 1), *i;
+
+	(void)state;
+	sched_client_set_proto(b, VS_PROTO_VERSION);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
+	i = sched_client_new(s, &(struct sched_cred){ 102, 1002, 1002 },
+			     "svc", NULL);
+	assert_non_null(i);
+	sched_client_set_token(i, VS_LOCK_TOKEN_BIT | next_token++);
+	sched_client_set_class(i, VS_CLASS_INTERACTIVE);
+	sched_client_set_proto(i, VS_PROTO_VERSION);
+	sched_client_set_policy(s, i, &pol);
+	assert_int_equal(sched_attach(s, i, GPU_A, 0), 0);
+	assert_int_equal(sched_footprint(s, i, GPU_A, 1 * GiB, 0), 0);
+	sched_out_clear(s);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_WAITING);
+	/* The hand-off instead: the batch holder is told to drop. */
+	assert_true(count(s, VS_MSG_DROP, b, 0) >= 1);
+	sched_client_del(s, i);
+	sched_client_del(s, b);
+	/* The holder with no view, the waiter with one: the same. */
+	b = sched_client_new(s, &(struct sched_cred){ 100, 1000, 1000 }, "job",
+			     NULL);
+	assert_non_null(b);
+	sched_client_set_token(b, VS_LOCK_TOKEN_BIT | next_token++);
+	sched_client_set_proto(b, VS_PROTO_VERSION);
+	assert_int_equal(sched_attach(s, b, GPU_A, 0), 0);
+	assert_int_equal(sched_footprint(s, b, GPU_A, 1 * GiB, 0), 0);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
+	i = inter_client(s, VS_PROTO_VERSION, 1, 1);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_WAITING);
+	sched_client_del(s, i);
+	sched_client_del(s, b);
+	/* Both with a view: they share. */
+	b = client(s, GPU_A, 1);
+	sched_client_set_proto(b, VS_PROTO_VERSION);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	i = inter_client(s, VS_PROTO_VERSION, 1, 1);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_HOLDING);
+	sched_client_del(s, i);
+	sched_client_del(s, b);
+	sched_free(s);
+}
+
 static void test_no_page(void **state)
 {
 	struct sched_cfg cfg;
@@ -630,6 +688,7 @@ int main(void)
 		cmocka_unit_test(test_report_changes_nothing),
 		cmocka_unit_test(test_prio_share),
 		cmocka_unit_test(test_cohold_on),
+		cmocka_unit_test(test_cohold_needs_views),
 		cmocka_unit_test(test_no_page),
 	};
 

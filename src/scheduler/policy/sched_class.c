@@ -364,14 +364,20 @@ int sched_class_cohold(const struct sched *s, const struct sched_gpu *g,
 {
 	unsigned batch = sched_class_of(s, m) != VS_CLASS_INTERACTIVE;
 
+	/* Every member of the group knows the GPU's capacity (its view is
+	 * not 0): a fit decided on one holder's view alone would be lost
+	 * with it when it leaves. */
+	if (m->cap == 0)
+		return 0;
 	for (const struct dlink *it = g->holders.next; it != &g->holders;
 	     it = it->next) {
 		const struct sched_member *h =
 			dl_entry(it, const struct sched_member, h_link);
 
-		/* A holder on its way out (a drop pending), or one whose
-		 * gate does not know priority: wait for the hand-off. */
-		if (h->hard || h->c->proto < SCHED_PRIO_PROTO)
+		/* A holder on its way out (a drop pending), one whose gate
+		 * does not know priority, or one with no view of the
+		 * capacity: wait for the hand-off. */
+		if (h->hard || h->c->proto < SCHED_PRIO_PROTO || h->cap == 0)
 			return 0;
 		batch += h->klass != VS_CLASS_INTERACTIVE;
 	}

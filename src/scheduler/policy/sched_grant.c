@@ -391,7 +391,7 @@ void sched_admit(struct sched *s, struct sched_gpu *g)
 void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 {
 	uint64_t now = sched_now(s), sum = 0, cap = 0;
-	unsigned batch = 0, old = 0;
+	unsigned batch = 0, old = 0, blind = 0;
 	size_t i = 0;
 
 	sched_settle(s, g);
@@ -403,10 +403,12 @@ void sched_enforce_fit(struct sched *s, struct sched_gpu *g, uint32_t reason)
 		sum += h->fp;
 		cap = sched_cap_min(cap, h->cap);
 		batch += h->klass != VS_CLASS_INTERACTIVE;
-		/* The first holder's gate must honour priority too. */
+		/* The first holder's gate must honour priority too, and
+		 * know the capacity (sched_class_cohold). */
 		old += h->c->proto < SCHED_PRIO_PROTO;
+		blind += h->cap == 0;
 		if (i++ > 0 && (g->mode == VS_MODE_ON ?
-				old > 0 ||
+				old > 0 || blind > 0 ||
 				!sched_class_cohold_ok(s, h, batch, sum, cap) :
 				sum > cap))
 			sched_hard_drop(s, h, reason, now);
