@@ -85,7 +85,11 @@ def main():
     ap.add_argument("--capacity", default="12G")
     ap.add_argument("--keep-tmp", action="store_true")
     o = ap.parse_args()
-    o.mem_limit_bytes = parse_size(o.mem_limit)
+    try:
+        o.mem_limit_bytes = parse_size(o.mem_limit)
+        parse_size(o.capacity)
+    except ValueError as e:
+        ap.error(str(e))
     os.makedirs(o.out, exist_ok=True)
     log = open(os.path.join(o.out, "multigpu.log"), "w")
     env = Env(o.vshare_dir, o.gpu_bin, os.path.dirname(os.path.abspath(

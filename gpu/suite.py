@@ -72,9 +72,12 @@ def parse_args():
     ap.add_argument("--plain-only", action="store_true",
                     help="run every program once without vshare (GPU/suite smoke test)")
     o = ap.parse_args()
-    o.capacity = parse_size(o.capacity)
-    o.swap_bytes = parse_size(o.swap_bytes)
-    o.mem_limit_bytes = parse_size(o.mem_limit)
+    try:
+        o.capacity = parse_size(o.capacity)
+        o.swap_bytes = parse_size(o.swap_bytes)
+        o.mem_limit_bytes = parse_size(o.mem_limit)
+    except ValueError as e:
+        ap.error(str(e))
     o.bench_reps = 2 if o.quick else 3
     o.bench_seconds = 3 if o.quick else 4
     o.lock_reps = o.lock_reps or (8 if o.quick else 15)
