@@ -189,25 +189,30 @@ static uint64_t open_ms(const struct sched *s, const struct sched_member *h,
 	return open < budget_window_ms(s) ? open : budget_window_ms(s);
 }
 
-/* The interactive holders of g that are charged as time passes: of uid
- * only, or all (uid NULL). Each charges its user's budget and the
- * class's total at the full rate, so n of them spend either n times as
- * fast. */
-static uint64_t charged_holders(const struct sched_gpu *g, const uint32_t *uid)
+/* The open time of g's holders, of uid only or all (uid NULL), and in
+ * *n (where not NULL) how many of them are interactive holders charged
+ * as time passes, just charged or not: each charges its user's budget
+ * and the class's total at the full rate, so n of them spend either n
+ * times as fast. */
+static uint64_t holders_open_ms(const struct sched *s,
+				const struct sched_gpu *g, const uint32_t *uid,
+				uint64_t now, uint64_t *n)
 {
-	uint64_t n = 0;
+	uint64_t v = 0, k = 0;
 
-	if (!g->contended)
-		return 0;
 	for (const struct dlink *it = g->holders.next; it != &g->holders;
 	     it = it->next) {
 		const struct sched_member *h =
 			dl_entry(it, const struct sched_member, h_link);
 
-		n += h->klass == VS_CLASS_INTERACTIVE &&
-		     (uid == NULL || h->c->cred.uid == *uid);
+		if (uid != NULL && h->c->cred.uid != *uid)
+			continue;
+		v += open_ms(s, h, now);
+		k += g->contended && h->klass == VS_CLASS_INTERACTIVE;
 	}
-	return n;
+	if (n != NULL)
+		*n = k;
+	return v;
 }
 
 /* What is left of a budget, t ms, spent by n holders at once: the time
@@ -220,36 +225,23 @@ static uint64_t per_holder(uint64_t t, uint64_t n)
 /* The same as of now for the user of m (u, NULL: nothing charged yet),
  * with the open time of each of the user's holders of m's GPU: else a
  * deadline computed at another GPU's event, later than their charge,
- * would come that much too late. */
+ * would come that much too late. *n as holders_open_ms's. */
 static uint64_t budget_now_ms(const struct sched *s,
 			      const struct sched_usage *u,
-			      const struct sched_member *m, uint64_t now)
+			      const struct sched_member *m, uint64_t now,
+			      uint64_t *n)
 {
-	uint64_t v = u != NULL ? budget_used_ms(s, u, now) : 0;
-
-	for (const struct dlink *it = m->g->holders.next;
-	     it != &m->g->holders; it = it->next) {
-		const struct sched_member *h =
-			dl_entry(it, const struct sched_member, h_link);
-
-		if (h->c->cred.uid == m->c->cred.uid)
-			v += open_ms(s, h, now);
-	}
-	return v;
+	return (u != NULL ? budget_used_ms(s, u, now) : 0) +
+	       holders_open_ms(s, m->g, &m->c->cred.uid, now, n);
 }
 
 /* The same for the whole class on g: its window, with the open part of
  * each of its holders' interactive time. */
 static uint64_t total_now_ms(const struct sched *s, const struct sched_gpu *g,
-			     uint64_t now)
+			     uint64_t now, uint64_t *n)
 {
-	uint64_t v = win_sum(&g->ciwin, iwin_width(s), now);
-
-	for (const struct dlink *it = g->holders.next; it != &g->holders;
-	     it = it->next)
-		v += open_ms(s, dl_entry(it, const struct sched_member, h_link),
-			     now);
-	return v;
+	return win_sum(&g->ciwin, iwin_width(s), now) +
+	       holders_open_ms(s, g, NULL, now, n);
 }
 
 /* What the user of u held over the window, the open grant included. */
@@ -549,9 +541,11 @@ uint32_t sched_class_drop(const struct sched *s, struct sched_member *h,
 	 * clients one at a time (the user's record has it first). */
 	if (u != NULL && h->cap_held && h->c->cp.cap_pct != 0 &&
 	    h->c->u->cp.cap_pct != 0) {
+		uint64_t used;
+
 		cap_flush(s, u, now);
-		if (cap_used_ms(s, u, now) >= cap_ms(s, h->c) &&
-		    cap_used_ms(s, u, now) >= user_cap_ms(s, h->c))
+		used = cap_used_ms(s, u, now);
+		if (used >= cap_ms(s, h->c) && used >= user_cap_ms(s, h->c))
 			return SCHED_DROP_CAP;
 	}
 	return preempt && h->klass == VS_CLASS_BATCH ? SCHED_DROP_CLASS : 0;
@@ -654,16 +648,14 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 		 * and to the class's total at that of all of the class's, a
 		 * bound from below. */
 		if (h->klass == VS_CLASS_INTERACTIVE && g->contended) {
-			uint64_t used = budget_now_ms(s, u, h, now);
+			uint64_t n, used = budget_now_ms(s, u, h, now, &n);
 			uint64_t b = budget_ms(s, h->c);
 
-			d = at_least(now, used < b ? per_holder(b - used,
-				     charged_holders(g, &h->c->cred.uid)) : 0);
+			d = at_least(now, used < b ? per_holder(b - used, n) : 0);
 			best = d < best ? d : best;
-			used = total_now_ms(s, g, now);
+			used = total_now_ms(s, g, now, &n);
 			b = total_ms(s, g);
-			d = at_least(now, used < b ? per_holder(b - used,
-				     charged_holders(g, NULL)) : 0);
+			d = at_least(now, used < b ? per_holder(b - used, n) : 0);
 			best = d < best ? d : best;
 		}
 	}
@@ -704,7 +696,7 @@ uint64_t sched_class_deadline(const struct sched *s, const struct sched_gpu *g,
 double sched_class_budget_used(const struct sched *s,
 			       const struct sched_member *m, uint64_t now)
 {
-	return (double)budget_now_ms(s, usage_of(m), m, now) * 100.0 /
+	return (double)budget_now_ms(s, usage_of(m), m, now, NULL) * 100.0 /
 	       (double)budget_window_ms(s);
 }
 
@@ -722,6 +714,6 @@ double sched_class_cap_used(const struct sched *s,
 double sched_class_total_used(const struct sched *s, const struct sched_gpu *g,
 			      uint64_t now)
 {
-	return (double)total_now_ms(s, g, now) * 100.0 /
+	return (double)total_now_ms(s, g, now, NULL) * 100.0 /
 	       (double)budget_window_ms(s);
 }
