@@ -412,7 +412,11 @@ struct vs_policy {
  * queue to the longer bound of pacing, and to the short one again in
  * time for its queue to drain before the request. `next` only loosens
  * a batch program's queue bound: a writer of junk there can delay the
- * interactive programs' work, never hold a batch program back.
+ * interactive programs' work, never hold a batch program back. The word
+ * holds one program's prediction, the last writer's: while the slot's
+ * `prio_n` says more than one interactive program is attached, a batch
+ * gate keeps the short bound, since another's request may come at any
+ * time.
  */
 #define VS_LOCK_PAGE_MAGIC 0x4b4c5356u /* "VSLK" */
 #define VS_LOCK_SLOTS      255u
@@ -429,7 +433,11 @@ struct vs_lock_slot {
 				  * time that its gate may hold submissions
 				  * back while `busy` says interactive work
 				  * is in flight ("Priority" below) */
-	uint8_t  pad[36];        /* one cache line per slot */
+	uint32_t prio_n;         /* 0 (a scheduler before it), or while prio
+				  * is set, how many interactive programs in
+				  * force are attached: where more than one,
+				  * batch gates do not follow `next` */
+	uint8_t  pad[32];        /* one cache line per slot */
 };
 
 struct vs_lock_page {
@@ -565,6 +573,7 @@ _Static_assert(offsetof(struct vs_lock_page, slot) == 64, "vs_lock_page layout")
 _Static_assert(sizeof(struct vs_lock_page) == 16384, "vs_lock_page size");
 _Static_assert(sizeof(struct vs_lock_info) == 16, "vs_lock_info size");
 _Static_assert(sizeof(struct vs_lock_word) == 64, "vs_lock_word size");
+_Static_assert(offsetof(struct vs_lock_slot, prio_n) == 28, "vs_lock_slot layout");
 _Static_assert(offsetof(struct vs_lock_slot, prio) == 24, "vs_lock_slot layout");
 _Static_assert(offsetof(struct vs_lock_word, busy) == 8, "vs_lock_word layout");
 _Static_assert(offsetof(struct vs_lock_word, seq) == 16, "vs_lock_word layout");

@@ -20,7 +20,7 @@
 
 #define MS 1000000ull
 
-static uint32_t share;
+static struct vs_lock_slot slot;
 static struct vs_lock_word word;
 /* The interactive work "elsewhere" ends at this fake time: a sleep
  * that reaches it clears the word, as the interactive watcher would;
@@ -64,8 +64,8 @@ static void prio_start(uint32_t pct)
 	fake_pace_on();
 	gate_prio_test = &fake_prio;
 	__atomic_store_n(&fk.pace_now, 1000 * MS, __ATOMIC_SEQ_CST);
-	share = pct;
-	gate_prio_bind(0, &share, &word);
+	slot.prio = pct;
+	gate_prio_bind(0, &slot, &word);
 }
 
 static void prio_stop(void)
@@ -128,7 +128,7 @@ void prio_untrusted_word(void **state)
 	word.busy = t0 + 1000 * MS;
 	assert_int_equal(submit(1000), t0);
 	word.busy = t0 + 5 * MS;
-	share = 0;
+	slot.prio = 0;
 	assert_int_equal(submit(1000), t0);
 	assert_int_equal(slept, 0);
 	prio_stop();
@@ -301,8 +301,9 @@ void prio_rhythm_published(void **state)
 /* The batch side: beside active interactive work its queue is held to
  * the short bound (VSHARE_PRIO_PACE_US), and to pacing's longer one
  * (VSHARE_PACE_US) only while the next request is further than that
- * bound's drain and a margin, no more than a second ahead, and no
- * interactive work was seen in the last 2 ms. */
+ * bound's drain and a margin, no more than a second ahead, no
+ * interactive work was seen in the last 2 ms, and no more than one
+ * interactive program is attached. */
 void prio_rhythm_paces_far(void **state)
 {
 	struct gate_gpu *g = &gate_g.gpu[0];
@@ -328,6 +329,17 @@ void prio_rhythm_paces_far(void **state)
 	word.next = now + 40 * MS;
 	g->prio_seen_ns = now - 1 * MS;
 	assert_int_equal(gate_prio_pace_ns(g), tight);
+	/* Two interactive programs attached (the slot's count): the word
+	 * is one's prediction, and the other's request may come at any
+	 * time; one again, or a scheduler that leaves the count 0, as
+	 * before. */
+	g->prio_seen_ns = now - 10 * MS;
+	slot.prio_n = 2;
+	assert_int_equal(gate_prio_pace_ns(g), tight);
+	slot.prio_n = 1;
+	assert_int_equal(gate_prio_pace_ns(g), far);
+	slot.prio_n = 0;
+	assert_int_equal(gate_prio_pace_ns(g), far);
 	word.next = 0;
 	prio_stop();
 }

@@ -487,17 +487,16 @@ static void test_slot_for_named_gpu(void **state)
 	sched_free(s);
 }
 
-/* Without a page nothing is published, and a TOOK is refused: nobody
- * can have taken anything. */
 /* Priority at kernel granularity: the slot's share is the interactive
  * budget while a program whose class in force is interactive is
  * attached (mode auto or on), 0 once it has gone, in mode off, or for
- * one whose user may not have the class. */
+ * one whose user may not have the class; its count says how many such
+ * programs are attached. */
 static void test_prio_share(void **state)
 {
 	struct sched *s = mk(VS_MODE_AUTO, 40 * GiB);
 	struct sched_class_pol yes = { 1, 30, 0 }, no = { 0, 30, 0 };
-	struct sched_client *batch = client(s, GPU_A, 1), *inter;
+	struct sched_client *batch = client(s, GPU_A, 1), *inter, *inter2;
 	uint32_t i = slot_index(s, GPU_A);
 
 	(void)state;
@@ -512,12 +511,27 @@ static void test_prio_share(void **state)
 	sched_client_set_policy(s, inter, &yes);
 	assert_int_equal(sched_footprint(s, inter, GPU_A, 1 * GiB, 0), 0);
 	assert_int_equal(page.slot[i].prio, 30);
+	assert_int_equal(page.slot[i].prio_n, 1);
+	/* A second interactive program: the count, not the share. */
+	inter2 = sched_client_new(s, &(struct sched_cred){ 102, 1002, 1002 },
+				  "svc2", NULL);
+	assert_non_null(inter2);
+	sched_client_set_class(inter2, VS_CLASS_INTERACTIVE);
+	sched_client_set_policy(s, inter2, &yes);
+	assert_int_equal(sched_attach(s, inter2, GPU_A, 10 * GiB), 0);
+	assert_int_equal(sched_footprint(s, inter2, GPU_A, 1 * GiB, 0), 0);
+	assert_int_equal(page.slot[i].prio, 30);
+	assert_int_equal(page.slot[i].prio_n, 2);
+	sched_client_del(s, inter2);
+	assert_int_equal(page.slot[i].prio_n, 1);
 	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_OFF), 1);
 	assert_int_equal(page.slot[i].prio, 0);
+	assert_int_equal(page.slot[i].prio_n, 0);
 	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_ON), 1);
 	assert_int_equal(page.slot[i].prio, 30);
 	sched_client_del(s, inter);
 	assert_int_equal(page.slot[i].prio, 0);
+	assert_int_equal(page.slot[i].prio_n, 0);
 	sched_client_del(s, batch);
 	sched_free(s);
 }
@@ -650,6 +664,8 @@ static void test_cohold_needs_views(void **state)
 	sched_free(s);
 }
 
+/* Without a page nothing is published, and a TOOK is refused: nobody
+ * can have taken anything. */
 static void test_no_page(void **state)
 {
 	struct sched_cfg cfg;

@@ -213,7 +213,7 @@ void client_lock_bind(int dev, struct client_gpu *g)
 	for (uint32_t i = 0; i < VS_LOCK_SLOTS; i++)
 		if (memcmp(pg->slot[i].uuid, g->uuid, VS_UUID_LEN) == 0) {
 			A_STORE(&client_c.lock_bound, 1);
-			gate_prio_bind(dev, &pg->slot[i].prio, &w->w[i]);
+			gate_prio_bind(dev, &pg->slot[i], &w->w[i]);
 			return;
 		}
 }

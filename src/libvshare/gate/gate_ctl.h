@@ -62,8 +62,10 @@ int  gate_pacing(int dev);
  * while some is in flight (the watcher thread calls it; a unit test
  * without the thread does). held_ns: the time this process's batch
  * submissions to dev were held back so far. */
+struct vs_lock_slot;
 struct vs_lock_word;
-void gate_prio_bind(int dev, const uint32_t *prio, struct vs_lock_word *w);
+void gate_prio_bind(int dev, const struct vs_lock_slot *slot,
+		    struct vs_lock_word *w);
 void gate_prio_interactive(int on);
 int  gate_prio_poll(void);
 uint64_t gate_prio_held_ns(int dev);

@@ -65,7 +65,7 @@ struct gate_gpu {
 	int      state;         /* GATE_*; atomic */
 	/* Priority (gate_prio.c): the state slot's share and the GPU's
 	 * word in the scheduler's pages, NULL while unbound; atomic. */
-	const uint32_t *prio_pct;
+	const uint32_t *prio_pct, *prio_n;
 	struct vs_lock_word *prio_w;
 	struct gate_shard shard[GATE_SHARDS] __attribute__((aligned(64)));
 

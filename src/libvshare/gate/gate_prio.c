@@ -144,8 +144,10 @@ static void futex_wake(uint32_t *addr)
 
 /* ---- binding (the client, as it learns the pages) ---- */
 
-void gate_prio_bind(int dev, const uint32_t *prio, struct vs_lock_word *w)
+void gate_prio_bind(int dev, const struct vs_lock_slot *slot,
+		    struct vs_lock_word *w)
 {
+	const uint32_t *prio = slot != NULL ? &slot->prio : NULL;
 	struct gate_gpu *g;
 
 	if (dev < 0 || dev >= GATE_MAX_GPUS)
@@ -153,8 +155,10 @@ void gate_prio_bind(int dev, const uint32_t *prio, struct vs_lock_word *w)
 	g = &gate_g.gpu[dev];
 	if (prio == NULL || w == NULL)
 		prio = NULL, w = NULL;
-	/* The word first: a reader that sees the share also sees it. */
+	/* The word and the count first: a reader that sees the share also
+	 * sees them. */
 	A_STORE(&g->prio_w, w);
+	A_STORE(&g->prio_n, prio != NULL ? &slot->prio_n : NULL);
 	if (A_XCHG(&g->prio_pct, prio) == NULL) {
 		if (prio != NULL)
 			__atomic_add_fetch(&gate_g.prio_bound, 1, __ATOMIC_SEQ_CST);
@@ -296,13 +300,22 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 	hold_end(g, now);
 }
 
+/* More than one interactive program in force on g (the slot's count):
+ * the word's `next` is only the last writer's prediction. */
+static int prio_many(struct gate_gpu *g)
+{
+	const uint32_t *n = A_LOAD(&g->prio_n);
+
+	return n != NULL && A_LOAD_RLX(n) > 1;
+}
+
 uint64_t gate_prio_pace_ns(struct gate_gpu *g)
 {
 	struct vs_lock_word *w = A_LOAD(&g->prio_w);
 	uint64_t tight = gate_g.conf.prio_pace_ns, far = gate_g.conf.pace_ns;
 	uint64_t next, now;
 
-	if (w == NULL || far <= tight)
+	if (w == NULL || far <= tight || prio_many(g))
 		return tight;
 	next = A_LOAD_RLX(&w->next);
 	if (next == 0)
@@ -614,6 +627,7 @@ void gate_prio_atfork_child(void)
 		struct gate_gpu *g = &gate_g.gpu[i];
 
 		A_STORE(&g->prio_pct, NULL);
+		A_STORE(&g->prio_n, NULL);
 		A_STORE(&g->prio_w, NULL);
 		pthread_mutex_init(&g->prio_mu, NULL);
 		memset(g->prio_marks, 0, sizeof(g->prio_marks));

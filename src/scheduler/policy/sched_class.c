@@ -377,10 +377,12 @@ int sched_class_cohold(const struct sched *s, const struct sched_gpu *g,
 				     sched_cap_group(g, m));
 }
 
-uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g)
+uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g,
+			  uint32_t *n)
 {
 	uint32_t pct = 0;
 
+	*n = 0;
 	if (g->mode == VS_MODE_OFF)
 		return 0;
 	for (const struct dlink *it = g->members.next; it != &g->members;
@@ -389,8 +391,10 @@ uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g)
 			dl_entry(it, const struct sched_member, m_link);
 		uint32_t b = o->c->cp.budget_pct ? o->c->cp.budget_pct : 100;
 
-		if (sched_class_in_force(s, o) == VS_CLASS_INTERACTIVE &&
-		    b > pct)
+		if (sched_class_in_force(s, o) != VS_CLASS_INTERACTIVE)
+			continue;
+		(*n)++;
+		if (b > pct)
 			pct = b > 100 ? 100 : b;
 	}
 	return pct;

@@ -233,9 +233,12 @@ void sched_settle(struct sched *s, struct sched_gpu *g)
  * everyone's memory fits every member's view of the capacity). */
 static void publish(struct sched *s, struct sched_gpu *g)
 {
+	uint32_t n, pct;
+
 	/* Whether batch gates hold back for interactive work, first: it
 	 * changes with every attach, detach and budget (proto.h). */
-	sched_lock_prio(s, g, sched_class_prio(s, g));
+	pct = sched_class_prio(s, g, &n);
+	sched_lock_prio(s, g, pct, n);
 	/* A capped user takes through REQUEST only: its cap is checked at
 	 * each grant. So does everyone beside an interactive program: a
 	 * batch member hears in its GRANT that it must keep its queued

@@ -263,9 +263,10 @@ uint64_t sched_lock_close(struct sched *s, struct sched_gpu *g,
 			  uint64_t *opening);
 void     sched_lock_open(struct sched *s, struct sched_gpu *g);
 uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g);
-/* The slot's priority share (proto.h, "Priority"): stored only when it
- * changes. */
-void     sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct);
+/* The slot's priority share and count of interactive members (proto.h,
+ * "Priority"): each stored only when it changes. */
+void     sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct,
+			 uint32_t n);
 
 /* sched_cap.c: capacity views (pure bookkeeping, no transitions) */
 uint64_t sched_cap_min(uint64_t a, uint64_t b);  /* 0 is unknown */
@@ -352,8 +353,9 @@ int sched_class_paced(const struct sched *s, const struct sched_gpu *g);
  * interactive is attached to g (mode not off), the share of a batch
  * program's time that its gate may hold submissions back for that
  * member's work: the largest interactive budget among such members; 0
- * when there is none. */
-uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g);
+ * when there is none. *n: how many such members. */
+uint32_t sched_class_prio(const struct sched *s, const struct sched_gpu *g,
+			  uint32_t *n);
 /* Mode on: waiter m may hold g beside its holders when the group keeps
  * at most one batch member (the rest interactive), fits the capacity,
  * and every gate in it honours priority (protocol SCHED_PRIO_PROTO):

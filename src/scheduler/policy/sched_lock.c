@@ -115,6 +115,7 @@ void sched_lock_gpu_new(struct sched *s, struct sched_gpu *g)
 	 * later by a store that orders the new UUID before it. */
 	__atomic_store_n(&sl->open, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&sl->prio, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&sl->prio_n, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(w, VS_LOCK_CLOSED, __ATOMIC_SEQ_CST);
 	g->opening = 0;
 	memcpy(sl->uuid, g->uuid, VS_UUID_LEN);
@@ -161,12 +162,18 @@ uint64_t sched_lock_peek(const struct sched *s, const struct sched_gpu *g)
 	return w == NULL ? VS_LOCK_CLOSED : __atomic_load_n(w, __ATOMIC_SEQ_CST);
 }
 
-void sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct)
+void sched_lock_prio(struct sched *s, struct sched_gpu *g, uint32_t pct,
+		     uint32_t n)
 {
+	struct vs_lock_slot *sl;
 	int i = slot_of(s, g);
 
 	if (i < 0)
 		return;
-	if (__atomic_load_n(&s->lock->slot[i].prio, __ATOMIC_RELAXED) != pct)
-		__atomic_store_n(&s->lock->slot[i].prio, pct, __ATOMIC_SEQ_CST);
+	sl = &s->lock->slot[i];
+	/* The count first: a gate that sees the share sees it too. */
+	if (__atomic_load_n(&sl->prio_n, __ATOMIC_RELAXED) != n)
+		__atomic_store_n(&sl->prio_n, n, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sl->prio, __ATOMIC_RELAXED) != pct)
+		__atomic_store_n(&sl->prio, pct, __ATOMIC_SEQ_CST);
 }
