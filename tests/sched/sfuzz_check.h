@@ -41,7 +41,7 @@ static void sf_check_lock(const struct sf *f, const struct sched_gpu *g)
 static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 {
 	size_t nm = 0, nq = 0, nh = 0, free_holders = 0, nhard = 0;
-	size_t free_batch = 0, old_gates = 0;
+	size_t free_batch = 0, old_gates = 0, blind = 0;
 	uint64_t tot = 0, held = 0, sum = 0, cap = 0;
 
 	SF_EACH(&g->members, it) {
@@ -85,6 +85,7 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 		free_holders++;
 		free_batch += h->klass != VS_CLASS_INTERACTIVE;
 		old_gates += h->c->proto < SCHED_PRIO_PROTO;
+		blind += h->cap == 0;
 		sum += h->fp;
 		cap = sched_cap_min(cap, h->cap);
 	}
@@ -97,6 +98,8 @@ static void sf_check_gpu(const struct sf *f, const struct sched_gpu *g)
 		SF_CHECK(free_batch <= 1);
 		SF_CHECK(old_gates == 0);
 		SF_CHECK(f->s->lock != NULL);
+		/* Each with a view of the capacity, not only the group. */
+		SF_CHECK(blind == 0);
 		SF_CHECK(cap != 0 && sum <= cap);
 	}
 	/* A capacity of 0 is unknown (no configured value, no driver report,

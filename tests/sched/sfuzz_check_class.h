@@ -225,9 +225,13 @@ static void sf_check_drop(const struct sf *f, const struct sched_out *o,
 		SF_CHECK(f->repol || sf_interactive_on(f, m->g, m));
 		break;
 	case SCHED_DROP_FAIR:
-		/* A batch waiter never preempts an interactive holder. */
+		/* A batch waiter never preempts an interactive holder. As
+		 * for a class drop, a waiter that was interactive when it
+		 * preempted may have lost the class later in a step that
+		 * hands a new policy to one client at a time
+		 * (fair-drop-repolicy). */
 		if (m->klass == VS_CLASS_INTERACTIVE)
-			SF_CHECK(sf_interactive_on(f, m->g, m));
+			SF_CHECK(f->repol || sf_interactive_on(f, m->g, m));
 		break;
 	case SCHED_DROP_BUDGET:
 		/* Spent when it was dropped. A step that hands a new policy

@@ -610,7 +610,8 @@ static void test_cohold_on(void **state)
  * that reports no memory size has no view of the capacity, and does not
  * share the GPU on a holder's view alone (the fit would be lost with
  * that holder), neither as the waiter nor as the holder beside whom
- * one waits; two that both report a size do. */
+ * one waits, nor after a switch from mode auto; two that both report a
+ * size do. */
 static void test_cohold_needs_views(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
@@ -650,6 +651,31 @@ static void test_cohold_needs_views(void **state)
 	i = inter_client(s, VS_PROTO_VERSION, 1, 1);
 	assert_int_equal(sched_request(s, i, GPU_A), 0);
 	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_WAITING);
+	sched_client_del(s, i);
+	sched_client_del(s, b);
+	/* Formed in mode auto, where the group's one view bounds it: a
+	 * switch to mode on drops the member without a view. */
+	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_AUTO),
+			 1);
+	b = client(s, GPU_A, 1);
+	sched_client_set_proto(b, VS_PROTO_VERSION);
+	assert_int_equal(sched_request(s, b, GPU_A), 0);
+	i = sched_client_new(s, &(struct sched_cred){ 102, 1002, 1002 },
+			     "svc", NULL);
+	assert_non_null(i);
+	sched_client_set_token(i, VS_LOCK_TOKEN_BIT | next_token++);
+	sched_client_set_class(i, VS_CLASS_INTERACTIVE);
+	sched_client_set_proto(i, VS_PROTO_VERSION);
+	sched_client_set_policy(s, i, &pol);
+	assert_int_equal(sched_attach(s, i, GPU_A, 0), 0);
+	assert_int_equal(sched_footprint(s, i, GPU_A, 1 * GiB, 0), 0);
+	assert_int_equal(sched_request(s, i, GPU_A), 0);
+	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_HOLDING);
+	sched_out_clear(s);
+	assert_int_equal(sched_set_mode(s, VS_TARGET_ALL, 0, NULL, VS_MODE_ON),
+			 1);
+	assert_int_equal(count(s, VS_MSG_DROP, i, 0), 1);
+	assert_int_equal(count(s, VS_MSG_DROP, b, 0), 0);
 	sched_client_del(s, i);
 	sched_client_del(s, b);
 	/* Both with a view: they share. */
