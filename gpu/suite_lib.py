@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -27,7 +28,9 @@ def parse_size(text):
     digits = re.match(r"[0-9.]*", text).group(0)
     rest = text[len(digits):]
     num = re.match(r"[0-9]+(\.[0-9]*)?", digits)
-    bad = "'%s': not a size (like 8G, 512M or 1.5T; bytes like 4096B)" % text
+    # vshare's messages quote at most 64 bytes of the text.
+    quoted = text.encode()[:64].decode(errors="replace")
+    bad = "'%s': not a size (like 8G, 512M or 1.5T; bytes like 4096B)" % quoted
     if num is None or (rest[:1] and rest[0] in "xXeEpP"):
         raise ValueError(bad)
     end = digits[num.end():] + rest
@@ -41,14 +44,20 @@ def parse_size(text):
         end = ""
     if end:
         raise ValueError(bad)
-    v = float(num.group(0)) * mult
+    v = float(num.group(0))
+    # strtod's range error: a number that underflows (to 0 or below the
+    # smallest normal double) from digits that are not all 0.
+    if v < sys.float_info.min and num.group(0).strip("0.") != "":
+        raise ValueError(bad)
+    v *= mult
     if v >= 2.0 ** 64:
         raise ValueError(bad)
     if text[-1].isdigit() and 0 < v < SIZE_MIN_PLAIN:
-        hint = "%sG" % text if "." in text else "%sG or %sB" % (text, text)
+        hint = ("%sG" % quoted if "." in text else
+                "%sG or %sB" % (quoted, quoted))
         raise ValueError("'%s': a size needs a unit (K, M, G, T); a bare "
                          "number below 1 MiB is refused, write %s" %
-                         (text, hint))
+                         (quoted, hint))
     if mult == 1 and "." in digits:
         raise ValueError(bad)
     return int(v)

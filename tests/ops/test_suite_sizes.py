@@ -19,7 +19,12 @@ FIXED = ["8G", "1.5G", "8", "4096", "512MiB", "0.5", "1.5B", "1048576",
          "1048575", "2T", "1e3", " 8G", "8G ", "8g", "8GB", "8gib", "8kb",
          "3.999999999999G", "00012G", ".5G", "5.G", "8Gi", "8Bi", "16E",
          "0", "0B", "0.0", "1.2.3G", "16777215T", "16777216T", "B",
-         "0x10G", "inf", "1048576.5", "2.5M", "1MB", "1mib", "7i"]
+         "0x10G", "inf", "1048576.5", "2.5M", "1MB", "1mib", "7i",
+         # Texts longer than the 64 bytes vshare's messages quote, and
+         # numbers that underflow (strtod's range error) or just do not.
+         "1" * 70 + "X", "1" * 70, "0." + "0" * 66 + "1",
+         "0." + "0" * 307 + "1G", "0." + "0" * 309 + "1G",
+         "0." + "0" * 300 + "1G", "0." + "0" * 400]
 ALPHABET = "0123456789..KMGTkmgtiBbxe "
 
 
