@@ -179,7 +179,10 @@ void gate_open_all(void);
  * for the thread's queued work, a priority hold): counted as the
  * program's wait for its work (gate_sync_begin), ended by
  * gate_sync_end. The use report (client_use.c) counts it busy: the
- * program has work queued, or work to submit. */
+ * program has work queued, or work to submit; and one that lasted past
+ * a tick of the coarse clock stamps its end as a time the program's
+ * work was unfinished, true of a hold as well (the work it waits to
+ * submit). */
 void gate_wait_work_begin(int dev, struct gate_sync *w);
 /* gate_pace.c: around a submission to dev's paced gate. _before waits
  * while the thread runs further than pace_ns ahead on `stream` and
