@@ -237,7 +237,7 @@ static inline int enter_dev(int dev)
 __attribute__((noinline))
 static int enter_paced(int dev, void *stream, uint64_t pace_ns)
 {
-	int paced = gate_pace_before(dev, stream, pace_ns);
+	int paced = gate_pace_before(dev, stream, pace_ns, my_shard());
 	int tok = enter_dev(dev);
 
 	return tok >= 0 && paced ? tok | GATE_TOKEN_PACE : tok;
@@ -261,7 +261,7 @@ static int enter_prio(struct gate_gpu *g, int dev, void *stream)
 		}
 		return tok | GATE_TOKEN_PRIO;
 	}
-	gate_prio_hold(g, dev);
+	gate_prio_hold(g, dev, my_shard());
 	if (gate_g.conf.prio_pace_ns != 0 && gate_prio_active(g))
 		return enter_paced(dev, stream, gate_prio_pace_ns(g));
 	if (A_LOAD_RLX(&g->pace))
@@ -413,25 +413,12 @@ static int sync_dev(void)
 	return dev >= 0 && dev < GATE_MAX_GPUS ? dev : -1;
 }
 
-/* Store a stamp only when it moves forward: threads sharing a shard
- * need not agree on the order of their stores. */
-static void stamp_unfinished(struct gate_shard *s, uint64_t now)
-{
-	if (A_LOAD_RLX(&s->unfinished_ms) < now)
-		__atomic_store_n(&s->unfinished_ms, now, __ATOMIC_RELAXED);
-}
-
 void gate_sync_begin(struct gate_sync *w)
 {
-	gate_wait_work_begin(sync_dev(), w);
-}
-
-void gate_wait_work_begin(int dev, struct gate_sync *w)
-{
-	int sh;
+	int dev = sync_dev(), sh;
 
 	w->token = GATE_TOKEN_NONE;
-	if (dev < 0 || dev >= GATE_MAX_GPUS || !A_LOAD_RLX(&gate_g.enabled))
+	if (dev < 0)
 		return;
 	if (__builtin_expect(!tcache.sync_keyed, 0)) {
 		pthread_once(&sync_once, sync_key_init);
@@ -462,7 +449,7 @@ void gate_sync_end(const struct gate_sync *w)
 	s = &gate_g.gpu[w->token / GATE_SHARDS].shard[w->token % GATE_SHARDS];
 	now = gate_clock_ms();
 	if (now != w->since)
-		stamp_unfinished(s, now);
+		gate_stamp_unfinished(s, now);
 	__atomic_fetch_sub(&s->syncs, 1, __ATOMIC_RELEASE);
 }
 
@@ -471,7 +458,7 @@ void gate_sync_unfinished(void)
 	int dev = sync_dev();
 
 	if (dev >= 0)
-		stamp_unfinished(&gate_g.gpu[dev].shard[my_shard()],
+		gate_stamp_unfinished(&gate_g.gpu[dev].shard[my_shard()],
 				 gate_clock_ms());
 }
 

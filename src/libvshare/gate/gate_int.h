@@ -175,20 +175,42 @@ uint32_t gate_gap_of(struct gate_gpu *g);
 void gate_open_locked(struct gate_gpu *g);
 /* Open every gate in use: running unshared (no scheduler, shutdown). */
 void gate_open_all(void);
-/* A wait of the gate's own inside a submission to dev (pacing's wait
- * for the thread's queued work, a priority hold): counted as the
- * program's wait for its work (gate_sync_begin), ended by
- * gate_sync_end. The use report (client_use.c) counts it busy: the
- * program has work queued, or work to submit; and one that lasted past
- * a tick of the coarse clock stamps its end as a time the program's
- * work was unfinished, true of a hold as well (the work it waits to
- * submit). */
-void gate_wait_work_begin(int dev, struct gate_sync *w);
+/* Store a stamp only when it moves forward: threads sharing a shard
+ * need not agree on the order of their stores. */
+static inline void gate_stamp_unfinished(struct gate_shard *s, uint64_t now)
+{
+	if (__atomic_load_n(&s->unfinished_ms, __ATOMIC_RELAXED) < now)
+		__atomic_store_n(&s->unfinished_ms, now, __ATOMIC_RELAXED);
+}
+
+/* A wait of the gate's own inside a submission, on the thread's shard s
+ * (pacing's wait for the thread's queued work, a priority hold): counted
+ * as the program's wait for its work, as gate_sync_begin .. _end count a
+ * synchronize (with cancellation off meanwhile, so no thread-exit
+ * cleanup). The use report (client_use.c) counts it busy: the program
+ * has work queued, or work to submit; and one that lasted past a tick
+ * of the coarse clock stamps its end as a time the program's work was
+ * unfinished, true of a hold as well (the work it waits to submit).
+ * _begin returns the time for _end. */
+static inline uint64_t gate_work_wait_begin(struct gate_shard *s)
+{
+	__atomic_fetch_add(&s->syncs, 1, __ATOMIC_RELAXED);
+	return gate_clock_ms();
+}
+
+static inline void gate_work_wait_end(struct gate_shard *s, uint64_t since)
+{
+	uint64_t now = gate_clock_ms();
+
+	if (now != since)
+		gate_stamp_unfinished(s, now);
+	__atomic_fetch_sub(&s->syncs, 1, __ATOMIC_RELEASE);
+}
 /* gate_pace.c: around a submission to dev's paced gate. _before waits
  * while the thread runs further than pace_ns ahead on `stream` and
  * returns 1 when
  * _after is due (inside the bracket: it places a mark). */
-int  gate_pace_before(int dev, void *stream, uint64_t pace_ns);
+int  gate_pace_before(int dev, void *stream, uint64_t pace_ns, int sh);
 void gate_pace_after(void);
 void gate_pace_atfork_child(void);
 /* A unit test's clock and pause for pacing, NULL otherwise. */
@@ -205,7 +227,7 @@ extern const struct gate_pace_test *gate_pace_test
  * interactive submission. active: interactive work on g was seen in
  * flight lately (its batch work keeps its queue short). */
 uint32_t gate_prio_pct(struct gate_gpu *g);
-void gate_prio_hold(struct gate_gpu *g, int dev);
+void gate_prio_hold(struct gate_gpu *g, int dev, int sh);
 /* The bound on a batch program's queued work beside active interactive
  * work on g: the short one (prio_pace_ns), or pacing's longer one while
  * the next request of an interactive program with a rhythm is far. */

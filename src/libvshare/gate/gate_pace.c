@@ -205,17 +205,19 @@ static void learn_group(struct pace_slot *s, uint64_t t)
  * on an event has no time limit), and take it off the ring. 0 when it
  * has passed, -1 when the wait gave up. Cancellation is off meanwhile:
  * the program called a function that is no cancellation point. */
-static int wait_head(struct pace_slot *s, int dev)
+static int wait_head(struct pace_slot *s, int dev, int sh)
 {
 	const struct gate_cuda_ops *ops = gate_g.ops;
-	uint64_t t0 = pace_now(), t = t0;
-	int st, old, looks = 0, rc = 0;
-	struct gate_sync w = { GATE_TOKEN_NONE, 0 };
+	struct gate_shard *sd = &gate_g.gpu[dev].shard[sh];
+	uint64_t t0 = pace_now(), t = t0, since = 0;
+	int st, old, looks = 0, rc = 0, counted = 0;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	while ((st = ops->mark_state(s->mark[s->head])) == 0) {
-		if (looks == 0)
-			gate_wait_work_begin(dev, &w);
+		if (!counted) {
+			since = gate_work_wait_begin(sd);
+			counted = 1;
+		}
 		t = pace_now();
 		if (t - t0 >= PACE_WAIT_MAX_NS || A_LOAD_RLX(&gate_g.shutting)) {
 			rc = -1;
@@ -223,7 +225,8 @@ static int wait_head(struct pace_slot *s, int dev)
 		}
 		pace_pause(looks++);
 	}
-	gate_sync_end(&w);
+	if (counted)
+		gate_work_wait_end(sd, since);
 	pthread_setcancelstate(old, NULL);
 	if (rc != 0) {
 		log_debug("GPU %d: pacing gave up after %.0f ms on a stream "
@@ -280,7 +283,7 @@ static unsigned depth_of(const struct pace_slot *s)
 	return PACE_DEPTH;
 }
 
-int gate_pace_before(int dev, void *stream, uint64_t pace_ns)
+int gate_pace_before(int dev, void *stream, uint64_t pace_ns, int sh)
 {
 	uint64_t now;
 	struct pace_slot *s;
@@ -304,7 +307,7 @@ int gate_pace_before(int dev, void *stream, uint64_t pace_ns)
 	if (!busiest(s) || s->broken || now < s->off_until)
 		return 0;
 	while (s->n >= depth_of(s)) {
-		if (wait_head(s, dev) != 0) {
+		if (wait_head(s, dev, sh) != 0) {
 			s->off_until = pace_now() + PACE_OFF_NS;
 			s->n = 0;
 			s->pass_at = 0;

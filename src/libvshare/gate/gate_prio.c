@@ -241,12 +241,12 @@ static void hold_end(struct gate_gpu *g, uint64_t now)
 	pthread_mutex_unlock(&g->prio_mu);
 }
 
-void gate_prio_hold(struct gate_gpu *g, int dev)
+void gate_prio_hold(struct gate_gpu *g, int dev, int sh)
 {
 	struct vs_lock_word *w = A_LOAD(&g->prio_w);
 	uint32_t pct = gate_prio_pct(g), seq;
 	uint64_t now, busy, left, start;
-	struct gate_sync wait;
+	uint64_t since;
 	int old;
 
 	if (w == NULL || pct == 0 || A_LOAD_RLX(&gate_g.prio_self))
@@ -267,7 +267,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 	}
 	start = now;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
-	gate_wait_work_begin(dev, &wait);
+	since = gate_work_wait_begin(&g->shard[sh]);
 	for (;;) {
 		uint64_t nap;
 
@@ -295,7 +295,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev)
 		__atomic_sub_fetch(&w->sleepers, 1, __ATOMIC_SEQ_CST);
 		now = prio_now();
 	}
-	gate_sync_end(&wait);
+	gate_work_wait_end(&g->shard[sh], since);
 	pthread_setcancelstate(old, NULL);
 	hold_end(g, now);
 }
