@@ -32,9 +32,10 @@ static struct sched *mk(uint32_t mode, uint64_t capacity)
 }
 
 /* A client with a token, as the daemon gives one after passing the page
- * (the daemon's are random; these only need to differ). */
-static struct sched_client *client(struct sched *s, const uint8_t *gpu,
-				   uint64_t fp_gib)
+ * (the daemon's are random; these only need to differ), whose client
+ * reported the GPU's memory as total_gib (0: none reported). */
+static struct sched_client *client_seeing(struct sched *s, const uint8_t *gpu,
+					  uint64_t fp_gib, uint64_t total_gib)
 {
 	struct sched_cred cred = { 100, 1000, 1000 };
 	struct sched_client *c = sched_client_new(s, &cred, "job", NULL);
@@ -43,9 +44,15 @@ static struct sched_client *client(struct sched *s, const uint8_t *gpu,
 	assert_false(sched_token_in_use(s, VS_LOCK_TOKEN_BIT | next_token));
 	sched_client_set_token(c, VS_LOCK_TOKEN_BIT | next_token++);
 	assert_true(sched_token_in_use(s, sched_client_token(c)));
-	assert_int_equal(sched_attach(s, c, gpu, 10 * GiB), 0);
+	assert_int_equal(sched_attach(s, c, gpu, total_gib * GiB), 0);
 	assert_int_equal(sched_footprint(s, c, gpu, fp_gib * GiB, 0), 0);
 	return c;
+}
+
+static struct sched_client *client(struct sched *s, const uint8_t *gpu,
+				   uint64_t fp_gib)
+{
+	return client_seeing(s, gpu, fp_gib, 10);
 }
 
 /* The slot that names gpu, found as the shim finds it: by UUID. */
@@ -536,9 +543,11 @@ static void test_prio_share(void **state)
 	sched_free(s);
 }
 
-/* An interactive program of the given protocol version and footprint. */
-static struct sched_client *inter_client(struct sched *s, uint32_t proto,
-					 uint64_t fp_gib, int allowed)
+/* An interactive program of the given protocol version and footprint,
+ * whose client reported the GPU's memory as total_gib (0: none). */
+static struct sched_client *inter_seeing(struct sched *s, uint32_t proto,
+					 uint64_t fp_gib, int allowed,
+					 uint64_t total_gib)
 {
 	struct sched_class_pol pol = { allowed, 20, 0 };
 	struct sched_client *c = sched_client_new(
@@ -549,9 +558,15 @@ static struct sched_client *inter_client(struct sched *s, uint32_t proto,
 	sched_client_set_class(c, VS_CLASS_INTERACTIVE);
 	sched_client_set_proto(c, proto);
 	sched_client_set_policy(s, c, &pol);
-	assert_int_equal(sched_attach(s, c, GPU_A, 10 * GiB), 0);
+	assert_int_equal(sched_attach(s, c, GPU_A, total_gib * GiB), 0);
 	assert_int_equal(sched_footprint(s, c, GPU_A, fp_gib * GiB, 0), 0);
 	return c;
+}
+
+static struct sched_client *inter_client(struct sched *s, uint32_t proto,
+					 uint64_t fp_gib, int allowed)
+{
+	return inter_seeing(s, proto, fp_gib, allowed, 10);
 }
 
 /* Mode on, where memory stays resident (each sees 10 GiB): an
@@ -615,22 +630,13 @@ static void test_cohold_on(void **state)
 static void test_cohold_needs_views(void **state)
 {
 	struct sched *s = mk(VS_MODE_ON, 0);
-	struct sched_class_pol pol = { 1, 20, 0 };
 	struct sched_client *b = client(s, GPU_A, 1), *i;
 
 	(void)state;
 	sched_client_set_proto(b, VS_PROTO_VERSION);
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
 	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
-	i = sched_client_new(s, &(struct sched_cred){ 102, 1002, 1002 },
-			     "svc", NULL);
-	assert_non_null(i);
-	sched_client_set_token(i, VS_LOCK_TOKEN_BIT | next_token++);
-	sched_client_set_class(i, VS_CLASS_INTERACTIVE);
-	sched_client_set_proto(i, VS_PROTO_VERSION);
-	sched_client_set_policy(s, i, &pol);
-	assert_int_equal(sched_attach(s, i, GPU_A, 0), 0);
-	assert_int_equal(sched_footprint(s, i, GPU_A, 1 * GiB, 0), 0);
+	i = inter_seeing(s, VS_PROTO_VERSION, 1, 1, 0);
 	sched_out_clear(s);
 	assert_int_equal(sched_request(s, i, GPU_A), 0);
 	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_WAITING);
@@ -639,13 +645,8 @@ static void test_cohold_needs_views(void **state)
 	sched_client_del(s, i);
 	sched_client_del(s, b);
 	/* The holder with no view, the waiter with one: the same. */
-	b = sched_client_new(s, &(struct sched_cred){ 100, 1000, 1000 }, "job",
-			     NULL);
-	assert_non_null(b);
-	sched_client_set_token(b, VS_LOCK_TOKEN_BIT | next_token++);
+	b = client_seeing(s, GPU_A, 1, 0);
 	sched_client_set_proto(b, VS_PROTO_VERSION);
-	assert_int_equal(sched_attach(s, b, GPU_A, 0), 0);
-	assert_int_equal(sched_footprint(s, b, GPU_A, 1 * GiB, 0), 0);
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
 	assert_int_equal(sched_state_of(b, GPU_A), SCHED_ST_HOLDING);
 	i = inter_client(s, VS_PROTO_VERSION, 1, 1);
@@ -660,15 +661,7 @@ static void test_cohold_needs_views(void **state)
 	b = client(s, GPU_A, 1);
 	sched_client_set_proto(b, VS_PROTO_VERSION);
 	assert_int_equal(sched_request(s, b, GPU_A), 0);
-	i = sched_client_new(s, &(struct sched_cred){ 102, 1002, 1002 },
-			     "svc", NULL);
-	assert_non_null(i);
-	sched_client_set_token(i, VS_LOCK_TOKEN_BIT | next_token++);
-	sched_client_set_class(i, VS_CLASS_INTERACTIVE);
-	sched_client_set_proto(i, VS_PROTO_VERSION);
-	sched_client_set_policy(s, i, &pol);
-	assert_int_equal(sched_attach(s, i, GPU_A, 0), 0);
-	assert_int_equal(sched_footprint(s, i, GPU_A, 1 * GiB, 0), 0);
+	i = inter_seeing(s, VS_PROTO_VERSION, 1, 1, 0);
 	assert_int_equal(sched_request(s, i, GPU_A), 0);
 	assert_int_equal(sched_state_of(i, GPU_A), SCHED_ST_HOLDING);
 	sched_out_clear(s);
