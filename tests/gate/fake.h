@@ -82,6 +82,9 @@ void fake_uuid(int dev, uint8_t uuid[VS_UUID_LEN]);
  * to FAKE_STREAM(i) now; fake_queued: the work still queued there. */
 void fake_pace_on(void);
 void fake_work(int i, uint64_t ns);
+/* The threads of GPU 0 counted as waiting for their work now
+ * (gate_use_activity), kept in *most where more. */
+void fake_note_syncs(long *most);
 uint64_t fake_queued(int i);
 
 /* The gate and the client wired as the shim's top does (gate_init,

@@ -132,14 +132,19 @@ static uint64_t pace_now(void)
 	return __atomic_load_n(&fk.pace_now, __ATOMIC_SEQ_CST);
 }
 
-static void pace_pause(uint64_t ns)
+void fake_note_syncs(long *most)
 {
 	uint64_t unf;
 	long syncs;
 
 	gate_use_activity(0, &syncs, &unf);
-	if (syncs > fk.pause_syncs)
-		fk.pause_syncs = syncs;
+	if (syncs > *most)
+		*most = syncs;
+}
+
+static void pace_pause(uint64_t ns)
+{
+	fake_note_syncs(&fk.pause_syncs);
 	INC(&fk.pauses);
 	__atomic_add_fetch(&fk.pace_now, ns, __ATOMIC_SEQ_CST);
 }

@@ -37,13 +37,10 @@ static uint64_t now_ns(void)
 
 static void sleep_ns(uint32_t *seq, uint32_t val, uint64_t ns)
 {
-	uint64_t t = now_ns(), to = t + ns, unf;
-	long syncs;
+	uint64_t t = now_ns(), to = t + ns;
 
 	(void)val;
-	gate_use_activity(0, &syncs, &unf);
-	if (syncs > hold_syncs)
-		hold_syncs = syncs;
+	fake_note_syncs(&hold_syncs);
 	if (!renew && clear_at != 0 && clear_at < to)
 		to = clear_at;
 	__atomic_store_n(&fk.pace_now, to, __ATOMIC_SEQ_CST);

@@ -245,8 +245,7 @@ void gate_prio_hold(struct gate_gpu *g, int dev, int sh)
 {
 	struct vs_lock_word *w = A_LOAD(&g->prio_w);
 	uint32_t pct = gate_prio_pct(g), seq;
-	uint64_t now, busy, left, start;
-	uint64_t since;
+	uint64_t now, busy, left, start, since;
 	int old;
 
 	if (w == NULL || pct == 0 || A_LOAD_RLX(&gate_g.prio_self))
